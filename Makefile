@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: MIT
+#
+# Tessera top-level build.  Everything it makes goes under build/.
+#
+#   make          build every layer (QEMU with the device, driver, libaccel,
+#                 tests, samples, guest initramfs)
+#   make demo     ... then boot a VM and run the samples
+#   make check    ... then lint, host unit tests and in-VM kselftests;
+#                 ends with "N passed, N failed"
+#   make bench    BENCH lines (see tools/tessera-bench)
+#   make lint     checkpatch (kernel and QEMU flavours) and sparse
+#   make deps     only install/fetch dependencies (tools/tessera-deps)
+#   make clean    remove build products but keep fetched dependencies
+
+include mk/versions.env
+
+KREL := $(KERNEL_ABI)-$(KERNEL_FLAVOUR)
+KDIR ?= /usr/src/linux-headers-$(KREL)
+REPO := $(CURDIR)
+B := $(REPO)/build
+JOBS ?= $(shell nproc)
+
+PYTHON := /usr/bin/python3
+
+DEPS_STAMP := $(B)/deps/.stamp
+KMOD_ROOT := $(B)/deps/kernel/root/lib/modules/$(KREL)
+HARNESS_DIR := $(B)/deps/linux-source/tools/testing/selftests
+
+QEMU_SRC := $(B)/qemu/src
+QEMU_BUILD := $(B)/qemu/build
+QEMU_BIN := $(QEMU_BUILD)/qemu-system-x86_64
+QEMU_FIRMWARE := $(B)/qemu/firmware
+QEMU_CONFIGURE := --python=$(PYTHON) --target-list=x86_64-softmmu \
+	--without-default-features --without-default-devices \
+	--with-devices-x86_64=tessera --disable-docs --disable-user \
+	--disable-install-blobs --enable-trace-backends=log \
+	--extra-cflags=-I$(REPO)/uapi
+
+KMOD_DIR := $(B)/kmod
+TESSERA_KO := $(KMOD_DIR)/driver/tessera.ko
+
+# Userspace: C11 with GNU extensions, warnings are errors.
+CC ?= cc
+USER_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
+DRM_CFLAGS := $(shell pkg-config --cflags libdrm 2>/dev/null)
+DRM_LIBS := $(shell pkg-config --libs libdrm 2>/dev/null)
+UAPI_CFLAGS := -I$(REPO)/uapi
+# The harness compares mixed-sign values on purpose (it prints both sides)
+# and vforks around fixtures, which -Wclobbered misreads.
+HARNESS_CFLAGS := -I$(HARNESS_DIR) -Wno-unused-parameter -Wno-sign-compare -Wno-clobbered -pthread
+
+# libaccel: versioned shared library, static library.
+LIBACCEL_SONAME := libaccel.so.$(shell sed -n 's/^\#define ACCEL_VERSION_MAJOR //p' libaccel/include/accel/common.h)
+LIBACCEL_VERSION := $(shell sed -n 's/^\#define ACCEL_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' libaccel/include/accel/common.h | paste -sd.)
+LIBACCEL_SRCS := $(wildcard libaccel/src/*.c)
+LIBACCEL_OBJS := $(LIBACCEL_SRCS:%.c=$(B)/obj/%.o)
+LIBACCEL_SO := $(B)/lib/libaccel.so.$(LIBACCEL_VERSION)
+LIBACCEL_A := $(B)/lib/libaccel.a
+LIBACCEL_CFLAGS := -Ilibaccel/include $(UAPI_CFLAGS) $(DRM_CFLAGS)
+
+# Headers every userspace program may include; programs built in one step
+# from several sources depend on all of them rather than on -MMD files.
+USER_HEADERS := $(wildcard uapi/drm/*.h libaccel/include/accel/*.h qemu-device/core/*.h)
+
+# Chip core, built for the host unit tests (the same files QEMU compiles).
+CORE_SRCS := $(wildcard qemu-device/core/*.c)
+CORE_CFLAGS := -Iqemu-device/core $(UAPI_CFLAGS)
+
+HOST_TESTS := $(patsubst tests/host/%.c,$(B)/tests/host/%,$(wildcard tests/host/*_test.c))
+VM_TESTS := $(patsubst tests/vm/%.c,$(B)/tests/vm/%,$(wildcard tests/vm/*_test.c))
+SAMPLES := $(patsubst tools/samples/%.c,$(B)/bin/%,$(wildcard tools/samples/*.c))
+INITRAMFS := $(B)/guest/initramfs.cpio
+
+.PHONY: all deps qemu module libaccel tests samples initramfs \
+	check demo bench lint clean distclean help
+.DEFAULT_GOAL := all
+
+all: qemu module libaccel tests samples initramfs
+
+help:
+	@sed -n '3,14s/^# \?//p' Makefile
+
+# ---------------------------------------------------------------- deps
+deps: $(DEPS_STAMP)
+
+$(DEPS_STAMP): mk/versions.env tools/tessera-deps
+	tools/tessera-deps --out $(B)/deps
+	@touch $@
+
+# The harness headers come with the deps; anything built with them waits.
+$(HARNESS_DIR)/kselftest_harness.h: $(DEPS_STAMP)
+
+# ---------------------------------------------------------------- QEMU
+qemu: $(QEMU_BIN) $(QEMU_FIRMWARE)/.stamp
+
+$(QEMU_BUILD)/build.ninja: $(DEPS_STAMP) mk/qemu-overlay
+	mk/qemu-overlay $(QEMU_SRC) $(REPO)
+	mkdir -p $(QEMU_BUILD)
+	cd $(QEMU_BUILD) && $(QEMU_SRC)/configure $(QEMU_CONFIGURE) > configure.log 2>&1 || \
+		{ tail -n 30 configure.log; exit 1; }
+
+# ninja knows what depends on which device file; always ask it.
+$(QEMU_BIN): $(QEMU_BUILD)/build.ninja FORCE
+	@mk/qemu-overlay $(QEMU_SRC) $(REPO)
+	@ninja -C $(QEMU_BUILD) -j$(JOBS) qemu-system-x86_64
+
+$(QEMU_FIRMWARE)/.stamp: $(DEPS_STAMP)
+	mkdir -p $(QEMU_FIRMWARE)
+	ln -sf /usr/share/seabios/bios-256k.bin /usr/share/qemu/linuxboot_dma.bin \
+		/usr/share/qemu/kvmvapic.bin $(QEMU_FIRMWARE)/
+	@touch $@
+
+# ---------------------------------------------------------------- driver
+# Kbuild writes objects beside the sources; build in a mirror of links so
+# that they land under build/.
+module: $(TESSERA_KO)
+
+$(TESSERA_KO): $(DEPS_STAMP) FORCE
+	@mkdir -p $(KMOD_DIR)
+	@cp -as --remove-destination $(REPO)/Kbuild $(REPO)/driver $(REPO)/uapi $(KMOD_DIR)/
+	@find $(KMOD_DIR) -xtype l -delete
+	@$(MAKE) -s -C $(KDIR) M=$(KMOD_DIR) W=1 KCFLAGS=-Werror modules
+
+# ---------------------------------------------------------------- libaccel
+libaccel: $(LIBACCEL_SO) $(LIBACCEL_A)
+
+$(B)/obj/libaccel/%.o: libaccel/%.c $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -MMD -MP -fPIC -fvisibility=hidden $(LIBACCEL_CFLAGS) -c -o $@ $<
+
+$(LIBACCEL_SO): $(LIBACCEL_OBJS)
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,$(LIBACCEL_SONAME) -Wl,--no-undefined -o $@ $^ $(DRM_LIBS)
+	ln -sf $(@F) $(B)/lib/$(LIBACCEL_SONAME)
+	ln -sf $(LIBACCEL_SONAME) $(B)/lib/libaccel.so
+
+$(LIBACCEL_A): $(LIBACCEL_OBJS)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+
+# ---------------------------------------------------------------- tests
+tests: $(HOST_TESTS) $(VM_TESTS) $(B)/tests/vm/run-tests
+
+$(B)/tests/host/tessera_core_test: tests/host/tessera_core_test.c $(CORE_SRCS) \
+		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^)
+
+$(B)/tests/host/libaccel_error_test: tests/host/libaccel_error_test.c $(LIBACCEL_A) \
+		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< \
+		$(LIBACCEL_A) $(DRM_LIBS)
+
+$(B)/tests/vm/%_test: tests/vm/%_test.c $(LIBACCEL_SO) $(USER_HEADERS) \
+		$(HARNESS_DIR)/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< \
+		-L$(B)/lib -laccel $(DRM_LIBS)
+
+$(B)/tests/vm/run-tests: tests/vm/run-tests
+	@mkdir -p $(@D)
+	cp $< $@
+
+# ---------------------------------------------------------------- samples
+samples: $(SAMPLES)
+
+$(B)/bin/%: tools/samples/%.c $(LIBACCEL_SO) $(USER_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< -L$(B)/lib -laccel
+
+# ---------------------------------------------------------------- guest
+initramfs: $(INITRAMFS)
+
+GUEST_FILES := $(VM_TESTS) $(B)/tests/vm/run-tests $(SAMPLES) \
+	$(B)/lib/$(LIBACCEL_SONAME) $(LIBACCEL_SO)
+
+$(INITRAMFS): mk/initramfs tools/guest/init $(TESSERA_KO) $(GUEST_FILES) $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	mk/initramfs $@ $(REPO) $(KMOD_ROOT) $(TESSERA_KO) $(GUEST_FILES)
+
+# ---------------------------------------------------------------- run
+demo: all
+	tools/tessera-vm --chips 2 --timeout 120 -- hello
+
+check: all
+	$(PYTHON) tests/run-checks
+
+bench: all
+	$(PYTHON) tools/tessera-bench
+
+# ---------------------------------------------------------------- lint
+KERNEL_CHECKPATCH := $(B)/deps/linux-source/scripts/checkpatch.pl
+QEMU_CHECKPATCH := $(QEMU_SRC)/scripts/checkpatch.pl
+KERNEL_LINT_FILES := $(wildcard driver/*.[ch] uapi/drm/*.h)
+QEMU_LINT_FILES := $(shell find qemu-device -name '*.[ch]')
+
+lint: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
+	@echo "lint: kernel checkpatch --strict on driver/ and uapi/"
+	@perl $(KERNEL_CHECKPATCH) --strict --no-tree --quiet --show-types \
+		-f $(KERNEL_LINT_FILES)
+	@echo "lint: QEMU checkpatch on qemu-device/"
+	@cd $(QEMU_SRC) && for f in $(QEMU_LINT_FILES); do \
+		perl $(QEMU_CHECKPATCH) --no-tree --terse -f $(REPO)/$$f || exit 1; \
+	done
+	@echo "lint: sparse on the driver"
+	@mkdir -p $(KMOD_DIR)
+	@cp -as --remove-destination $(REPO)/Kbuild $(REPO)/driver $(REPO)/uapi $(KMOD_DIR)/
+	@$(MAKE) -s -C $(KDIR) M=$(KMOD_DIR) C=2 CHECK="sparse -Wno-unknown-attribute" \
+		modules 2>&1 | tee $(B)/sparse.log | grep -v '^  ' || true
+	@! grep -q ': \(warning\|error\):' $(B)/sparse.log
+	@echo "lint: clean"
+
+# ---------------------------------------------------------------- clean
+clean:
+	rm -rf $(B)/obj $(B)/lib $(B)/bin $(B)/tests $(B)/kmod $(B)/guest $(B)/logs
+	-ninja -C $(QEMU_BUILD) -t clean >/dev/null 2>&1
+
+distclean:
+	rm -rf $(B)
+
+FORCE:
+
+-include $(LIBACCEL_OBJS:.o=.d)

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#ifndef __TESSERA_HW_H__
+#define __TESSERA_HW_H__
+
+#include <linux/io.h>
+
+#include <drm/tessera_chip.h>
+#include "tessera_drv.h"
+
+static inline u32 tessera_reg_read(struct tessera_device *tdev, u32 reg)
+{
+	return readl(tdev->regs + reg);
+}
+
+static inline void tessera_reg_write(struct tessera_device *tdev, u32 reg,
+				     u32 val)
+{
+	writel(val, tdev->regs + reg);
+}
+
+int tessera_hw_init(struct tessera_device *tdev);
+void tessera_hw_fini(struct tessera_device *tdev);
+int tessera_hw_ping(struct tessera_device *tdev, u32 cookie,
+		    unsigned int timeout_ms, u32 *echo, u64 *latency_ns);
+
+#endif /* __TESSERA_HW_H__ */

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* libaccel: userspace library for Tessera accelerators. */
+#ifndef ACCEL_ACCEL_H
+#define ACCEL_ACCEL_H
+
+#include <accel/common.h>
+#include <accel/device.h>
+#include <accel/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** accel_version_string() - this library's version, "major.minor.patch". */
+ACCEL_API const char *accel_version_string(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_ACCEL_H */

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libaccel devices: finding, opening and querying Tessera chips.
+ *
+ * A struct accel_device is a handle to one open chip.  Handles are
+ * independent of each other; one handle may be used from several threads
+ * at once.
+ */
+#ifndef ACCEL_DEVICE_H
+#define ACCEL_DEVICE_H
+
+#include <stdint.h>
+
+#include <accel/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct accel_device;
+
+/** Length of a PCI address "dddd:bb:dd.f" with its NUL. */
+#define ACCEL_PCI_ADDRESS_LEN 16
+/** Length of the driver name buffer. */
+#define ACCEL_DRIVER_NAME_LEN 32
+
+/**
+ * struct accel_device_info - identity and versions of an open chip
+ */
+struct accel_device_info {
+	unsigned int index;		/* position among Tessera devices */
+	unsigned int minor;		/* N in /dev/accel/accelN */
+	char pci_address[ACCEL_PCI_ADDRESS_LEN];
+	uint16_t pci_vendor;
+	uint16_t pci_device;
+	uint8_t pci_revision;
+	uint32_t chip_id;		/* TSR_CHIP_ID on a Tessera chip */
+	uint16_t device_version_major;	/* device model version */
+	uint16_t device_version_minor;
+	uint32_t caps;			/* chip capability bits */
+	uint32_t msix_vectors;		/* MSI-X vectors the driver enabled */
+	uint64_t irq_count;		/* device interrupts handled so far */
+	char driver_name[ACCEL_DRIVER_NAME_LEN];
+	int driver_major;		/* kernel driver version */
+	int driver_minor;
+	int driver_patch;
+	uint32_t uapi_version;		/* DRM_TESSERA_UAPI_VERSION of the driver */
+};
+
+/** accel_device_count() - number of Tessera devices on this system. */
+ACCEL_API int accel_device_count(unsigned int *count);
+
+/**
+ * accel_device_open() - open the @index-th Tessera device.
+ *
+ * Devices are numbered from 0 in the order of their /dev/accel/accelN
+ * nodes, counting Tessera devices only.
+ */
+ACCEL_API int accel_device_open(unsigned int index, struct accel_device **dev);
+
+/** accel_device_open_pci() - open the Tessera device at a PCI address. */
+ACCEL_API int accel_device_open_pci(const char *pci_address,
+				    struct accel_device **dev);
+
+/** accel_device_close() - close a handle; NULL is allowed. */
+ACCEL_API void accel_device_close(struct accel_device *dev);
+
+/** accel_device_fd() - the DRM file descriptor behind a handle. */
+ACCEL_API int accel_device_fd(const struct accel_device *dev);
+
+/** accel_device_get_info() - identity, versions and counters. */
+ACCEL_API int accel_device_get_info(struct accel_device *dev,
+				    struct accel_device_info *info);
+
+/**
+ * accel_device_ping() - interrupt round trip through the chip.
+ * @timeout_ms: at most 60000, or 0 for the driver's default (1 s)
+ * @latency_ns: where to store the measured round trip; may be NULL
+ */
+ACCEL_API int accel_device_ping(struct accel_device *dev, uint32_t cookie,
+				uint32_t timeout_ms, uint64_t *latency_ns);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_DEVICE_H */

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: MIT
+/* Finding, opening and querying Tessera devices. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <xf86drm.h>
+#include <drm/tessera_accel.h>
+#include <drm/tessera_chip.h>
+
+#include <accel/accel.h>
+
+#include "internal.h"
+
+#define ACCEL_DEV_DIR "/dev/accel"
+#define ACCEL_SYSFS_CLASS "/sys/class/accel"
+#define ACCEL_MAX_MINORS 256
+
+struct accel_device {
+	int fd;
+	unsigned int index;
+	unsigned int minor;
+	char pci_address[ACCEL_PCI_ADDRESS_LEN];
+};
+
+/* Sorted minors of the /dev/accel/accelN nodes; returns how many. */
+static int list_minors(unsigned int *minors, unsigned int max)
+{
+	struct dirent *de;
+	unsigned int n = 0, i, j;
+	DIR *dir;
+
+	dir = opendir(ACCEL_DEV_DIR);
+	if (!dir)
+		return 0;
+	while ((de = readdir(dir)) && n < max) {
+		unsigned int minor;
+		char tail;
+
+		if (sscanf(de->d_name, "accel%u%c", &minor, &tail) == 1)
+			minors[n++] = minor;
+	}
+	closedir(dir);
+	for (i = 1; i < n; i++) {
+		unsigned int m = minors[i];
+
+		for (j = i; j > 0 && minors[j - 1] > m; j--)
+			minors[j] = minors[j - 1];
+		minors[j] = m;
+	}
+	return n;
+}
+
+/* Open accel node @minor; ACCEL_ERR_NOT_TESSERA if another driver owns it. */
+static int open_minor(unsigned int minor, int *fd_out)
+{
+	char path[64];
+	drmVersionPtr version;
+	int fd, is_tessera;
+
+	snprintf(path, sizeof(path), ACCEL_DEV_DIR "/accel%u", minor);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return accel_error_from_errno(errno);
+	version = drmGetVersion(fd);
+	if (!version) {
+		close(fd);
+		return ACCEL_ERR_IO;
+	}
+	is_tessera = strcmp(version->name, "tessera") == 0;
+	drmFreeVersion(version);
+	if (!is_tessera) {
+		close(fd);
+		return ACCEL_ERR_NOT_TESSERA;
+	}
+	*fd_out = fd;
+	return ACCEL_OK;
+}
+
+/* The PCI address of accel node @minor, "" if sysfs does not tell. */
+static void read_pci_address(unsigned int minor,
+			     char buf[ACCEL_PCI_ADDRESS_LEN])
+{
+	char link[96], target[PATH_MAX];
+	const char *base;
+	ssize_t n;
+
+	buf[0] = '\0';
+	snprintf(link, sizeof(link), ACCEL_SYSFS_CLASS "/accel%u/device", minor);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0)
+		return;
+	target[n] = '\0';
+	base = strrchr(target, '/');
+	base = base ? base + 1 : target;
+	if (strlen(base) < ACCEL_PCI_ADDRESS_LEN)
+		strcpy(buf, base);
+}
+
+static int check_uapi(int fd)
+{
+	struct drm_tessera_info info = { 0 };
+
+	if (drmIoctl(fd, DRM_IOCTL_TESSERA_GET_INFO, &info))
+		return accel_error_from_errno(errno);
+	if (info.uapi_version < DRM_TESSERA_UAPI_VERSION)
+		return ACCEL_ERR_VERSION;
+	return ACCEL_OK;
+}
+
+/* Which device a walk stops at: by index, by PCI address, or none. */
+struct device_filter {
+	const char *pci_address;	/* NULL: match by index */
+	unsigned int index;
+	bool any;			/* false: only count */
+};
+
+static bool filter_matches(const struct device_filter *filter,
+			   unsigned int index, const char *pci_address)
+{
+	if (!filter->any)
+		return false;
+	if (filter->pci_address)
+		return strcmp(filter->pci_address, pci_address) == 0;
+	return filter->index == index;
+}
+
+/*
+ * Walk the Tessera devices in index order.  On a match the device's open
+ * fd, index and minor are returned through @found and 0 is returned;
+ * with no match, the number of Tessera devices seen (counting) or
+ * ACCEL_ERR_NO_DEVICE (looking for one).
+ */
+static int walk_devices(const struct device_filter *filter,
+			struct accel_device *found)
+{
+	unsigned int minors[ACCEL_MAX_MINORS];
+	unsigned int index = 0;
+	int n, i, ret, fd = -1;
+
+	n = list_minors(minors, ACCEL_MAX_MINORS);
+	for (i = 0; i < n; i++) {
+		char pci[ACCEL_PCI_ADDRESS_LEN];
+
+		ret = open_minor(minors[i], &fd);
+		if (ret == ACCEL_ERR_NOT_TESSERA)
+			continue;
+		if (ret)
+			return ret;
+		read_pci_address(minors[i], pci);
+		if (filter_matches(filter, index, pci)) {
+			found->fd = fd;
+			found->index = index;
+			found->minor = minors[i];
+			memcpy(found->pci_address, pci, sizeof(pci));
+			return 0;
+		}
+		close(fd);
+		index++;
+	}
+	return filter->any ? ACCEL_ERR_NO_DEVICE : (int)index;
+}
+
+static int open_matching(const struct device_filter *filter,
+			 struct accel_device **out)
+{
+	struct accel_device found, *dev;
+	int ret;
+
+	ret = walk_devices(filter, &found);
+	if (ret)
+		return ret;
+	ret = check_uapi(found.fd);
+	if (ret) {
+		close(found.fd);
+		return ret;
+	}
+	dev = malloc(sizeof(*dev));
+	if (!dev) {
+		close(found.fd);
+		return ACCEL_ERR_NO_MEMORY;
+	}
+	*dev = found;
+	*out = dev;
+	return ACCEL_OK;
+}
+
+int accel_device_count(unsigned int *count)
+{
+	struct device_filter filter = { .any = false };
+	struct accel_device unused;
+	int n;
+
+	if (!count)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	n = walk_devices(&filter, &unused);
+	if (n < 0)
+		return n;
+	*count = n;
+	return ACCEL_OK;
+}
+
+int accel_device_open(unsigned int index, struct accel_device **dev)
+{
+	struct device_filter filter = { .index = index, .any = true };
+
+	if (!dev)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	return open_matching(&filter, dev);
+}
+
+int accel_device_open_pci(const char *pci_address, struct accel_device **dev)
+{
+	struct device_filter filter = { .pci_address = pci_address, .any = true };
+
+	if (!dev || !pci_address || !*pci_address)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	return open_matching(&filter, dev);
+}
+
+void accel_device_close(struct accel_device *dev)
+{
+	if (!dev)
+		return;
+	close(dev->fd);
+	free(dev);
+}
+
+int accel_device_fd(const struct accel_device *dev)
+{
+	return dev ? dev->fd : ACCEL_ERR_INVALID_ARGUMENT;
+}
+
+int accel_device_get_info(struct accel_device *dev,
+			  struct accel_device_info *info)
+{
+	struct drm_tessera_info ti = { 0 };
+	drmVersionPtr version;
+
+	if (!dev || !info)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_GET_INFO, &ti))
+		return accel_error_from_errno(errno);
+	version = drmGetVersion(dev->fd);
+	if (!version)
+		return accel_error_from_errno(errno);
+
+	memset(info, 0, sizeof(*info));
+	info->index = dev->index;
+	info->minor = dev->minor;
+	memcpy(info->pci_address, dev->pci_address, sizeof(info->pci_address));
+	info->pci_vendor = ti.pci_vendor;
+	info->pci_device = ti.pci_device;
+	info->pci_revision = ti.pci_revision;
+	info->chip_id = ti.chip_id;
+	info->device_version_major = TSR_VERSION_MAJOR(ti.device_version);
+	info->device_version_minor = TSR_VERSION_MINOR(ti.device_version);
+	info->caps = ti.caps;
+	info->msix_vectors = ti.msix_vectors;
+	info->irq_count = ti.irq_count;
+	info->uapi_version = ti.uapi_version;
+	snprintf(info->driver_name, sizeof(info->driver_name), "%s",
+		 version->name);
+	info->driver_major = version->version_major;
+	info->driver_minor = version->version_minor;
+	info->driver_patch = version->version_patchlevel;
+	drmFreeVersion(version);
+	return ACCEL_OK;
+}
+
+int accel_device_ping(struct accel_device *dev, uint32_t cookie,
+		      uint32_t timeout_ms, uint64_t *latency_ns)
+{
+	struct drm_tessera_ping ping = {
+		.cookie = cookie,
+		.timeout_ms = timeout_ms,
+	};
+
+	if (!dev || timeout_ms > DRM_TESSERA_PING_MAX_TIMEOUT_MS)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_PING, &ping))
+		return accel_error_from_errno(errno);
+	if (ping.echo != cookie)
+		return ACCEL_ERR_IO;
+	if (latency_ns)
+		*latency_ns = ping.latency_ns;
+	return ACCEL_OK;
+}
