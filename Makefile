@@ -39,11 +39,13 @@ QEMU_CONFIGURE := --python=$(PYTHON) --target-list=x86_64-softmmu \
 KMOD_DIR := $(B)/kmod
 TESSERA_KO := $(KMOD_DIR)/driver/tessera.ko
 
-# Userspace: C11 with GNU extensions, warnings are errors.
+# Userspace: C11 with GNU extensions, warnings are errors.  pkg-config is
+# asked when a recipe runs (=, not :=): on a fresh machine libdrm-dev is
+# only there once the deps step has run.
 CC ?= cc
 USER_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
-DRM_CFLAGS := $(shell pkg-config --cflags libdrm 2>/dev/null)
-DRM_LIBS := $(shell pkg-config --libs libdrm 2>/dev/null)
+DRM_CFLAGS = $(shell pkg-config --cflags libdrm 2>/dev/null)
+DRM_LIBS = $(shell pkg-config --libs libdrm 2>/dev/null)
 UAPI_CFLAGS := -I$(REPO)/uapi
 # The harness compares mixed-sign values on purpose (it prints both sides)
 # and vforks around fixtures, which -Wclobbered misreads.
@@ -56,7 +58,7 @@ LIBACCEL_SRCS := $(wildcard libaccel/src/*.c)
 LIBACCEL_OBJS := $(LIBACCEL_SRCS:%.c=$(B)/obj/%.o)
 LIBACCEL_SO := $(B)/lib/libaccel.so.$(LIBACCEL_VERSION)
 LIBACCEL_A := $(B)/lib/libaccel.a
-LIBACCEL_CFLAGS := -Ilibaccel/include $(UAPI_CFLAGS) $(DRM_CFLAGS)
+LIBACCEL_CFLAGS = -Ilibaccel/include $(UAPI_CFLAGS) $(DRM_CFLAGS)
 
 # Headers every userspace program may include; programs built in one step
 # from several sources depend on all of them rather than on -MMD files.
@@ -107,7 +109,7 @@ $(QEMU_BIN): $(QEMU_BUILD)/build.ninja FORCE
 $(QEMU_FIRMWARE)/.stamp: $(DEPS_STAMP)
 	mkdir -p $(QEMU_FIRMWARE)
 	ln -sf /usr/share/seabios/bios-256k.bin /usr/share/qemu/linuxboot_dma.bin \
-		/usr/share/qemu/kvmvapic.bin $(QEMU_FIRMWARE)/
+		/usr/share/qemu/kvmvapic.bin /usr/share/qemu/pvh.bin $(QEMU_FIRMWARE)/
 	@touch $@
 
 # ---------------------------------------------------------------- driver

@@ -33,6 +33,7 @@ struct tessera_device {
 	unsigned int msix_vectors;
 	atomic64_t irq_count;
 
+	/* serialises pings: the chip has one ping register */
 	struct mutex ping_lock;
 	struct completion ping_done;
 	u32 ping_ack;

@@ -173,6 +173,17 @@ TEST_F(core, pings_count_and_the_last_cookie_wins)
 	EXPECT_EQ(2, tsr_core_reg_read(&self->core, TSR_REG_PING_COUNT));
 }
 
+TEST_F(core, pings_written_before_the_chip_runs_coalesce)
+{
+	tsr_core_reg_write(&self->core, TSR_REG_IRQ_ENABLE, TSR_IRQ_PING);
+	tsr_core_reg_write(&self->core, TSR_REG_PING, 20);
+	tsr_core_reg_write(&self->core, TSR_REG_PING, 21);
+	tsr_core_run(&self->core);
+	EXPECT_EQ(1, self->host.nr_irqs);
+	EXPECT_EQ(21, tsr_core_reg_read(&self->core, TSR_REG_PING_ACK));
+	EXPECT_EQ(1, tsr_core_reg_read(&self->core, TSR_REG_PING_COUNT));
+}
+
 TEST_F(core, reset_returns_every_register_to_its_reset_value)
 {
 	tsr_core_reg_write(&self->core, TSR_REG_SCRATCH, 0x55);

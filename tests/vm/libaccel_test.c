@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* libaccel against the real driver and device: enumeration, info, ping. */
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -151,6 +152,46 @@ TEST(handles_are_independent)
 	accel_device_close(a);
 	EXPECT_EQ(ACCEL_OK, accel_device_ping(b, 7, 0, NULL));
 	accel_device_close(b);
+}
+
+#define PING_THREADS 4
+#define PINGS_PER_THREAD 50
+
+struct pinger {
+	struct accel_device *dev;
+	uint32_t base;
+	int failures;
+};
+
+static void *ping_loop(void *arg)
+{
+	struct pinger *p = arg;
+	uint32_t i;
+
+	for (i = 0; i < PINGS_PER_THREAD; i++)
+		if (accel_device_ping(p->dev, p->base + i, 0, NULL) != ACCEL_OK)
+			p->failures++;
+	return NULL;
+}
+
+TEST(one_handle_serves_several_threads)
+{
+	struct pinger pingers[PING_THREADS];
+	pthread_t threads[PING_THREADS];
+	struct accel_device *dev;
+	int i;
+
+	ASSERT_EQ(ACCEL_OK, accel_device_open(0, &dev));
+	for (i = 0; i < PING_THREADS; i++) {
+		pingers[i] = (struct pinger){ .dev = dev, .base = i << 16 };
+		ASSERT_EQ(0, pthread_create(&threads[i], NULL, ping_loop,
+					    &pingers[i]));
+	}
+	for (i = 0; i < PING_THREADS; i++) {
+		ASSERT_EQ(0, pthread_join(threads[i], NULL));
+		EXPECT_EQ(0, pingers[i].failures) TH_LOG("thread %d", i);
+	}
+	accel_device_close(dev);
 }
 
 TEST_HARNESS_MAIN

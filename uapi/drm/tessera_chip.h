@@ -65,7 +65,7 @@
 #define TSR_REG_PING_COUNT		(TSR_BLOCK_IRQ + 0x010) /* RO */
 
 /* Bits of TSR_REG_IRQ_STATUS and TSR_REG_IRQ_ENABLE. */
-#define TSR_IRQ_PING			(1u << 0)
+#define TSR_IRQ_PING			0x00000001u
 #define TSR_IRQ_ALL			TSR_IRQ_PING
 
 /*
