@@ -66,9 +66,11 @@ USER_HEADERS := $(wildcard uapi/drm/*.h libaccel/include/accel/*.h qemu-device/c
 
 # Chip core, built for the host unit tests (the same files QEMU compiles).
 CORE_SRCS := $(wildcard qemu-device/core/*.c)
-CORE_CFLAGS := -Iqemu-device/core $(UAPI_CFLAGS)
+CORE_CFLAGS = -Iqemu-device/core $(UAPI_CFLAGS) $(shell pkg-config --cflags openblas 2>/dev/null)
+CORE_LIBS = $(shell pkg-config --libs openblas 2>/dev/null) -lm -pthread
 
 HOST_TESTS := $(patsubst tests/host/%.c,$(B)/tests/host/%,$(wildcard tests/host/*_test.c))
+CORE_TESTS := $(filter $(B)/tests/host/tessera_%,$(HOST_TESTS))
 VM_TESTS := $(patsubst tests/vm/%.c,$(B)/tests/vm/%,$(wildcard tests/vm/*_test.c))
 SAMPLES := $(patsubst tools/samples/%.c,$(B)/bin/%,$(wildcard tools/samples/*.c))
 INITRAMFS := $(B)/guest/initramfs.cpio
@@ -143,10 +145,10 @@ $(LIBACCEL_A): $(LIBACCEL_OBJS)
 # ---------------------------------------------------------------- tests
 tests: $(HOST_TESTS) $(VM_TESTS) $(B)/tests/vm/run-tests
 
-$(B)/tests/host/tessera_core_test: tests/host/tessera_core_test.c $(CORE_SRCS) \
+$(CORE_TESTS): $(B)/tests/host/%: tests/host/%.c tests/host/tessera_chip.h $(CORE_SRCS) \
 		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^)
+	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) $(CORE_LIBS)
 
 $(B)/tests/host/libaccel_error_test: tests/host/libaccel_error_test.c $(LIBACCEL_A) \
 		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h

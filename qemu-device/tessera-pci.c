@@ -2,10 +2,14 @@
 /*
  * Tessera virtual AI accelerator: QEMU PCIe glue.
  *
- * This file only connects the chip core (core/tessera-core.c) to QEMU:
- * the PCI function and its capabilities, BAR0 with the register file and
- * the MSI-X table, a bottom half that runs the core's deferred work, reset
- * and tracing.  The chip's behaviour lives in the core.
+ * This file only connects the chip core (core/) to QEMU: the PCI function
+ * and its capabilities, BAR0 with the register file and the MSI-X table,
+ * the HBM BAR, a worker thread per hardware queue, properties, reset and
+ * tracing.  The chip's behaviour lives in the core.
+ *
+ * Interrupts raised by the core (from any thread) are collected in a
+ * bitmap and delivered by a bottom half under the BQL, so that queue
+ * workers never take the BQL and reset can wait for them.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -13,6 +17,8 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qemu/thread.h"
+#include "qemu/units.h"
 #include "qapi/error.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
@@ -29,28 +35,61 @@ OBJECT_DECLARE_SIMPLE_TYPE(TesseraState, TESSERA)
 
 /* Config-space offset of the PCI Express capability. */
 #define TESSERA_PCIE_CAP_OFFSET 0x80
+#define TESSERA_DEFAULT_PRESET "v4"
+
+typedef struct TesseraWorker {
+    struct TesseraState *s;
+    unsigned int queue;
+    QemuThread thread;
+    QemuMutex lock;
+    QemuCond cond;
+    bool kicked;
+    bool busy;
+    bool quit;
+} TesseraWorker;
 
 struct TesseraState {
     PCIDevice parent_obj;
 
     MemoryRegion bar0;
     MemoryRegion regs;
+    MemoryRegion hbm;
     QEMUBH *run_bh;
+    QEMUBH *irq_bh;
+    uint32_t irq_pending;       /* bitmap of MSI-X vectors, atomic */
 
-    TsrCore core;
+    TsrCore *core;
+    TesseraWorker workers[TSR_MAX_QUEUES];
+    unsigned int nr_workers;
+
+    /* Properties: a preset, then overrides (0 keeps the preset's value). */
+    char *preset;
+    TsrConfig over;
 };
+
+/* ------------------------------------------------------- core callbacks */
+
+static int tessera_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
+{
+    TesseraState *s = opaque;
+
+    return pci_dma_read(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+}
+
+static int tessera_dma_write(void *opaque, uint64_t addr, const void *buf,
+                             size_t len)
+{
+    TesseraState *s = opaque;
+
+    return pci_dma_write(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+}
 
 static void tessera_raise_irq(void *opaque, unsigned int vector)
 {
     TesseraState *s = opaque;
-    PCIDevice *pdev = PCI_DEVICE(s);
 
-    if (!msix_enabled(pdev)) {
-        trace_tessera_irq_msix_disabled(vector);
-        return;
-    }
-    trace_tessera_irq(vector);
-    msix_notify(pdev, vector);
+    qatomic_or(&s->irq_pending, 1u << vector);
+    qemu_bh_schedule(s->irq_bh);
 }
 
 static void tessera_schedule(void *opaque)
@@ -60,22 +99,141 @@ static void tessera_schedule(void *opaque)
     qemu_bh_schedule(s->run_bh);
 }
 
+static void tessera_kick_queue(void *opaque, unsigned int queue)
+{
+    TesseraState *s = opaque;
+    TesseraWorker *w = &s->workers[queue];
+
+    trace_tessera_queue_kick(queue);
+    qemu_mutex_lock(&w->lock);
+    w->kicked = true;
+    qemu_cond_signal(&w->cond);
+    qemu_mutex_unlock(&w->lock);
+}
+
 static const TsrCoreOps tessera_core_ops = {
+    .dma_read = tessera_dma_read,
+    .dma_write = tessera_dma_write,
     .raise_irq = tessera_raise_irq,
     .schedule = tessera_schedule,
+    .kick_queue = tessera_kick_queue,
 };
+
+static void tessera_irq_bh(void *opaque)
+{
+    TesseraState *s = opaque;
+    PCIDevice *pdev = PCI_DEVICE(s);
+    uint32_t pending = qatomic_xchg(&s->irq_pending, 0);
+    unsigned int v;
+
+    for (v = 0; v < TSR_MSIX_VECTORS; v++) {
+        if (!(pending & (1u << v))) {
+            continue;
+        }
+        if (!msix_enabled(pdev)) {
+            trace_tessera_irq_msix_disabled(v);
+            continue;
+        }
+        trace_tessera_irq(v);
+        msix_notify(pdev, v);
+    }
+}
 
 static void tessera_run_bh(void *opaque)
 {
     TesseraState *s = opaque;
 
-    tsr_core_run(&s->core);
+    tsr_core_run(s->core);
 }
+
+/* ---------------------------------------------------------- workers */
+
+static void *tessera_worker_thread(void *opaque)
+{
+    TesseraWorker *w = opaque;
+
+    qemu_mutex_lock(&w->lock);
+    for (;;) {
+        while (!w->kicked && !w->quit) {
+            qemu_cond_wait(&w->cond, &w->lock);
+        }
+        if (w->quit) {
+            break;
+        }
+        w->kicked = false;
+        w->busy = true;
+        qemu_mutex_unlock(&w->lock);
+
+        tsr_core_queue_run(w->s->core, w->queue);
+
+        qemu_mutex_lock(&w->lock);
+        w->busy = false;
+        qemu_cond_broadcast(&w->cond);
+    }
+    qemu_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+static void tessera_workers_start(TesseraState *s)
+{
+    unsigned int q;
+
+    s->nr_workers = tsr_core_config(s->core)->num_queues;
+    for (q = 0; q < s->nr_workers; q++) {
+        TesseraWorker *w = &s->workers[q];
+        char name[32];
+
+        w->s = s;
+        w->queue = q;
+        qemu_mutex_init(&w->lock);
+        qemu_cond_init(&w->cond);
+        snprintf(name, sizeof(name), "tessera-q%u", q);
+        qemu_thread_create(&w->thread, name, tessera_worker_thread, w,
+                           QEMU_THREAD_JOINABLE);
+    }
+}
+
+static void tessera_workers_stop(TesseraState *s)
+{
+    unsigned int q;
+
+    for (q = 0; q < s->nr_workers; q++) {
+        TesseraWorker *w = &s->workers[q];
+
+        qemu_mutex_lock(&w->lock);
+        w->quit = true;
+        qemu_cond_signal(&w->cond);
+        qemu_mutex_unlock(&w->lock);
+        qemu_thread_join(&w->thread);
+        qemu_cond_destroy(&w->cond);
+        qemu_mutex_destroy(&w->lock);
+    }
+    s->nr_workers = 0;
+}
+
+/* Wait until no worker is inside the core; jobs abort at their next step. */
+static void tessera_workers_drain(TesseraState *s)
+{
+    unsigned int q;
+
+    for (q = 0; q < s->nr_workers; q++) {
+        TesseraWorker *w = &s->workers[q];
+
+        qemu_mutex_lock(&w->lock);
+        w->kicked = false;
+        while (w->busy) {
+            qemu_cond_wait(&w->cond, &w->lock);
+        }
+        qemu_mutex_unlock(&w->lock);
+    }
+}
+
+/* ------------------------------------------------------------- BAR0 */
 
 static uint64_t tessera_mmio_read(void *opaque, hwaddr addr, unsigned size)
 {
     TesseraState *s = opaque;
-    uint32_t val = tsr_core_reg_read(&s->core, addr);
+    uint32_t val = tsr_core_reg_read(s->core, addr);
 
     trace_tessera_mmio_read(addr, val);
     return val;
@@ -87,7 +245,13 @@ static void tessera_mmio_write(void *opaque, hwaddr addr, uint64_t val,
     TesseraState *s = opaque;
 
     trace_tessera_mmio_write(addr, val);
-    tsr_core_reg_write(&s->core, addr, val);
+    if (addr == TSR_REG_RESET && val == TSR_RESET_MAGIC) {
+        trace_tessera_reset();
+        tsr_core_reset(s->core);
+        tessera_workers_drain(s);
+        return;
+    }
+    tsr_core_reg_write(s->core, addr, val);
 }
 
 static const MemoryRegionOps tessera_mmio_ops = {
@@ -105,45 +269,108 @@ static const MemoryRegionOps tessera_mmio_ops = {
     },
 };
 
+/* ------------------------------------------------------ configuration */
+
+static bool tessera_config(TesseraState *s, TsrConfig *cfg, Error **errp)
+{
+    const TsrConfig *o = &s->over;
+    const char *why;
+
+    if (tsr_preset_lookup(s->preset, cfg)) {
+        error_setg(errp, "tessera: unknown preset '%s' "
+                   "(known: v2, v3, v4, v5e, v5p, v6e)", s->preset);
+        return false;
+    }
+#define OVERRIDE(field) do { if (o->field) cfg->field = o->field; } while (0)
+    OVERRIDE(tensorcores);
+    OVERRIDE(mxus_per_core);
+    OVERRIDE(mxu_dim);
+    OVERRIDE(vpu_sublanes);
+    OVERRIDE(vpu_lanes);
+    OVERRIDE(vmem_mib);
+    OVERRIDE(clock_mhz);
+    OVERRIDE(hbm_gbps);
+    OVERRIDE(host_dma_gbps);
+    OVERRIDE(ici_ports);
+    OVERRIDE(ici_link_gbps);
+    OVERRIDE(ici_link_latency_ns);
+    OVERRIDE(num_queues);
+    OVERRIDE(hbm_size);
+#undef OVERRIDE
+    cfg->debug_regs = o->debug_regs;
+    if (tsr_config_check(cfg, &why)) {
+        error_setg(errp, "tessera: %s", why);
+        return false;
+    }
+    return true;
+}
+
 static void tessera_realize(PCIDevice *pdev, Error **errp)
 {
     TesseraState *s = TESSERA(pdev);
+    TsrConfig cfg;
     unsigned int v;
 
+    if (!tessera_config(s, &cfg, errp)) {
+        return;
+    }
     pci_config_set_interrupt_pin(pdev->config, 1);
     if (pci_is_express(pdev)) {
         pcie_endpoint_cap_init(pdev, TESSERA_PCIE_CAP_OFFSET);
         pcie_cap_flr_init(pdev);
     }
 
-    tsr_core_init(&s->core, &tessera_core_ops, s);
+    if (!memory_region_init_ram(&s->hbm, OBJECT(s), "tessera-hbm",
+                                cfg.hbm_size, errp)) {
+        return;
+    }
+    s->core = tsr_core_new(&cfg, memory_region_get_ram_ptr(&s->hbm),
+                           &tessera_core_ops, s);
+    if (!s->core) {
+        error_setg(errp, "tessera: cannot create the chip core");
+        return;
+    }
     s->run_bh = qemu_bh_new_guarded(tessera_run_bh, s,
+                                    &DEVICE(pdev)->mem_reentrancy_guard);
+    s->irq_bh = qemu_bh_new_guarded(tessera_irq_bh, s,
                                     &DEVICE(pdev)->mem_reentrancy_guard);
 
     memory_region_init(&s->bar0, OBJECT(s), "tessera-bar0", TSR_BAR0_SIZE);
     memory_region_init_io(&s->regs, OBJECT(s), &tessera_mmio_ops, s,
                           "tessera-regs", TSR_BAR0_REGS_SIZE);
     memory_region_add_subregion(&s->bar0, 0, &s->regs);
-    pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY |
+    pci_register_bar(pdev, TSR_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY |
                      PCI_BASE_ADDRESS_MEM_TYPE_64, &s->bar0);
+    pci_register_bar(pdev, TSR_BAR_HBM, PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                     PCI_BASE_ADDRESS_MEM_PREFETCH, &s->hbm);
 
     if (msix_init(pdev, TSR_MSIX_VECTORS,
-                  &s->bar0, 0, TSR_BAR0_MSIX_TABLE,
-                  &s->bar0, 0, TSR_BAR0_MSIX_PBA, 0, errp)) {
+                  &s->bar0, TSR_BAR_REGS, TSR_BAR0_MSIX_TABLE,
+                  &s->bar0, TSR_BAR_REGS, TSR_BAR0_MSIX_PBA, 0, errp)) {
+        qemu_bh_delete(s->irq_bh);
         qemu_bh_delete(s->run_bh);
+        tsr_core_free(s->core);
+        s->core = NULL;
         return;
     }
     for (v = 0; v < TSR_MSIX_VECTORS; v++) {
         msix_vector_use(pdev, v);
     }
+    tessera_workers_start(s);
 }
 
 static void tessera_exit(PCIDevice *pdev)
 {
     TesseraState *s = TESSERA(pdev);
 
+    tsr_core_reset(s->core);
+    tessera_workers_stop(s);
     msix_uninit(pdev, &s->bar0, &s->bar0);
+    qemu_bh_delete(s->irq_bh);
     qemu_bh_delete(s->run_bh);
+    tsr_core_free(s->core);
+    s->core = NULL;
 }
 
 static void tessera_reset_hold(Object *obj, ResetType type)
@@ -151,7 +378,36 @@ static void tessera_reset_hold(Object *obj, ResetType type)
     TesseraState *s = TESSERA(obj);
 
     trace_tessera_reset();
-    tsr_core_reset(&s->core);
+    tsr_core_reset(s->core);
+    tessera_workers_drain(s);
+    qatomic_set(&s->irq_pending, 0);
+}
+
+static const Property tessera_properties[] = {
+    DEFINE_PROP_STRING("preset", TesseraState, preset),
+    DEFINE_PROP_UINT32("tensorcores", TesseraState, over.tensorcores, 0),
+    DEFINE_PROP_UINT32("mxus-per-core", TesseraState, over.mxus_per_core, 0),
+    DEFINE_PROP_UINT32("mxu-dim", TesseraState, over.mxu_dim, 0),
+    DEFINE_PROP_UINT32("vpu-sublanes", TesseraState, over.vpu_sublanes, 0),
+    DEFINE_PROP_UINT32("vpu-lanes", TesseraState, over.vpu_lanes, 0),
+    DEFINE_PROP_UINT32("vmem-mib", TesseraState, over.vmem_mib, 0),
+    DEFINE_PROP_UINT32("clock-mhz", TesseraState, over.clock_mhz, 0),
+    DEFINE_PROP_UINT32("hbm-gbps", TesseraState, over.hbm_gbps, 0),
+    DEFINE_PROP_UINT32("host-dma-gbps", TesseraState, over.host_dma_gbps, 0),
+    DEFINE_PROP_UINT32("ici-ports", TesseraState, over.ici_ports, 0),
+    DEFINE_PROP_UINT32("ici-link-gbps", TesseraState, over.ici_link_gbps, 0),
+    DEFINE_PROP_UINT32("ici-link-latency-ns", TesseraState,
+                       over.ici_link_latency_ns, 0),
+    DEFINE_PROP_UINT32("queues", TesseraState, over.num_queues, 0),
+    DEFINE_PROP_SIZE("hbm-size", TesseraState, over.hbm_size, 0),
+    DEFINE_PROP_BOOL("debug-regs", TesseraState, over.debug_regs, false),
+};
+
+static void tessera_instance_init(Object *obj)
+{
+    TesseraState *s = TESSERA(obj);
+
+    s->preset = g_strdup(TESSERA_DEFAULT_PRESET);
 }
 
 static void tessera_class_init(ObjectClass *klass, void *data)
@@ -167,6 +423,7 @@ static void tessera_class_init(ObjectClass *klass, void *data)
     k->revision = TSR_PCI_REVISION;
     k->class_id = TSR_PCI_CLASS >> 8;
     rc->phases.hold = tessera_reset_hold;
+    device_class_set_props(dc, tessera_properties);
     dc->desc = "Tessera virtual AI accelerator (experimental)";
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }
@@ -175,6 +432,7 @@ static const TypeInfo tessera_info = {
     .name = TYPE_TESSERA,
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(TesseraState),
+    .instance_init = tessera_instance_init,
     .class_init = tessera_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_PCIE_DEVICE },

@@ -1,24 +1,61 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Tessera chip core: register file and device-level interrupts.
+ * Tessera chip core: the register file, device-level interrupts, reset.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
+#include <stdlib.h>
 #include <string.h>
 
-#include "drm/tessera_chip.h"
-#include "tessera-core.h"
+#include "tessera-internal.h"
 
-void tsr_core_init(TsrCore *core, const TsrCoreOps *ops, void *opaque)
+TsrCore *tsr_core_new(const TsrConfig *cfg, uint8_t *hbm,
+                      const TsrCoreOps *ops, void *opaque)
 {
-    memset(core, 0, sizeof(*core));
+    const char *why;
+    TsrCore *core;
+
+    if (tsr_config_check(cfg, &why) || !hbm) {
+        return NULL;
+    }
+    core = calloc(1, sizeof(*core));
+    if (!core) {
+        return NULL;
+    }
+    core->cfg = *cfg;
+    core->hbm = hbm;
     core->ops = ops;
     core->opaque = opaque;
+    pthread_mutex_init(&core->lock, NULL);
+    pthread_mutex_init(&core->sem_lock, NULL);
+    pthread_cond_init(&core->sem_cond, NULL);
     tsr_core_reset(core);
+    core->counters[TSR_CNT_RESETS] = 0;
+    return core;
+}
+
+void tsr_core_free(TsrCore *core)
+{
+    if (core) {
+        pthread_cond_destroy(&core->sem_cond);
+        pthread_mutex_destroy(&core->sem_lock);
+        pthread_mutex_destroy(&core->lock);
+        free(core);
+    }
+}
+
+const TsrConfig *tsr_core_config(const TsrCore *core)
+{
+    return &core->cfg;
 }
 
 void tsr_core_reset(TsrCore *core)
 {
+    uint64_t resets;
+    unsigned int q;
+
+    pthread_mutex_lock(&core->lock);
+    resets = core->counters[TSR_CNT_RESETS] + 1;
     core->scratch = 0;
     core->irq_status = 0;
     core->irq_enable = 0;
@@ -26,46 +63,347 @@ void tsr_core_reset(TsrCore *core)
     core->ping_cookie = 0;
     core->ping_ack = 0;
     core->ping_count = 0;
+    core->fatal = false;
+    core->latched_hi = 0;
+    core->mmu_ctx_table = 0;
+    core->mmu_ctx_count = 0;
+    core->mmu_fault_context = 0;
+    core->mmu_fault_va = 0;
+    core->mmu_fault_reason = 0;
+    core->mmu_fault_count = 0;
+    memset(core->counters, 0, sizeof(core->counters));
+    core->counters[TSR_CNT_RESETS] = resets;
+    for (q = 0; q < TSR_MAX_QUEUES; q++) {
+        uint32_t generation = core->queue[q].generation + 1;
+
+        memset(&core->queue[q], 0, sizeof(core->queue[q]));
+        core->queue[q].generation = generation;
+    }
+    pthread_mutex_unlock(&core->lock);
+    /* Wake semaphore waiters so that they see the reset. */
+    pthread_mutex_lock(&core->sem_lock);
+    pthread_cond_broadcast(&core->sem_cond);
+    pthread_mutex_unlock(&core->sem_lock);
 }
 
-/* Latch @bits in IRQ_STATUS and signal the vector if any of them is enabled. */
-static void tsr_core_set_irq(TsrCore *core, uint32_t bits)
+bool tsr_core_latch_irq_locked(TsrCore *core, uint32_t bits)
 {
     core->irq_status |= bits;
-    if (core->irq_enable & bits) {
-        core->ops->raise_irq(core->opaque, TSR_MSIX_VEC_DEVICE);
+    return (core->irq_enable & bits) != 0;
+}
+
+uint64_t tsr_core_clock_locked(TsrCore *core)
+{
+    uint64_t clock = 0;
+    unsigned int q;
+
+    for (q = 0; q < core->cfg.num_queues; q++) {
+        if (core->queue[q].clock > clock) {
+            clock = core->queue[q].clock;
+        }
+    }
+    return clock;
+}
+
+/* Read the low half of a 64-bit value and latch its high half. */
+static uint32_t read_lo_latch(TsrCore *core, uint64_t value)
+{
+    core->latched_hi = value >> 32;
+    return (uint32_t)value;
+}
+
+static uint32_t config_reg(const TsrConfig *cfg, uint32_t offset, bool *hit)
+{
+    *hit = true;
+    switch (offset) {
+    case TSR_REG_PRESET:
+        return cfg->preset;
+    case TSR_REG_TENSORCORES:
+        return cfg->tensorcores;
+    case TSR_REG_MXUS_PER_CORE:
+        return cfg->mxus_per_core;
+    case TSR_REG_MXU_DIM:
+        return cfg->mxu_dim;
+    case TSR_REG_VPU_SUBLANES:
+        return cfg->vpu_sublanes;
+    case TSR_REG_VPU_LANES:
+        return cfg->vpu_lanes;
+    case TSR_REG_VMEM_MIB:
+        return cfg->vmem_mib;
+    case TSR_REG_CLOCK_MHZ:
+        return cfg->clock_mhz;
+    case TSR_REG_HBM_SIZE_LO:
+        return (uint32_t)cfg->hbm_size;
+    case TSR_REG_HBM_SIZE_HI:
+        return cfg->hbm_size >> 32;
+    case TSR_REG_HBM_GBPS:
+        return cfg->hbm_gbps;
+    case TSR_REG_HOST_DMA_GBPS:
+        return cfg->host_dma_gbps;
+    case TSR_REG_NUM_QUEUES:
+        return cfg->num_queues;
+    case TSR_REG_MAX_CONTEXTS:
+        return TSR_MAX_CONTEXTS;
+    case TSR_REG_ICI_PORTS:
+        return cfg->ici_ports;
+    case TSR_REG_ICI_LINK_GBPS:
+        return cfg->ici_link_gbps;
+    case TSR_REG_ICI_LINK_LATENCY_NS:
+        return cfg->ici_link_latency_ns;
+    default:
+        *hit = false;
+        return 0;
     }
 }
 
-uint32_t tsr_core_reg_read(TsrCore *core, uint32_t offset)
+static uint32_t queue_reg_read(TsrCore *core, uint32_t offset)
 {
+    unsigned int q = (offset - TSR_BLOCK_QUEUE) / TSR_QUEUE_STRIDE;
+    TsrQueue *qu = &core->queue[q];
+
+    if (q >= core->cfg.num_queues) {
+        return 0;
+    }
+    switch ((offset - TSR_BLOCK_QUEUE) % TSR_QUEUE_STRIDE) {
+    case TSR_QREG_RING_BASE_LO:
+        return (uint32_t)qu->ring_base;
+    case TSR_QREG_RING_BASE_HI:
+        return qu->ring_base >> 32;
+    case TSR_QREG_RING_SIZE:
+        return qu->ring_size;
+    case TSR_QREG_CONTROL:
+        return qu->control;
+    case TSR_QREG_TAIL:
+        return qu->tail;
+    case TSR_QREG_HEAD:
+        return qu->head;
+    case TSR_QREG_STATUS:
+        if (!(qu->control & TSR_QCTRL_ENABLE)) {
+            return TSR_QSTATUS_DISABLED;
+        }
+        if (!qu->ring_size) {
+            return TSR_QSTATUS_BAD_RING;
+        }
+        return qu->running || qu->head != qu->tail ? TSR_QSTATUS_RUNNING
+                                                   : TSR_QSTATUS_IDLE;
+    case TSR_QREG_FENCE_ADDR_LO:
+        return (uint32_t)qu->fence_addr;
+    case TSR_QREG_FENCE_ADDR_HI:
+        return qu->fence_addr >> 32;
+    case TSR_QREG_FENCE_LO:
+        return read_lo_latch(core, qu->fence);
+    case TSR_QREG_FENCE_HI:
+        return core->latched_hi;
+    case TSR_QREG_JOBS_DONE:
+        return qu->jobs_done;
+    case TSR_QREG_JOBS_FAILED:
+        return qu->jobs_failed;
+    case TSR_QREG_IRQ_STATUS:
+        return qu->irq_status;
+    case TSR_QREG_IRQ_ENABLE:
+        return qu->irq_enable;
+    case TSR_QREG_LAST_ERROR:
+        return qu->last_error;
+    default:
+        return 0;
+    }
+}
+
+static bool valid_ring_size(uint32_t size)
+{
+    return size >= TSR_RING_SIZE_MIN && size <= TSR_RING_SIZE_MAX &&
+           !(size & (size - 1));
+}
+
+/*
+ * Returns the queue to kick, or -1.  Sets @event when the queue's interrupt
+ * state or generation changed: the caller then re-evaluates its vector and
+ * wakes semaphore waiters.
+ */
+static int queue_reg_write(TsrCore *core, uint32_t offset, uint32_t value,
+                           bool *event)
+{
+    unsigned int q = (offset - TSR_BLOCK_QUEUE) / TSR_QUEUE_STRIDE;
+    TsrQueue *qu = &core->queue[q];
+    bool enabled = qu->control & TSR_QCTRL_ENABLE;
+
+    if (q >= core->cfg.num_queues) {
+        return -1;
+    }
+    switch ((offset - TSR_BLOCK_QUEUE) % TSR_QUEUE_STRIDE) {
+    /* The ring cannot move while the queue is enabled. */
+    case TSR_QREG_RING_BASE_LO:
+        if (!enabled) {
+            qu->ring_base = (qu->ring_base & ~0xffffffffull) |
+                            (value & ~(uint32_t)(TSR_RING_ALIGN - 1));
+        }
+        return -1;
+    case TSR_QREG_RING_BASE_HI:
+        if (!enabled) {
+            qu->ring_base = (qu->ring_base & 0xffffffffull) |
+                            (uint64_t)value << 32;
+        }
+        return -1;
+    case TSR_QREG_RING_SIZE:
+        if (!enabled) {
+            qu->ring_size = valid_ring_size(value) ? value : 0;
+        }
+        return -1;
+    case TSR_QREG_CONTROL:
+        if (value & TSR_QCTRL_RESET) {
+            qu->generation++;
+            qu->head = 0;
+            qu->tail = 0;
+            *event = true;
+        }
+        qu->control = value & TSR_QCTRL_ENABLE;
+        return qu->control ? (int)q : -1;
+    case TSR_QREG_TAIL:
+        if (!qu->ring_size || value >= qu->ring_size) {
+            return -1;
+        }
+        qu->tail = value;
+        return enabled ? (int)q : -1;
+    case TSR_QREG_FENCE_ADDR_LO:
+        qu->fence_addr = (qu->fence_addr & ~0xffffffffull) | (value & ~7u);
+        return -1;
+    case TSR_QREG_FENCE_ADDR_HI:
+        qu->fence_addr = (qu->fence_addr & 0xffffffffull) |
+                         (uint64_t)value << 32;
+        return -1;
+    case TSR_QREG_IRQ_STATUS:
+        qu->irq_status &= ~value;
+        return -1;
+    case TSR_QREG_IRQ_ENABLE:
+        qu->irq_enable = value & TSR_QIRQ_ALL;
+        *event = true;
+        return -1;
+    default:
+        return -1;
+    }
+}
+
+static uint32_t mmu_reg_read(TsrCore *core, uint32_t offset)
+{
+    switch (offset) {
+    case TSR_REG_MMU_CTX_TABLE_LO:
+        return (uint32_t)core->mmu_ctx_table;
+    case TSR_REG_MMU_CTX_TABLE_HI:
+        return core->mmu_ctx_table >> 32;
+    case TSR_REG_MMU_CTX_COUNT:
+        return core->mmu_ctx_count;
+    case TSR_REG_MMU_FAULT_CONTEXT:
+        return core->mmu_fault_context;
+    case TSR_REG_MMU_FAULT_VA_LO:
+        return (uint32_t)core->mmu_fault_va;
+    case TSR_REG_MMU_FAULT_VA_HI:
+        return core->mmu_fault_va >> 32;
+    case TSR_REG_MMU_FAULT_REASON:
+        return core->mmu_fault_reason;
+    case TSR_REG_MMU_FAULT_COUNT:
+        return core->mmu_fault_count;
+    default:
+        return 0;
+    }
+}
+
+static void mmu_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
+{
+    switch (offset) {
+    case TSR_REG_MMU_CTX_TABLE_LO:
+        core->mmu_ctx_table = (core->mmu_ctx_table & ~0xffffffffull) |
+                              (value & ~0xfffu);
+        break;
+    case TSR_REG_MMU_CTX_TABLE_HI:
+        core->mmu_ctx_table = (core->mmu_ctx_table & 0xffffffffull) |
+                              (uint64_t)value << 32;
+        break;
+    case TSR_REG_MMU_CTX_COUNT:
+        core->mmu_ctx_count = value <= TSR_MAX_CONTEXTS ? value : 0;
+        break;
+    default:
+        /* TSR_REG_MMU_INVALIDATE: translations are not cached yet. */
+        break;
+    }
+}
+
+static uint32_t global_reg_read(TsrCore *core, uint32_t offset)
+{
+    bool hit;
+    uint32_t v = config_reg(&core->cfg, offset, &hit);
+
+    if (hit) {
+        return v;
+    }
     switch (offset) {
     case TSR_REG_CHIP_ID:
         return TSR_CHIP_ID;
     case TSR_REG_DEVICE_VERSION:
         return TSR_VERSION(TSR_DEVICE_VERSION_MAJOR, TSR_DEVICE_VERSION_MINOR);
     case TSR_REG_CAPS:
-        return 0;
+        return TSR_CAP_BF16 | TSR_CAP_INT8 |
+               (core->cfg.debug_regs ? TSR_CAP_DEBUG_REGS : 0);
     case TSR_REG_SCRATCH:
         return core->scratch;
-    case TSR_REG_IRQ_STATUS:
-        return core->irq_status;
-    case TSR_REG_IRQ_ENABLE:
-        return core->irq_enable;
-    case TSR_REG_PING_ACK:
-        return core->ping_ack;
-    case TSR_REG_PING_COUNT:
-        return core->ping_count;
+    case TSR_REG_STATUS:
+        return core->fatal ? TSR_STATUS_FATAL : TSR_STATUS_READY;
+    case TSR_REG_CLOCK_LO:
+        return read_lo_latch(core, tsr_core_clock_locked(core));
+    case TSR_REG_CLOCK_HI:
+        return core->latched_hi;
     default:
         return 0;
     }
 }
 
+uint32_t tsr_core_reg_read(TsrCore *core, uint32_t offset)
+{
+    uint32_t v = 0;
+
+    pthread_mutex_lock(&core->lock);
+    if (offset < TSR_BLOCK_IRQ) {
+        v = global_reg_read(core, offset);
+    } else if (offset < TSR_BLOCK_QUEUE) {
+        switch (offset) {
+        case TSR_REG_IRQ_STATUS:
+            v = core->irq_status;
+            break;
+        case TSR_REG_IRQ_ENABLE:
+            v = core->irq_enable;
+            break;
+        case TSR_REG_PING_ACK:
+            v = core->ping_ack;
+            break;
+        case TSR_REG_PING_COUNT:
+            v = core->ping_count;
+            break;
+        }
+    } else if (offset < TSR_BLOCK_MMU) {
+        v = queue_reg_read(core, offset);
+    } else if (offset < TSR_BLOCK_COUNTERS) {
+        v = mmu_reg_read(core, offset);
+    } else if (offset < TSR_BLOCK_COUNTERS + 8 * TSR_CNT_COUNT) {
+        unsigned int i = (offset - TSR_BLOCK_COUNTERS) / 8;
+
+        v = offset % 8 ? core->latched_hi
+                       : read_lo_latch(core, core->counters[i]);
+    }
+    pthread_mutex_unlock(&core->lock);
+    return v;
+}
+
 void tsr_core_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
 {
+    bool device_irq = false, queue_event = false, ping = false, reset = false;
+    int kick = -1;
+
+    pthread_mutex_lock(&core->lock);
     switch (offset) {
     case TSR_REG_SCRATCH:
         core->scratch = value;
+        break;
+    case TSR_REG_RESET:
+        reset = value == TSR_RESET_MAGIC;
         break;
     case TSR_REG_IRQ_STATUS:
         core->irq_status &= ~value;
@@ -73,27 +411,66 @@ void tsr_core_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
     case TSR_REG_IRQ_ENABLE:
         core->irq_enable = value & TSR_IRQ_ALL;
         /* A cause latched while disabled is delivered once enabled. */
-        if (core->irq_status & core->irq_enable) {
-            core->ops->raise_irq(core->opaque, TSR_MSIX_VEC_DEVICE);
-        }
+        device_irq = (core->irq_status & core->irq_enable) != 0;
         break;
     case TSR_REG_PING:
         /* Like a real doorbell: the write returns, the interrupt follows. */
         core->ping_cookie = value;
         core->ping_pending = true;
-        core->ops->schedule(core->opaque);
+        ping = true;
         break;
     default:
+        if (offset >= TSR_BLOCK_QUEUE && offset < TSR_BLOCK_MMU) {
+            kick = queue_reg_write(core, offset, value, &queue_event);
+        } else if (offset >= TSR_BLOCK_MMU && offset < TSR_BLOCK_COUNTERS) {
+            mmu_reg_write(core, offset, value);
+        }
         break;
+    }
+    pthread_mutex_unlock(&core->lock);
+
+    if (reset) {
+        tsr_core_reset(core);
+    }
+    if (device_irq) {
+        core->ops->raise_irq(core->opaque, TSR_MSIX_VEC_DEVICE);
+    }
+    if (queue_event) {
+        unsigned int q = (offset - TSR_BLOCK_QUEUE) / TSR_QUEUE_STRIDE;
+        bool raise;
+
+        pthread_mutex_lock(&core->lock);
+        raise = core->queue[q].irq_status & core->queue[q].irq_enable;
+        pthread_mutex_unlock(&core->lock);
+        if (raise) {
+            core->ops->raise_irq(core->opaque, TSR_MSIX_VEC_QUEUE(q));
+        }
+        /* A queue reset must reach a job blocked on a semaphore. */
+        pthread_mutex_lock(&core->sem_lock);
+        pthread_cond_broadcast(&core->sem_cond);
+        pthread_mutex_unlock(&core->sem_lock);
+    }
+    if (ping) {
+        core->ops->schedule(core->opaque);
+    }
+    if (kick >= 0) {
+        core->ops->kick_queue(core->opaque, kick);
     }
 }
 
 void tsr_core_run(TsrCore *core)
 {
+    bool irq = false;
+
+    pthread_mutex_lock(&core->lock);
     if (core->ping_pending) {
         core->ping_pending = false;
         core->ping_ack = core->ping_cookie;
         core->ping_count++;
-        tsr_core_set_irq(core, TSR_IRQ_PING);
+        irq = tsr_core_latch_irq_locked(core, TSR_IRQ_PING);
+    }
+    pthread_mutex_unlock(&core->lock);
+    if (irq) {
+        core->ops->raise_irq(core->opaque, TSR_MSIX_VEC_DEVICE);
     }
 }

@@ -2,11 +2,16 @@
 /*
  * Tessera chip core: the chip's behaviour in plain C, free of QEMU headers.
  *
- * The core owns the register file and the chip state.  Its host (the QEMU
- * glue, or a unit test) supplies a narrow set of callbacks: raising an
- * MSI-X vector and asking for deferred work to be run outside the MMIO
- * path.  The host then calls tsr_core_run() from its own context (a bottom
- * half in QEMU), which is where the chip does its work.
+ * The core owns the register file, the HBM contents (a buffer its host
+ * provides), the hardware queues, the device MMU, the engines and the
+ * timing model.  Its host (the QEMU glue, or a unit test) supplies a
+ * narrow set of callbacks: reading and writing system memory by bus
+ * address, signalling an MSI-X vector, and waking a queue's worker.
+ *
+ * Threads: register accesses come from the host's MMIO path; each
+ * hardware queue runs in a worker thread of the host's, which calls
+ * tsr_core_queue_run() after being woken.  The core locks its own state;
+ * none of its callbacks is called with that lock held.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -14,42 +19,88 @@
 #define TESSERA_CORE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+typedef struct TsrCore TsrCore;
+
 typedef struct TsrCoreOps {
-    /* Raise MSI-X vector @vector. */
+    /* Copy @len bytes of system memory at bus address @addr; 0 or -1. */
+    int (*dma_read)(void *opaque, uint64_t addr, void *buf, size_t len);
+    int (*dma_write)(void *opaque, uint64_t addr, const void *buf,
+                     size_t len);
+    /* Signal MSI-X vector @vector.  May be called from any thread. */
     void (*raise_irq)(void *opaque, unsigned int vector);
     /* Ask the host to call tsr_core_run() soon, outside the MMIO path. */
     void (*schedule)(void *opaque);
+    /* Wake the worker of queue @queue: it should call tsr_core_queue_run. */
+    void (*kick_queue)(void *opaque, unsigned int queue);
 } TsrCoreOps;
 
-typedef struct TsrCore {
-    const TsrCoreOps *ops;
-    void *opaque;
+/* What the chip is: a preset, then any overrides.  See tessera-preset.c. */
+typedef struct TsrConfig {
+    uint32_t preset;            /* TSR_PRESET_* */
+    uint32_t tensorcores;
+    uint32_t mxus_per_core;
+    uint32_t mxu_dim;
+    uint32_t vpu_sublanes;
+    uint32_t vpu_lanes;
+    uint32_t vmem_mib;
+    uint32_t clock_mhz;
+    uint32_t hbm_gbps;          /* HBM bandwidth, GB/s */
+    uint32_t host_dma_gbps;     /* system memory <-> chip, GB/s */
+    uint32_t ici_ports;
+    uint32_t ici_link_gbps;     /* one-way, per link */
+    uint32_t ici_link_latency_ns;
+    uint32_t num_queues;
+    uint64_t hbm_size;          /* bytes; a power of two */
+    bool debug_regs;            /* guest fault-injection block */
+} TsrConfig;
 
-    uint32_t scratch;
-    uint32_t irq_status;
-    uint32_t irq_enable;
+/* Fill @cfg with preset @name ("v2", "v3", "v4", "v5e", "v5p", "v6e"). */
+int tsr_preset_lookup(const char *name, TsrConfig *cfg);
+/* Check a configuration; on error return -1 and point @why at the reason. */
+int tsr_config_check(const TsrConfig *cfg, const char **why);
+/* Peak dense bf16 FLOP/s of a configuration. */
+double tsr_config_peak_flops(const TsrConfig *cfg);
+/* Modeled MXU cycles of an M x K by K x N product (TSR_DTYPE_* inputs). */
+uint64_t tsr_mxu_cycles(const TsrConfig *cfg, uint64_t m, uint64_t n,
+                        uint64_t k, uint32_t dtype);
 
-    bool ping_pending;
-    uint32_t ping_cookie;
-    uint32_t ping_ack;
-    uint32_t ping_count;
-} TsrCore;
+/*
+ * Create a chip.  @hbm is the host buffer holding the chip's HBM
+ * (cfg->hbm_size bytes), shared with the host's HBM BAR.  Returns NULL if
+ * the configuration is invalid or memory runs out.
+ */
+TsrCore *tsr_core_new(const TsrConfig *cfg, uint8_t *hbm,
+                      const TsrCoreOps *ops, void *opaque);
+void tsr_core_free(TsrCore *core);
+const TsrConfig *tsr_core_config(const TsrCore *core);
 
-void tsr_core_init(TsrCore *core, const TsrCoreOps *ops, void *opaque);
-/* Return every register to its documented reset value. */
+/*
+ * Return every register and queue to its reset state.  Jobs in flight end
+ * with TSR_ERR_ABORTED.  The host must keep its workers from calling
+ * tsr_core_queue_run() until this returns.
+ */
 void tsr_core_reset(TsrCore *core);
 
 /*
  * Register access.  @offset is a byte offset into BAR0's register space;
  * accesses are 32 bits wide and aligned (the glue enforces this).
- * Reserved offsets read as zero and ignore writes.
  */
 uint32_t tsr_core_reg_read(TsrCore *core, uint32_t offset);
 void tsr_core_reg_write(TsrCore *core, uint32_t offset, uint32_t value);
 
-/* Run the work the chip has pending; called by the host after schedule(). */
+/* Device-level work deferred from register writes (the ping). */
 void tsr_core_run(TsrCore *core);
+
+/*
+ * Run queue @queue until its ring is empty, it is disabled, or it hangs.
+ * Called from the queue's worker thread.
+ */
+void tsr_core_queue_run(TsrCore *core, unsigned int queue);
+
+/* Whether queue @queue has work its worker should run now. */
+bool tsr_core_queue_pending(TsrCore *core, unsigned int queue);
 
 #endif /* TESSERA_CORE_H */

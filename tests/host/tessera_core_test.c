@@ -1,75 +1,60 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Host unit tests of the Tessera chip core (qemu-device/core), driven
- * through its narrow interface with a recording host in place of QEMU.
+ * Host unit tests of the Tessera chip core: registers, presets, the ping,
+ * reset.  Driven through the core's narrow interface by a test host.
  */
-#include <stdint.h>
-#include <string.h>
+#include <math.h>
 
 #include "kselftest_harness.h"
 
-#include "drm/tessera_chip.h"
-#include "tessera-core.h"
-
-#define MAX_IRQS 16
-
-struct fake_host {
-	unsigned int irqs[MAX_IRQS];
-	unsigned int nr_irqs;
-	unsigned int schedules;
-};
-
-static void fake_raise_irq(void *opaque, unsigned int vector)
-{
-	struct fake_host *h = opaque;
-
-	if (h->nr_irqs < MAX_IRQS)
-		h->irqs[h->nr_irqs] = vector;
-	h->nr_irqs++;
-}
-
-static void fake_schedule(void *opaque)
-{
-	struct fake_host *h = opaque;
-
-	h->schedules++;
-}
-
-static const TsrCoreOps fake_ops = {
-	.raise_irq = fake_raise_irq,
-	.schedule = fake_schedule,
-};
+#include "tessera_chip.h"
 
 FIXTURE(core) {
-	TsrCore core;
-	struct fake_host host;
+	struct test_chip *c;
 };
 
 FIXTURE_SETUP(core)
 {
-	memset(&self->host, 0, sizeof(self->host));
-	tsr_core_init(&self->core, &fake_ops, &self->host);
+	self->c = chip_new("v4");
 }
 
 FIXTURE_TEARDOWN(core)
 {
+	chip_free(self->c);
 }
 
 TEST_F(core, identity_registers_read_their_documented_values)
 {
-	EXPECT_EQ(TSR_CHIP_ID, tsr_core_reg_read(&self->core, TSR_REG_CHIP_ID));
+	EXPECT_EQ(TSR_CHIP_ID, rd(self->c, TSR_REG_CHIP_ID));
 	EXPECT_EQ(TSR_VERSION(TSR_DEVICE_VERSION_MAJOR, TSR_DEVICE_VERSION_MINOR),
-		  tsr_core_reg_read(&self->core, TSR_REG_DEVICE_VERSION));
-	EXPECT_EQ(0, tsr_core_reg_read(&self->core, TSR_REG_CAPS));
+		  rd(self->c, TSR_REG_DEVICE_VERSION));
+	EXPECT_EQ(TSR_CAP_BF16 | TSR_CAP_INT8, rd(self->c, TSR_REG_CAPS));
+	EXPECT_EQ(TSR_STATUS_READY, rd(self->c, TSR_REG_STATUS));
+}
+
+TEST_F(core, configuration_registers_show_the_preset)
+{
+	EXPECT_EQ(TSR_PRESET_V4, rd(self->c, TSR_REG_PRESET));
+	EXPECT_EQ(2, rd(self->c, TSR_REG_TENSORCORES));
+	EXPECT_EQ(4, rd(self->c, TSR_REG_MXUS_PER_CORE));
+	EXPECT_EQ(128, rd(self->c, TSR_REG_MXU_DIM));
+	EXPECT_EQ(8, rd(self->c, TSR_REG_VPU_SUBLANES));
+	EXPECT_EQ(128, rd(self->c, TSR_REG_VPU_LANES));
+	EXPECT_EQ(1050, rd(self->c, TSR_REG_CLOCK_MHZ));
+	EXPECT_EQ(1200, rd(self->c, TSR_REG_HBM_GBPS));
+	EXPECT_EQ(HBM_SIZE, rd(self->c, TSR_REG_HBM_SIZE_LO));
+	EXPECT_EQ(0, rd(self->c, TSR_REG_HBM_SIZE_HI));
+	EXPECT_EQ(4, rd(self->c, TSR_REG_NUM_QUEUES));
+	EXPECT_EQ(TSR_MAX_CONTEXTS, rd(self->c, TSR_REG_MAX_CONTEXTS));
+	EXPECT_EQ(6, rd(self->c, TSR_REG_ICI_PORTS));
 }
 
 TEST_F(core, identity_registers_ignore_writes)
 {
-	tsr_core_reg_write(&self->core, TSR_REG_CHIP_ID, 0xdeadbeef);
-	tsr_core_reg_write(&self->core, TSR_REG_DEVICE_VERSION, 0xdeadbeef);
-	EXPECT_EQ(TSR_CHIP_ID, tsr_core_reg_read(&self->core, TSR_REG_CHIP_ID));
-	EXPECT_EQ(TSR_VERSION(TSR_DEVICE_VERSION_MAJOR, TSR_DEVICE_VERSION_MINOR),
-		  tsr_core_reg_read(&self->core, TSR_REG_DEVICE_VERSION));
+	wr(self->c, TSR_REG_CHIP_ID, 0xdeadbeef);
+	wr(self->c, TSR_REG_TENSORCORES, 7);
+	EXPECT_EQ(TSR_CHIP_ID, rd(self->c, TSR_REG_CHIP_ID));
+	EXPECT_EQ(2, rd(self->c, TSR_REG_TENSORCORES));
 }
 
 TEST_F(core, scratch_holds_what_was_written)
@@ -78,132 +63,177 @@ TEST_F(core, scratch_holds_what_was_written)
 	unsigned int i;
 
 	for (i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
-		tsr_core_reg_write(&self->core, TSR_REG_SCRATCH, values[i]);
-		EXPECT_EQ(values[i],
-			  tsr_core_reg_read(&self->core, TSR_REG_SCRATCH));
+		wr(self->c, TSR_REG_SCRATCH, values[i]);
+		EXPECT_EQ(values[i], rd(self->c, TSR_REG_SCRATCH));
 	}
 }
 
 TEST_F(core, reserved_offsets_read_zero_and_ignore_writes)
 {
 	static const uint32_t offsets[] = {
-		0x0010, 0x0ffc, TSR_BLOCK_QUEUE, TSR_BLOCK_MMU,
-		TSR_BLOCK_DEBUG, TSR_BLOCK_ICI, TSR_BAR0_REGS_SIZE - 4,
+		0x0060, 0x0ffc, TSR_BLOCK_DEBUG, TSR_BLOCK_ICI,
+		TSR_BLOCK_SPARSECORE, TSR_QUEUE_BASE(5), TSR_BAR0_REGS_SIZE - 4,
 	};
 	unsigned int i;
 
 	for (i = 0; i < sizeof(offsets) / sizeof(offsets[0]); i++) {
-		tsr_core_reg_write(&self->core, offsets[i], 0xffffffff);
-		EXPECT_EQ(0, tsr_core_reg_read(&self->core, offsets[i]));
+		wr(self->c, offsets[i], 0xffffffff);
+		EXPECT_EQ(0, rd(self->c, offsets[i])) TH_LOG("0x%x", offsets[i]);
 	}
-	EXPECT_EQ(0, self->host.nr_irqs);
-	EXPECT_EQ(0, self->host.schedules);
+	EXPECT_EQ(0, self->c->schedules);
 }
 
 TEST_F(core, ping_is_acknowledged_after_the_write_returns)
 {
-	tsr_core_reg_write(&self->core, TSR_REG_IRQ_ENABLE, TSR_IRQ_PING);
-	tsr_core_reg_write(&self->core, TSR_REG_PING, 0x1234abcd);
+	wr(self->c, TSR_REG_IRQ_ENABLE, TSR_IRQ_PING);
+	wr(self->c, TSR_REG_PING, 0x1234abcd);
 
 	/* Nothing happens inside the register write itself. */
-	EXPECT_EQ(1, self->host.schedules);
-	EXPECT_EQ(0, self->host.nr_irqs);
-	EXPECT_EQ(0, tsr_core_reg_read(&self->core, TSR_REG_PING_ACK));
+	EXPECT_EQ(1, self->c->schedules);
+	EXPECT_EQ(0, self->c->irqs[TSR_MSIX_VEC_DEVICE]);
+	EXPECT_EQ(0, rd(self->c, TSR_REG_PING_ACK));
 
-	tsr_core_run(&self->core);
-	ASSERT_EQ(1, self->host.nr_irqs);
-	EXPECT_EQ(TSR_MSIX_VEC_DEVICE, self->host.irqs[0]);
-	EXPECT_EQ(0x1234abcd, tsr_core_reg_read(&self->core, TSR_REG_PING_ACK));
-	EXPECT_EQ(1, tsr_core_reg_read(&self->core, TSR_REG_PING_COUNT));
-	EXPECT_EQ(TSR_IRQ_PING,
-		  tsr_core_reg_read(&self->core, TSR_REG_IRQ_STATUS));
+	tsr_core_run(self->c->core);
+	EXPECT_EQ(1, self->c->irqs[TSR_MSIX_VEC_DEVICE]);
+	EXPECT_EQ(0x1234abcd, rd(self->c, TSR_REG_PING_ACK));
+	EXPECT_EQ(1, rd(self->c, TSR_REG_PING_COUNT));
+	EXPECT_EQ(TSR_IRQ_PING, rd(self->c, TSR_REG_IRQ_STATUS));
 }
 
 TEST_F(core, run_without_pending_work_raises_nothing)
 {
-	tsr_core_reg_write(&self->core, TSR_REG_IRQ_ENABLE, TSR_IRQ_ALL);
-	tsr_core_run(&self->core);
-	EXPECT_EQ(0, self->host.nr_irqs);
-	EXPECT_EQ(0, tsr_core_reg_read(&self->core, TSR_REG_PING_COUNT));
+	wr(self->c, TSR_REG_IRQ_ENABLE, TSR_IRQ_ALL);
+	tsr_core_run(self->c->core);
+	EXPECT_EQ(0, self->c->irqs[TSR_MSIX_VEC_DEVICE]);
+	EXPECT_EQ(0, rd(self->c, TSR_REG_PING_COUNT));
 }
 
 TEST_F(core, disabled_ping_latches_status_and_is_delivered_on_enable)
 {
-	tsr_core_reg_write(&self->core, TSR_REG_PING, 7);
-	tsr_core_run(&self->core);
-	EXPECT_EQ(0, self->host.nr_irqs);
-	EXPECT_EQ(TSR_IRQ_PING,
-		  tsr_core_reg_read(&self->core, TSR_REG_IRQ_STATUS));
+	wr(self->c, TSR_REG_PING, 7);
+	tsr_core_run(self->c->core);
+	EXPECT_EQ(0, self->c->irqs[TSR_MSIX_VEC_DEVICE]);
+	EXPECT_EQ(TSR_IRQ_PING, rd(self->c, TSR_REG_IRQ_STATUS));
 
-	tsr_core_reg_write(&self->core, TSR_REG_IRQ_ENABLE, TSR_IRQ_PING);
-	ASSERT_EQ(1, self->host.nr_irqs);
-	EXPECT_EQ(TSR_MSIX_VEC_DEVICE, self->host.irqs[0]);
+	wr(self->c, TSR_REG_IRQ_ENABLE, TSR_IRQ_PING);
+	EXPECT_EQ(1, self->c->irqs[TSR_MSIX_VEC_DEVICE]);
 }
 
 TEST_F(core, irq_status_is_write_one_to_clear)
 {
-	tsr_core_reg_write(&self->core, TSR_REG_PING, 1);
-	tsr_core_run(&self->core);
-	ASSERT_EQ(TSR_IRQ_PING,
-		  tsr_core_reg_read(&self->core, TSR_REG_IRQ_STATUS));
+	wr(self->c, TSR_REG_PING, 1);
+	tsr_core_run(self->c->core);
+	ASSERT_EQ(TSR_IRQ_PING, rd(self->c, TSR_REG_IRQ_STATUS));
 
-	tsr_core_reg_write(&self->core, TSR_REG_IRQ_STATUS, 0);
-	EXPECT_EQ(TSR_IRQ_PING,
-		  tsr_core_reg_read(&self->core, TSR_REG_IRQ_STATUS));
-	tsr_core_reg_write(&self->core, TSR_REG_IRQ_STATUS, TSR_IRQ_PING);
-	EXPECT_EQ(0, tsr_core_reg_read(&self->core, TSR_REG_IRQ_STATUS));
+	wr(self->c, TSR_REG_IRQ_STATUS, 0);
+	EXPECT_EQ(TSR_IRQ_PING, rd(self->c, TSR_REG_IRQ_STATUS));
+	wr(self->c, TSR_REG_IRQ_STATUS, TSR_IRQ_PING);
+	EXPECT_EQ(0, rd(self->c, TSR_REG_IRQ_STATUS));
 }
 
 TEST_F(core, irq_enable_keeps_only_defined_bits)
 {
-	tsr_core_reg_write(&self->core, TSR_REG_IRQ_ENABLE, 0xffffffff);
-	EXPECT_EQ(TSR_IRQ_ALL,
-		  tsr_core_reg_read(&self->core, TSR_REG_IRQ_ENABLE));
-}
-
-TEST_F(core, pings_count_and_the_last_cookie_wins)
-{
-	tsr_core_reg_write(&self->core, TSR_REG_IRQ_ENABLE, TSR_IRQ_PING);
-	tsr_core_reg_write(&self->core, TSR_REG_PING, 10);
-	tsr_core_run(&self->core);
-	tsr_core_reg_write(&self->core, TSR_REG_PING, 11);
-	tsr_core_run(&self->core);
-	EXPECT_EQ(2, self->host.nr_irqs);
-	EXPECT_EQ(11, tsr_core_reg_read(&self->core, TSR_REG_PING_ACK));
-	EXPECT_EQ(2, tsr_core_reg_read(&self->core, TSR_REG_PING_COUNT));
+	wr(self->c, TSR_REG_IRQ_ENABLE, 0xffffffff);
+	EXPECT_EQ(TSR_IRQ_ALL, rd(self->c, TSR_REG_IRQ_ENABLE));
 }
 
 TEST_F(core, pings_written_before_the_chip_runs_coalesce)
 {
-	tsr_core_reg_write(&self->core, TSR_REG_IRQ_ENABLE, TSR_IRQ_PING);
-	tsr_core_reg_write(&self->core, TSR_REG_PING, 20);
-	tsr_core_reg_write(&self->core, TSR_REG_PING, 21);
-	tsr_core_run(&self->core);
-	EXPECT_EQ(1, self->host.nr_irqs);
-	EXPECT_EQ(21, tsr_core_reg_read(&self->core, TSR_REG_PING_ACK));
-	EXPECT_EQ(1, tsr_core_reg_read(&self->core, TSR_REG_PING_COUNT));
+	wr(self->c, TSR_REG_IRQ_ENABLE, TSR_IRQ_PING);
+	wr(self->c, TSR_REG_PING, 20);
+	wr(self->c, TSR_REG_PING, 21);
+	tsr_core_run(self->c->core);
+	EXPECT_EQ(1, self->c->irqs[TSR_MSIX_VEC_DEVICE]);
+	EXPECT_EQ(21, rd(self->c, TSR_REG_PING_ACK));
+	EXPECT_EQ(1, rd(self->c, TSR_REG_PING_COUNT));
+}
+
+TEST_F(core, reset_register_needs_the_magic_value)
+{
+	wr(self->c, TSR_REG_SCRATCH, 0x55);
+	wr(self->c, TSR_REG_RESET, 1);
+	EXPECT_EQ(0x55, rd(self->c, TSR_REG_SCRATCH));
+	wr(self->c, TSR_REG_RESET, TSR_RESET_MAGIC);
+	EXPECT_EQ(0, rd(self->c, TSR_REG_SCRATCH));
+	EXPECT_EQ(1, rd(self->c, TSR_REG_CNT_RESETS_LO));
 }
 
 TEST_F(core, reset_returns_every_register_to_its_reset_value)
 {
-	tsr_core_reg_write(&self->core, TSR_REG_SCRATCH, 0x55);
-	tsr_core_reg_write(&self->core, TSR_REG_IRQ_ENABLE, TSR_IRQ_ALL);
-	tsr_core_reg_write(&self->core, TSR_REG_PING, 99);
-	tsr_core_run(&self->core);
+	wr(self->c, TSR_REG_SCRATCH, 0x55);
+	wr(self->c, TSR_REG_IRQ_ENABLE, TSR_IRQ_ALL);
+	wr(self->c, TSR_REG_PING, 99);
+	tsr_core_run(self->c->core);
 	/* A ping written just before reset must not survive it. */
-	tsr_core_reg_write(&self->core, TSR_REG_PING, 100);
+	wr(self->c, TSR_REG_PING, 100);
 
-	tsr_core_reset(&self->core);
-	self->host.nr_irqs = 0;
-	tsr_core_run(&self->core);
+	tsr_core_reset(self->c->core);
+	self->c->irqs[TSR_MSIX_VEC_DEVICE] = 0;
+	tsr_core_run(self->c->core);
 
-	EXPECT_EQ(0, self->host.nr_irqs);
-	EXPECT_EQ(0, tsr_core_reg_read(&self->core, TSR_REG_SCRATCH));
-	EXPECT_EQ(0, tsr_core_reg_read(&self->core, TSR_REG_IRQ_ENABLE));
-	EXPECT_EQ(0, tsr_core_reg_read(&self->core, TSR_REG_IRQ_STATUS));
-	EXPECT_EQ(0, tsr_core_reg_read(&self->core, TSR_REG_PING_ACK));
-	EXPECT_EQ(0, tsr_core_reg_read(&self->core, TSR_REG_PING_COUNT));
-	EXPECT_EQ(TSR_CHIP_ID, tsr_core_reg_read(&self->core, TSR_REG_CHIP_ID));
+	EXPECT_EQ(0, self->c->irqs[TSR_MSIX_VEC_DEVICE]);
+	EXPECT_EQ(0, rd(self->c, TSR_REG_SCRATCH));
+	EXPECT_EQ(0, rd(self->c, TSR_REG_IRQ_ENABLE));
+	EXPECT_EQ(0, rd(self->c, TSR_REG_IRQ_STATUS));
+	EXPECT_EQ(0, rd(self->c, TSR_REG_PING_ACK));
+	EXPECT_EQ(0, rd(self->c, TSR_REG_PING_COUNT));
+	EXPECT_EQ(0, rd(self->c, TSR_REG_MMU_CTX_TABLE_LO));
+	EXPECT_EQ(0, qrd(self->c, 0, TSR_QREG_RING_SIZE));
+	EXPECT_EQ(TSR_QSTATUS_DISABLED, qrd(self->c, 0, TSR_QREG_STATUS));
+	EXPECT_EQ(TSR_CHIP_ID, rd(self->c, TSR_REG_CHIP_ID));
+}
+
+/* Presets, after the public figures: peak bf16 FLOP/s per chip. */
+TEST(presets_reach_their_published_peak)
+{
+	static const struct {
+		const char *name;
+		double peak;
+	} want[] = {
+		{ "v2", 4.6e13 }, { "v3", 1.23e14 }, { "v4", 2.75e14 },
+		{ "v5e", 1.97e14 }, { "v5p", 4.59e14 }, { "v6e", 9.18e14 },
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		TsrConfig cfg;
+		const char *why;
+
+		ASSERT_EQ(0, tsr_preset_lookup(want[i].name, &cfg));
+		EXPECT_EQ(0, tsr_config_check(&cfg, &why)) TH_LOG("%s", why);
+		EXPECT_GT(0.01, fabs(tsr_config_peak_flops(&cfg) / want[i].peak - 1))
+			TH_LOG("%s: %g", want[i].name, tsr_config_peak_flops(&cfg));
+	}
+}
+
+TEST(unknown_preset_is_refused)
+{
+	TsrConfig cfg;
+
+	EXPECT_EQ(-1, tsr_preset_lookup("v9", &cfg));
+	EXPECT_EQ(-1, tsr_preset_lookup("", &cfg));
+}
+
+TEST(invalid_configurations_are_refused_with_a_reason)
+{
+	TsrConfig cfg;
+	const char *why = NULL;
+
+	ASSERT_EQ(0, tsr_preset_lookup("v5e", &cfg));
+	cfg.hbm_size = (256u << 20) + 4096;
+	EXPECT_EQ(-1, tsr_config_check(&cfg, &why));
+	EXPECT_NE(NULL, strstr(why, "hbm-size"));
+
+	ASSERT_EQ(0, tsr_preset_lookup("v5e", &cfg));
+	cfg.num_queues = TSR_MAX_QUEUES + 1;
+	EXPECT_EQ(-1, tsr_config_check(&cfg, &why));
+	EXPECT_NE(NULL, strstr(why, "queues"));
+
+	ASSERT_EQ(0, tsr_preset_lookup("v5e", &cfg));
+	cfg.mxu_dim = 100;
+	EXPECT_EQ(-1, tsr_config_check(&cfg, &why));
+	EXPECT_NE(NULL, strstr(why, "mxu-dim"));
+	EXPECT_EQ(NULL, tsr_core_new(&cfg, (uint8_t *)&cfg, NULL, NULL));
 }
 
 TEST_HARNESS_MAIN

@@ -11,6 +11,23 @@
 #include <drm/tessera_accel.h>
 #include <drm/tessera_chip.h>
 
+/* A hex sysfs attribute of PCI device @dev, or 0 if it cannot be read. */
+static unsigned int pci_attr(const char *dev, const char *attr)
+{
+	unsigned int value = 0;
+	char path[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/%s", dev, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%x", &value) != 1)
+		value = 0;
+	fclose(f);
+	return value;
+}
+
 /* Tessera PCI functions in sysfs, counted without libaccel. */
 static unsigned int count_tessera_functions(void)
 {
@@ -20,29 +37,10 @@ static unsigned int count_tessera_functions(void)
 
 	if (!dir)
 		return 0;
-	while ((de = readdir(dir))) {
-		unsigned int vendor = 0, device = 0;
-		char path[300];
-		FILE *f;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vendor",
-			 de->d_name);
-		f = fopen(path, "r");
-		if (!f || fscanf(f, "%x", &vendor) != 1)
-			vendor = 0;
-		if (f)
-			fclose(f);
-		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/device",
-			 de->d_name);
-		f = fopen(path, "r");
-		if (!f || fscanf(f, "%x", &device) != 1)
-			device = 0;
-		if (f)
-			fclose(f);
-		n += vendor == TSR_PCI_VENDOR_ID && device == TSR_PCI_DEVICE_ID;
-	}
+	while ((de = readdir(dir)))
+		n += de->d_name[0] != '.' &&
+		     pci_attr(de->d_name, "vendor") == TSR_PCI_VENDOR_ID &&
+		     pci_attr(de->d_name, "device") == TSR_PCI_DEVICE_ID;
 	closedir(dir);
 	return n;
 }

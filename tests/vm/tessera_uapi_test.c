@@ -159,6 +159,29 @@ TEST(pci_function_is_a_processing_accelerator)
 	EXPECT_EQ(TSR_PCI_DEVICE_ID, device);
 }
 
+/* Linux resource flags (include/linux/ioport.h) for the BAR checks. */
+#define IORESOURCE_MEM		0x00000200
+#define IORESOURCE_PREFETCH	0x00002000
+#define IORESOURCE_MEM_64	0x00100000
+
+TEST(hbm_is_a_64bit_prefetchable_bar)
+{
+	unsigned long long start, end, flags, size;
+	FILE *f = fopen("/sys/class/accel/accel0/device/resource", "r");
+	int bar;
+
+	ASSERT_NE(NULL, f);
+	for (bar = 0; bar <= TSR_BAR_HBM; bar++)
+		ASSERT_EQ(3, fscanf(f, "%llx %llx %llx", &start, &end, &flags));
+	fclose(f);
+	size = end - start + 1;
+	EXPECT_NE(0, start);
+	EXPECT_LE(16ull << 20, size);
+	EXPECT_EQ(0, size & (size - 1));
+	EXPECT_EQ(IORESOURCE_MEM | IORESOURCE_PREFETCH | IORESOURCE_MEM_64,
+		  flags & (IORESOURCE_MEM | IORESOURCE_PREFETCH | IORESOURCE_MEM_64));
+}
+
 TEST(device_interrupt_is_an_msix_vector)
 {
 	char line[256];

@@ -1,19 +1,25 @@
 /* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note OR MIT */
 /*
- * Tessera chip hardware interface: PCI identity, BAR0 register map, MSI-X
- * vectors and interrupt bits.
+ * Tessera chip hardware interface: PCI identity, BARs, register map,
+ * interrupts, presets, queue and job formats, the completion record,
+ * command encodings, the device MMU's page-table format and error codes.
  *
  * This is the single definition of the chip's programming interface.  The
  * QEMU device model, the kernel driver and libaccel all include it; nothing
  * here is re-typed anywhere else.  Documentation/chip.md describes each
- * register.
+ * item.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
 #ifndef _TESSERA_CHIP_H_
 #define _TESSERA_CHIP_H_
 
-/* PCI identity.  0x1234 is QEMU's vendor ID; the device ID is experimental. */
+#include <linux/const.h>
+#include <linux/types.h>
+
+/* ------------------------------------------------------------------ PCI */
+
+/* 0x1234 is QEMU's vendor ID; the device ID is experimental. */
 #define TSR_PCI_VENDOR_ID		0x1234
 #define TSR_PCI_DEVICE_ID		0x7e55
 #define TSR_PCI_REVISION		0x01
@@ -25,57 +31,530 @@
 
 /* Device model version reported in TSR_REG_DEVICE_VERSION. */
 #define TSR_DEVICE_VERSION_MAJOR	0
-#define TSR_DEVICE_VERSION_MINOR	1
+#define TSR_DEVICE_VERSION_MINOR	2
 #define TSR_VERSION(major, minor)	(((major) << 16) | (minor))
 #define TSR_VERSION_MAJOR(v)		(((v) >> 16) & 0xffff)
 #define TSR_VERSION_MINOR(v)		((v) & 0xffff)
 
+/* ----------------------------------------------------------------- BARs */
+
 /*
  * BAR0: 64 KiB of 32-bit registers followed by the MSI-X table and PBA.
- * The register space is split into 4 KiB blocks, one per chip unit, so
- * that later units (queues, MMU, counters, fault injection, ICI links,
- * SparseCore) each get a block of their own.
+ * BAR2: the chip's HBM, 64-bit prefetchable, TSR_REG_HBM_SIZE bytes.
  */
+#define TSR_BAR_REGS			0
+#define TSR_BAR_HBM			2
 #define TSR_BAR0_SIZE			0x20000
 #define TSR_BAR0_REGS_SIZE		0x10000
 #define TSR_BAR0_MSIX_TABLE		0x10000
 #define TSR_BAR0_MSIX_PBA		0x18000
 
+/*
+ * The register space is split into 4 KiB blocks, one per chip unit.
+ * Offsets no register occupies read as zero and ignore writes.
+ */
 #define TSR_BLOCK_GLOBAL		0x0000
 #define TSR_BLOCK_IRQ			0x1000
-/* Reserved for later units; reads as zero, writes are ignored. */
 #define TSR_BLOCK_QUEUE			0x2000
 #define TSR_BLOCK_MMU			0x3000
 #define TSR_BLOCK_COUNTERS		0x4000
 #define TSR_BLOCK_DEBUG			0x5000
-#define TSR_BLOCK_ICI			0x8000
-#define TSR_BLOCK_SPARSECORE		0xc000
+#define TSR_BLOCK_ICI			0x8000	/* reserved for the ICI links */
+#define TSR_BLOCK_SPARSECORE		0xc000	/* reserved for SparseCore */
 
-/* Global block: identity, capabilities, scratch. */
+/* ------------------------------------------------------- global block */
+
 #define TSR_REG_CHIP_ID			(TSR_BLOCK_GLOBAL + 0x000) /* RO */
 #define TSR_REG_DEVICE_VERSION		(TSR_BLOCK_GLOBAL + 0x004) /* RO */
 #define TSR_REG_CAPS			(TSR_BLOCK_GLOBAL + 0x008) /* RO */
 #define TSR_REG_SCRATCH			(TSR_BLOCK_GLOBAL + 0x00c) /* RW */
+/* Chip configuration, fixed by the preset and its overrides (RO). */
+#define TSR_REG_PRESET			(TSR_BLOCK_GLOBAL + 0x010)
+#define TSR_REG_TENSORCORES		(TSR_BLOCK_GLOBAL + 0x014)
+#define TSR_REG_MXUS_PER_CORE		(TSR_BLOCK_GLOBAL + 0x018)
+#define TSR_REG_MXU_DIM			(TSR_BLOCK_GLOBAL + 0x01c)
+#define TSR_REG_VPU_SUBLANES		(TSR_BLOCK_GLOBAL + 0x020)
+#define TSR_REG_VPU_LANES		(TSR_BLOCK_GLOBAL + 0x024)
+#define TSR_REG_VMEM_MIB		(TSR_BLOCK_GLOBAL + 0x028)
+#define TSR_REG_CLOCK_MHZ		(TSR_BLOCK_GLOBAL + 0x02c)
+#define TSR_REG_HBM_SIZE_LO		(TSR_BLOCK_GLOBAL + 0x030)
+#define TSR_REG_HBM_SIZE_HI		(TSR_BLOCK_GLOBAL + 0x034)
+#define TSR_REG_HBM_GBPS		(TSR_BLOCK_GLOBAL + 0x038)
+#define TSR_REG_HOST_DMA_GBPS		(TSR_BLOCK_GLOBAL + 0x03c)
+#define TSR_REG_NUM_QUEUES		(TSR_BLOCK_GLOBAL + 0x040)
+#define TSR_REG_MAX_CONTEXTS		(TSR_BLOCK_GLOBAL + 0x044)
+#define TSR_REG_ICI_PORTS		(TSR_BLOCK_GLOBAL + 0x048)
+#define TSR_REG_ICI_LINK_GBPS		(TSR_BLOCK_GLOBAL + 0x04c)
+#define TSR_REG_ICI_LINK_LATENCY_NS	(TSR_BLOCK_GLOBAL + 0x050)
+/* Device control and state. */
+#define TSR_REG_RESET			(TSR_BLOCK_GLOBAL + 0x080) /* WO */
+#define TSR_REG_STATUS			(TSR_BLOCK_GLOBAL + 0x084) /* RO */
+/* Modeled device clock, in cycles; read LO first, it latches HI. */
+#define TSR_REG_CLOCK_LO		(TSR_BLOCK_GLOBAL + 0x088) /* RO */
+#define TSR_REG_CLOCK_HI		(TSR_BLOCK_GLOBAL + 0x08c) /* RO */
 
-/* Interrupt block. */
+/* Writing this to TSR_REG_RESET resets the chip; other values are ignored. */
+#define TSR_RESET_MAGIC			0x52534554	/* "RSET" */
+
+/* Bits of TSR_REG_STATUS. */
+#define TSR_STATUS_READY		0x00000001u
+#define TSR_STATUS_FATAL		0x00000002u	/* needs a reset */
+
+/* Bits of TSR_REG_CAPS. */
+#define TSR_CAP_DEBUG_REGS		0x00000001u	/* debug block enabled */
+#define TSR_CAP_BF16			0x00000002u
+#define TSR_CAP_INT8			0x00000004u
+
+/* Values of TSR_REG_PRESET. */
+#define TSR_PRESET_CUSTOM		0
+#define TSR_PRESET_V2			2
+#define TSR_PRESET_V3			3
+#define TSR_PRESET_V4			4
+#define TSR_PRESET_V5E			5
+#define TSR_PRESET_V5P			6
+#define TSR_PRESET_V6E			7
+
+/* ---------------------------------------------------- interrupt block */
+
 #define TSR_REG_IRQ_STATUS		(TSR_BLOCK_IRQ + 0x000) /* RW1C */
 #define TSR_REG_IRQ_ENABLE		(TSR_BLOCK_IRQ + 0x004) /* RW */
 #define TSR_REG_PING			(TSR_BLOCK_IRQ + 0x008) /* WO */
 #define TSR_REG_PING_ACK		(TSR_BLOCK_IRQ + 0x00c) /* RO */
 #define TSR_REG_PING_COUNT		(TSR_BLOCK_IRQ + 0x010) /* RO */
 
-/* Bits of TSR_REG_IRQ_STATUS and TSR_REG_IRQ_ENABLE. */
+/* Device-level causes: bits of TSR_REG_IRQ_STATUS and TSR_REG_IRQ_ENABLE. */
 #define TSR_IRQ_PING			0x00000001u
-#define TSR_IRQ_ALL			TSR_IRQ_PING
+#define TSR_IRQ_FATAL			0x00000002u
+#define TSR_IRQ_MMU_FAULT		0x00000004u
+#define TSR_IRQ_ECC_CORRECTABLE		0x00000008u
+#define TSR_IRQ_ECC_UNCORRECTABLE	0x00000010u
+#define TSR_IRQ_ALL			0x0000001fu
 
 /*
- * MSI-X vectors.  Vector 0 carries device-level events (ping, and later
- * errors); one vector per hardware queue and one for the ICI links follow.
+ * MSI-X vectors.  Vector 0 carries device-level causes; each hardware
+ * queue has its own vector; the ICI links share one.
  */
 #define TSR_MSIX_VEC_DEVICE		0
 #define TSR_MAX_QUEUES			8
 #define TSR_MSIX_VEC_QUEUE(q)		(1 + (q))
 #define TSR_MSIX_VEC_LINK		(1 + TSR_MAX_QUEUES)
 #define TSR_MSIX_VECTORS		(TSR_MSIX_VEC_LINK + 1)
+
+/* -------------------------------------------------------- queue block */
+
+/*
+ * Hardware queue q has its registers at TSR_QUEUE_BASE(q).  A queue is a
+ * ring of struct tsr_job_desc in system memory.  The driver writes
+ * descriptors, then the index one past the last to TAIL (the doorbell);
+ * the queue runs them in order and advances HEAD as each one completes.
+ */
+#define TSR_QUEUE_STRIDE		0x100
+#define TSR_QUEUE_BASE(q)		(TSR_BLOCK_QUEUE + (q) * TSR_QUEUE_STRIDE)
+
+#define TSR_QREG_RING_BASE_LO		0x00	/* RW, bus address */
+#define TSR_QREG_RING_BASE_HI		0x04	/* RW */
+#define TSR_QREG_RING_SIZE		0x08	/* RW, entries */
+#define TSR_QREG_CONTROL		0x0c	/* RW */
+#define TSR_QREG_TAIL			0x10	/* RW, doorbell */
+#define TSR_QREG_HEAD			0x14	/* RO */
+#define TSR_QREG_STATUS			0x18	/* RO */
+#define TSR_QREG_FENCE_ADDR_LO		0x20	/* RW, bus address or 0 */
+#define TSR_QREG_FENCE_ADDR_HI		0x24	/* RW */
+#define TSR_QREG_FENCE_LO		0x28	/* RO, last completed fence */
+#define TSR_QREG_FENCE_HI		0x2c	/* RO */
+#define TSR_QREG_JOBS_DONE		0x30	/* RO */
+#define TSR_QREG_JOBS_FAILED		0x34	/* RO */
+#define TSR_QREG_IRQ_STATUS		0x38	/* RW1C */
+#define TSR_QREG_IRQ_ENABLE		0x3c	/* RW */
+#define TSR_QREG_LAST_ERROR		0x40	/* RO, TSR_ERR_* of last failed job */
+
+#define TSR_RING_SIZE_MIN		2
+#define TSR_RING_SIZE_MAX		4096	/* a power of two in between */
+#define TSR_RING_ALIGN			64
+
+/* Bits of TSR_QREG_CONTROL. */
+#define TSR_QCTRL_ENABLE		0x00000001u
+/* Write-only: abort the running job, drop queued ones, HEAD = TAIL = 0. */
+#define TSR_QCTRL_RESET			0x00000002u
+
+/* Values of TSR_QREG_STATUS. */
+#define TSR_QSTATUS_DISABLED		0
+#define TSR_QSTATUS_IDLE		1
+#define TSR_QSTATUS_RUNNING		2
+#define TSR_QSTATUS_BAD_RING		3	/* ring registers invalid */
+#define TSR_QSTATUS_HUNG		4	/* injected hang */
+
+/* Queue causes: bits of TSR_QREG_IRQ_STATUS and TSR_QREG_IRQ_ENABLE. */
+#define TSR_QIRQ_JOB_DONE		0x00000001u
+#define TSR_QIRQ_JOB_ERROR		0x00000002u
+#define TSR_QIRQ_USER			0x00000004u	/* INTERRUPT command */
+#define TSR_QIRQ_ALL			0x00000007u
+
+/**
+ * struct tsr_job_desc - one entry of a hardware queue's ring
+ * @context: context whose address space the job runs in
+ * @flags: TSR_JOB_* flags
+ * @cmdbuf_va: device VA of the first command
+ * @cmdbuf_size: bytes of commands, a multiple of 8
+ * @reserved0: must be zero
+ * @completion_va: device VA of a struct tsr_completion, or 0 for none
+ * @fence: value written to the queue's fence on completion
+ * @reserved: must be zero
+ */
+struct tsr_job_desc {
+	__u32 context;
+	__u32 flags;
+	__u64 cmdbuf_va;
+	__u32 cmdbuf_size;
+	__u32 reserved0;
+	__u64 completion_va;
+	__u64 fence;
+	__u64 reserved[3];
+};
+
+/* Raise TSR_QIRQ_JOB_DONE when the job succeeds (errors always raise). */
+#define TSR_JOB_IRQ			0x00000001u
+#define TSR_JOB_FLAGS_ALL		TSR_JOB_IRQ
+
+/**
+ * struct tsr_completion - what the chip writes when a job ends
+ * @status: TSR_JOB_STATUS_*
+ * @error: TSR_ERR_* code, 0 on success
+ * @failed_cmd: index of the command that failed, or TSR_NO_COMMAND when
+ *	the job failed before its first command ran
+ * @reserved0: zero
+ * @fault_va: device VA that faulted, for MMU and memory errors
+ * @fence: the job's fence value
+ * @start_cycle: modeled device clock when the job started
+ * @end_cycle: modeled device clock when it ended
+ * @mxu_cycles: modeled cycles the job kept the MXUs busy
+ * @vpu_cycles: modeled cycles the job kept the VPU busy
+ * @dma_cycles: modeled cycles the job kept the DMA engines busy
+ */
+struct tsr_completion {
+	__u32 status;
+	__u32 error;
+	__u32 failed_cmd;
+	__u32 reserved0;
+	__u64 fault_va;
+	__u64 fence;
+	__u64 start_cycle;
+	__u64 end_cycle;
+	__u64 mxu_cycles;
+	__u64 vpu_cycles;
+	__u64 dma_cycles;
+};
+
+#define TSR_JOB_STATUS_DONE		1
+#define TSR_JOB_STATUS_ERROR		2
+#define TSR_NO_COMMAND			0xffffffffu
+
+/* ---------------------------------------------------------- MMU block */
+
+/*
+ * The context table is an array of struct tsr_context_entry in system
+ * memory.  Each valid entry names the root of that context's page tables.
+ */
+#define TSR_REG_MMU_CTX_TABLE_LO	(TSR_BLOCK_MMU + 0x00)	/* RW */
+#define TSR_REG_MMU_CTX_TABLE_HI	(TSR_BLOCK_MMU + 0x04)	/* RW */
+#define TSR_REG_MMU_CTX_COUNT		(TSR_BLOCK_MMU + 0x08)	/* RW */
+/* Write a context number to drop its cached translations, ~0 for all. */
+#define TSR_REG_MMU_INVALIDATE		(TSR_BLOCK_MMU + 0x0c)	/* WO */
+/* The last fault, latched with TSR_IRQ_MMU_FAULT. */
+#define TSR_REG_MMU_FAULT_CONTEXT	(TSR_BLOCK_MMU + 0x10)	/* RO */
+#define TSR_REG_MMU_FAULT_VA_LO		(TSR_BLOCK_MMU + 0x14)	/* RO */
+#define TSR_REG_MMU_FAULT_VA_HI		(TSR_BLOCK_MMU + 0x18)	/* RO */
+#define TSR_REG_MMU_FAULT_REASON	(TSR_BLOCK_MMU + 0x1c)	/* RO, TSR_ERR_* */
+#define TSR_REG_MMU_FAULT_COUNT		(TSR_BLOCK_MMU + 0x20)	/* RO */
+
+#define TSR_MAX_CONTEXTS		256
+#define TSR_MMU_INVALIDATE_ALL		0xffffffffu
+
+/**
+ * struct tsr_context_entry - one context's page-table root
+ * @root: bus address of the level-2 table | TSR_CTX_VALID
+ * @reserved: must be zero
+ */
+struct tsr_context_entry {
+	__u64 root;
+	__u64 reserved;
+};
+
+#define TSR_CTX_VALID			0x1ull
+
+/*
+ * Page tables: three levels of 512 64-bit entries, each table one 4 KiB
+ * page of system memory.  A device VA has 39 bits:
+ *   [38:30] level-2 index, [29:21] level-1 index, [20:12] level-0 index,
+ *   [11:0] offset in the 4 KiB page.
+ * A level-1 entry with TSR_PTE_LEAF maps a 2 MiB page directly.
+ */
+#define TSR_VA_BITS			39
+#define TSR_PAGE_SHIFT			12
+#define TSR_PAGE_SIZE			_BITULL(TSR_PAGE_SHIFT)
+#define TSR_LARGE_PAGE_SHIFT		21
+#define TSR_LARGE_PAGE_SIZE		_BITULL(TSR_LARGE_PAGE_SHIFT)
+#define TSR_PT_ENTRIES			512
+#define TSR_PT_INDEX(va, level) \
+	(((va) >> (TSR_PAGE_SHIFT + 9 * (level))) & (TSR_PT_ENTRIES - 1))
+
+#define TSR_PTE_VALID			0x01ull
+#define TSR_PTE_READ			0x02ull
+#define TSR_PTE_WRITE			0x04ull
+/* The address is an offset in HBM rather than a bus address. */
+#define TSR_PTE_HBM			0x08ull
+#define TSR_PTE_LEAF			0x10ull
+#define TSR_PTE_ADDR_MASK		0x000ffffffffff000ull
+
+/* ----------------------------------------------------- counters block */
+
+/* 64-bit counters, LO then HI; reading LO latches HI. */
+#define TSR_REG_CNT_MXU_BUSY_LO		(TSR_BLOCK_COUNTERS + 0x00)
+#define TSR_REG_CNT_VPU_BUSY_LO		(TSR_BLOCK_COUNTERS + 0x08)
+#define TSR_REG_CNT_DMA_BUSY_LO		(TSR_BLOCK_COUNTERS + 0x10)
+#define TSR_REG_CNT_JOBS_LO		(TSR_BLOCK_COUNTERS + 0x18)
+#define TSR_REG_CNT_COMMANDS_LO		(TSR_BLOCK_COUNTERS + 0x20)
+#define TSR_REG_CNT_HBM_READ_LO		(TSR_BLOCK_COUNTERS + 0x28)	/* bytes */
+#define TSR_REG_CNT_HBM_WRITE_LO	(TSR_BLOCK_COUNTERS + 0x30)	/* bytes */
+#define TSR_REG_CNT_ECC_CE_LO		(TSR_BLOCK_COUNTERS + 0x38)
+#define TSR_REG_CNT_ECC_UE_LO		(TSR_BLOCK_COUNTERS + 0x40)
+#define TSR_REG_CNT_RESETS_LO		(TSR_BLOCK_COUNTERS + 0x48)
+
+/* ------------------------------------------------------ command format */
+
+/*
+ * A command buffer is a sequence of commands, each a multiple of 8 bytes
+ * starting with a struct tsr_cmd_header whose @size_qw gives the whole
+ * command's length in 8-byte words.  Unused and reserved fields must be
+ * zero.  Addresses are device VAs of the job's context.
+ */
+struct tsr_cmd_header {
+	__u8 opcode;
+	__u8 size_qw;
+	__u16 flags;
+	__u32 reserved;
+};
+
+enum tsr_opcode {
+	TSR_OP_NOP = 0x00,
+	TSR_OP_DMA_COPY = 0x01,
+	TSR_OP_DMA_FILL = 0x02,
+	TSR_OP_MATMUL = 0x10,
+	TSR_OP_VPU = 0x20,
+	TSR_OP_REDUCE = 0x21,
+	TSR_OP_CAST = 0x22,
+	TSR_OP_TRANSPOSE = 0x23,
+	TSR_OP_SEM_WAIT = 0x30,
+	TSR_OP_SEM_SIGNAL = 0x31,
+	TSR_OP_SEM_INC = 0x32,
+	TSR_OP_TIMESTAMP = 0x40,
+	TSR_OP_INTERRUPT = 0x41,
+};
+
+/* Element types. */
+enum tsr_dtype {
+	TSR_DTYPE_F32 = 1,
+	TSR_DTYPE_BF16 = 2,
+	TSR_DTYPE_I32 = 3,
+	TSR_DTYPE_I8 = 4,
+};
+
+/**
+ * struct tsr_tensor - a 2-D tensor in device memory
+ * @va: device VA of element [0][0], aligned to the element size
+ * @rows: number of rows, >= 1
+ * @cols: number of columns, >= 1
+ * @stride: elements from one row to the next, >= @cols
+ * @dtype: enum tsr_dtype
+ * @reserved: must be zero
+ */
+struct tsr_tensor {
+	__u64 va;
+	__u32 rows;
+	__u32 cols;
+	__u32 stride;
+	__u16 dtype;
+	__u16 reserved;
+};
+
+/**
+ * struct tsr_cmd_dma - TSR_OP_DMA_COPY and TSR_OP_DMA_FILL
+ * @hdr: header; no flags defined
+ * @src: source VA (copy); for fill, the 32-bit pattern in the low bits
+ * @dst: destination VA
+ * @size: bytes per row [0], rows [1], planes [2]; each >= 1.  For fill,
+ *	size[0] is a multiple of 4
+ * @reserved: must be zero
+ * @src_stride: bytes between rows [0] and planes [1] of the source
+ * @dst_stride: bytes between rows [0] and planes [1] of the destination
+ */
+struct tsr_cmd_dma {
+	struct tsr_cmd_header hdr;
+	__u64 src;
+	__u64 dst;
+	__u32 size[3];
+	__u32 reserved;
+	__u64 src_stride[2];
+	__u64 dst_stride[2];
+};
+
+/**
+ * struct tsr_cmd_matmul - TSR_OP_MATMUL: C = A x B (+ C)
+ * @hdr: header; flags TSR_MATMUL_*
+ * @a: M x K (K x M with TSR_MATMUL_TRANSPOSE_A)
+ * @b: K x N (N x K with TSR_MATMUL_TRANSPOSE_B), same dtype as @a
+ * @c: M x N output
+ *
+ * A and B are BF16, F32 or I8.  Products accumulate in F32 (I32 for I8);
+ * C is F32 or BF16 (I32 for I8 inputs).
+ */
+struct tsr_cmd_matmul {
+	struct tsr_cmd_header hdr;
+	struct tsr_tensor a;
+	struct tsr_tensor b;
+	struct tsr_tensor c;
+};
+
+#define TSR_MATMUL_TRANSPOSE_A		0x0001
+#define TSR_MATMUL_TRANSPOSE_B		0x0002
+#define TSR_MATMUL_ACCUMULATE		0x0004	/* C += A x B */
+#define TSR_MATMUL_FLAGS_ALL		0x0007
+
+/**
+ * struct tsr_cmd_vpu - TSR_OP_VPU: out = op(a[, b[, c]]) element-wise
+ * @hdr: header; no flags defined
+ * @op: enum tsr_vpu_op
+ * @reserved: must be zero
+ * @a: first operand, the shape of @out
+ * @b: second operand for binary ops and select: the shape of @out, or one
+ *	row (broadcast down the rows) or one column (broadcast across)
+ * @c: third operand for select, shaped like @b
+ * @out: result
+ *
+ * Operands are F32 or BF16 and computed in F32; compare ops write 1.0 or
+ * 0.0.  Unused operands must be all zero.
+ */
+struct tsr_cmd_vpu {
+	struct tsr_cmd_header hdr;
+	__u32 op;
+	__u32 reserved;
+	struct tsr_tensor a;
+	struct tsr_tensor b;
+	struct tsr_tensor c;
+	struct tsr_tensor out;
+};
+
+enum tsr_vpu_op {
+	/* unary */
+	TSR_VPU_NEG = 1,
+	TSR_VPU_ABS,
+	TSR_VPU_EXP,
+	TSR_VPU_LOG,
+	TSR_VPU_TANH,
+	TSR_VPU_SIGMOID,
+	TSR_VPU_RELU,
+	TSR_VPU_GELU,
+	TSR_VPU_SQRT,
+	TSR_VPU_RSQRT,
+	/* binary */
+	TSR_VPU_ADD = 32,
+	TSR_VPU_SUB,
+	TSR_VPU_MUL,
+	TSR_VPU_DIV,
+	TSR_VPU_MAX,
+	TSR_VPU_MIN,
+	TSR_VPU_CMP_EQ,
+	TSR_VPU_CMP_LT,
+	TSR_VPU_CMP_LE,
+	/* ternary: out = a != 0 ? b : c */
+	TSR_VPU_SELECT = 64,
+};
+
+/**
+ * struct tsr_cmd_reduce - TSR_OP_REDUCE along one axis
+ * @hdr: header; flags TSR_REDUCE_*
+ * @op: enum tsr_reduce_op
+ * @axis: 0 reduces the rows (out is 1 x cols), 1 the columns (rows x 1)
+ * @in: F32 or BF16 input
+ * @out: result, F32 or BF16
+ */
+struct tsr_cmd_reduce {
+	struct tsr_cmd_header hdr;
+	__u32 op;
+	__u32 axis;
+	struct tsr_tensor in;
+	struct tsr_tensor out;
+};
+
+enum tsr_reduce_op {
+	TSR_REDUCE_SUM = 1,
+	TSR_REDUCE_MAX,
+	TSR_REDUCE_MIN,
+};
+
+/**
+ * struct tsr_cmd_unary_copy - TSR_OP_CAST and TSR_OP_TRANSPOSE
+ * @hdr: header; no flags defined
+ * @in: input
+ * @out: output, same shape (cast, between F32, BF16 and I32) or
+ *	transposed shape and same dtype (transpose)
+ */
+struct tsr_cmd_unary_copy {
+	struct tsr_cmd_header hdr;
+	struct tsr_tensor in;
+	struct tsr_tensor out;
+};
+
+/**
+ * struct tsr_cmd_sem - TSR_OP_SEM_WAIT, TSR_OP_SEM_SIGNAL, TSR_OP_SEM_INC
+ * @hdr: header; no flags defined
+ * @va: 8-byte aligned VA of a 64-bit semaphore
+ * @value: wait until the semaphore is >= @value; store @value; add @value
+ */
+struct tsr_cmd_sem {
+	struct tsr_cmd_header hdr;
+	__u64 va;
+	__u64 value;
+};
+
+/**
+ * struct tsr_cmd_timestamp - TSR_OP_TIMESTAMP: store the device clock
+ * @hdr: header; no flags defined
+ * @va: 8-byte aligned VA of the 64-bit cycle count to write
+ */
+struct tsr_cmd_timestamp {
+	struct tsr_cmd_header hdr;
+	__u64 va;
+};
+
+/* TSR_OP_INTERRUPT: raise TSR_QIRQ_USER on the job's queue; header only. */
+
+/* --------------------------------------------------------- error codes */
+
+enum tsr_error {
+	TSR_ERR_NONE = 0,
+	TSR_ERR_BAD_OPCODE = 1,		/* unknown opcode */
+	TSR_ERR_BAD_SIZE = 2,		/* size_qw wrong, or past the buffer */
+	TSR_ERR_BAD_FLAGS = 3,		/* unknown flag bits */
+	TSR_ERR_RESERVED = 4,		/* a reserved field is not zero */
+	TSR_ERR_BAD_DTYPE = 5,		/* dtype unknown or not allowed */
+	TSR_ERR_BAD_SHAPE = 6,		/* zero or mismatched dimensions */
+	TSR_ERR_BAD_STRIDE = 7,		/* stride smaller than a row */
+	TSR_ERR_BAD_ALIGNMENT = 8,	/* address not aligned to its element */
+	TSR_ERR_BAD_OP = 9,		/* unknown VPU or reduce op, bad axis */
+	TSR_ERR_MMU_UNMAPPED = 10,	/* VA not mapped in the context */
+	TSR_ERR_MMU_PERMISSION = 11,	/* mapping forbids the access */
+	TSR_ERR_BAD_CONTEXT = 12,	/* no valid context with that number */
+	TSR_ERR_DMA = 13,		/* a system-memory transfer failed */
+	TSR_ERR_ECC = 14,		/* uncorrectable HBM error */
+	TSR_ERR_BAD_JOB = 15,		/* descriptor fields invalid */
+	TSR_ERR_ABORTED = 16,		/* queue or chip reset during the job */
+	TSR_ERR_TOO_LARGE = 17,		/* operand beyond the chip's limits */
+	TSR_ERR_COUNT
+};
+
+/* Largest tensor dimension and DMA extent the chip accepts. */
+#define TSR_MAX_DIM			0x00100000u
+#define TSR_MAX_TRANSFER		_BITULL(32)
 
 #endif /* _TESSERA_CHIP_H_ */

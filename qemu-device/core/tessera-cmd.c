@@ -1,0 +1,514 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Tessera commands: decoding and validation, the DMA engine, semaphores,
+ * timestamps and interrupts.  The MXU and VPU engines are in
+ * tessera-mxu.c and tessera-vpu.c.
+ *
+ * Every field is checked before anything is touched; an invalid command
+ * fails its job with a precise TSR_ERR_* code.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tessera-internal.h"
+#include "tessera-numerics.h"
+
+/* Fixed latencies, in cycles. */
+#define TSR_DMA_LATENCY_CYCLES 500
+#define TSR_SEM_CYCLES 100
+#define TSR_MISC_CYCLES 10
+
+/* Largest piece a DMA moves through the host at once. */
+#define TSR_DMA_CHUNK (1u << 20)
+
+/* How often a semaphore wait re-reads memory the CPU may have written. */
+#define TSR_SEM_POLL_NS 200000
+
+uint64_t tsr_cycles_for_bytes(const TsrConfig *cfg, uint64_t bytes,
+                              uint32_t gbps)
+{
+    /* bytes / (gbps * 1e9 B/s) * (clock_mhz * 1e6 cycles/s), rounded up */
+    uint64_t num = bytes * (uint64_t)cfg->clock_mhz;
+    uint64_t den = (uint64_t)gbps * 1000;
+
+    return (num + den - 1) / den;
+}
+
+uint64_t tsr_mem_cycles(const TsrMem *mem)
+{
+    const TsrConfig *cfg = &mem->core->cfg;
+    uint64_t host = tsr_cycles_for_bytes(cfg, mem->host_bytes,
+                                         cfg->host_dma_gbps);
+    uint64_t hbm = tsr_cycles_for_bytes(cfg, mem->hbm_bytes, cfg->hbm_gbps);
+
+    return host > hbm ? host : hbm;
+}
+
+uint32_t tsr_tensor_check(const struct tsr_tensor *t, uint32_t dtypes)
+{
+    unsigned int esize = tsr_dtype_size(t->dtype);
+
+    if (t->reserved) {
+        return TSR_ERR_RESERVED;
+    }
+    if (!esize || !(dtypes & TSR_DTYPE_MASK(t->dtype))) {
+        return TSR_ERR_BAD_DTYPE;
+    }
+    if (!t->rows || !t->cols || t->rows > TSR_MAX_DIM ||
+        t->cols > TSR_MAX_DIM) {
+        return TSR_ERR_BAD_SHAPE;
+    }
+    if (t->stride < t->cols) {
+        return TSR_ERR_BAD_STRIDE;
+    }
+    if (t->va % esize) {
+        return TSR_ERR_BAD_ALIGNMENT;
+    }
+    return TSR_ERR_NONE;
+}
+
+bool tsr_tensor_is_zero(const struct tsr_tensor *t)
+{
+    static const struct tsr_tensor zero;
+
+    return memcmp(t, &zero, sizeof(zero)) == 0;
+}
+
+/* Move a tensor between device memory and a dense host copy. */
+static int tensor_rows(TsrMem *mem, const struct tsr_tensor *t, void *dense,
+                       bool write)
+{
+    unsigned int esize = tsr_dtype_size(t->dtype);
+    uint64_t row_bytes = (uint64_t)t->cols * esize;
+    uint64_t pitch = (uint64_t)t->stride * esize;
+    uint8_t *p = dense;
+    uint32_t r;
+
+    if (t->stride == t->cols) {
+        uint64_t len = row_bytes * t->rows;
+
+        return write ? tsr_mem_write(mem, t->va, p, len)
+                     : tsr_mem_read(mem, t->va, p, len);
+    }
+    for (r = 0; r < t->rows; r++, p += row_bytes) {
+        int ret = write ? tsr_mem_write(mem, t->va + r * pitch, p, row_bytes)
+                        : tsr_mem_read(mem, t->va + r * pitch, p, row_bytes);
+        if (ret) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
+int tsr_tensor_load_raw(TsrMem *mem, const struct tsr_tensor *t, void *dense)
+{
+    return tensor_rows(mem, t, dense, false);
+}
+
+int tsr_tensor_store_raw(TsrMem *mem, const struct tsr_tensor *t,
+                         const void *dense)
+{
+    return tensor_rows(mem, t, (void *)dense, true);
+}
+
+void tsr_convert_to_f32(uint32_t dtype, const void *src, float *dst,
+                        size_t n)
+{
+    size_t i;
+
+    switch (dtype) {
+    case TSR_DTYPE_F32:
+        memmove(dst, src, n * sizeof(float));
+        break;
+    case TSR_DTYPE_BF16:
+        for (i = 0; i < n; i++) {
+            dst[i] = tsr_bf16_to_f32(((const uint16_t *)src)[i]);
+        }
+        break;
+    case TSR_DTYPE_I32:
+        for (i = 0; i < n; i++) {
+            dst[i] = (float)((const int32_t *)src)[i];
+        }
+        break;
+    case TSR_DTYPE_I8:
+        for (i = 0; i < n; i++) {
+            dst[i] = (float)((const int8_t *)src)[i];
+        }
+        break;
+    }
+}
+
+void tsr_convert_from_f32(uint32_t dtype, const float *src, void *dst,
+                          size_t n)
+{
+    size_t i;
+
+    switch (dtype) {
+    case TSR_DTYPE_F32:
+        memmove(dst, src, n * sizeof(float));
+        break;
+    case TSR_DTYPE_BF16:
+        for (i = 0; i < n; i++) {
+            ((uint16_t *)dst)[i] = tsr_f32_to_bf16(src[i]);
+        }
+        break;
+    case TSR_DTYPE_I32:
+        for (i = 0; i < n; i++) {
+            ((int32_t *)dst)[i] = tsr_f32_to_i32(src[i]);
+        }
+        break;
+    }
+}
+
+int tsr_tensor_load_f32(TsrMem *mem, const struct tsr_tensor *t, float *dst)
+{
+    size_t n = (size_t)t->rows * t->cols;
+
+    if (t->dtype == TSR_DTYPE_F32) {
+        return tsr_tensor_load_raw(mem, t, dst);
+    }
+    /* Narrower types load into the tail of @dst, then widen in place. */
+    {
+        unsigned int esize = tsr_dtype_size(t->dtype);
+        uint8_t *tail = (uint8_t *)dst + n * (sizeof(float) - esize);
+
+        if (tsr_tensor_load_raw(mem, t, tail)) {
+            return -1;
+        }
+        tsr_convert_to_f32(t->dtype, tail, dst, n);
+    }
+    return 0;
+}
+
+int tsr_tensor_store_f32(TsrMem *mem, const struct tsr_tensor *t,
+                         const float *src)
+{
+    size_t n = (size_t)t->rows * t->cols;
+    void *buf;
+    int ret;
+
+    if (t->dtype == TSR_DTYPE_F32) {
+        return tsr_tensor_store_raw(mem, t, src);
+    }
+    buf = malloc(n * tsr_dtype_size(t->dtype));
+    if (!buf) {
+        mem->error = mem->error ? mem->error : TSR_ERR_TOO_LARGE;
+        return -1;
+    }
+    tsr_convert_from_f32(t->dtype, src, buf, n);
+    ret = tsr_tensor_store_raw(mem, t, buf);
+    free(buf);
+    return ret;
+}
+
+/* ------------------------------------------------------------- DMA */
+
+static uint32_t dma_check(const struct tsr_cmd_dma *c, bool fill)
+{
+    uint64_t total;
+    int i;
+
+    if (c->hdr.flags) {
+        return TSR_ERR_BAD_FLAGS;
+    }
+    if (c->hdr.reserved || c->reserved || (fill && (c->src >> 32)) ||
+        (fill && (c->src_stride[0] || c->src_stride[1]))) {
+        return TSR_ERR_RESERVED;
+    }
+    for (i = 0; i < 3; i++) {
+        if (!c->size[i]) {
+            return TSR_ERR_BAD_SHAPE;
+        }
+    }
+    if (fill && c->size[0] % 4) {
+        return TSR_ERR_BAD_SHAPE;
+    }
+    total = (uint64_t)c->size[0] * c->size[1] * c->size[2];
+    if (total > TSR_MAX_TRANSFER) {
+        return TSR_ERR_TOO_LARGE;
+    }
+    /* Destination rows and planes must not overlap each other. */
+    if ((c->size[1] > 1 && c->dst_stride[0] < c->size[0]) ||
+        (c->size[2] > 1 &&
+         c->dst_stride[1] < c->dst_stride[0] * (c->size[1] - 1) + c->size[0])) {
+        return TSR_ERR_BAD_STRIDE;
+    }
+    if (fill && (c->dst % 4 || c->dst_stride[0] % 4 || c->dst_stride[1] % 4)) {
+        return TSR_ERR_BAD_ALIGNMENT;
+    }
+    return TSR_ERR_NONE;
+}
+
+static uint32_t dma_row(TsrMem *mem, const struct tsr_cmd_dma *c, bool fill,
+                        uint8_t *buf, uint64_t src, uint64_t dst)
+{
+    uint64_t done = 0;
+
+    while (done < c->size[0]) {
+        uint64_t n = c->size[0] - done;
+
+        n = n < TSR_DMA_CHUNK ? n : TSR_DMA_CHUNK;
+        if ((!fill && tsr_mem_read(mem, src + done, buf, n)) ||
+            tsr_mem_write(mem, dst + done, buf, n)) {
+            return mem->error;
+        }
+        done += n;
+    }
+    return TSR_ERR_NONE;
+}
+
+static uint32_t cmd_dma(TsrMem *mem, const struct tsr_cmd_dma *c, bool fill,
+                        TsrCost *cost)
+{
+    uint32_t err = dma_check(c, fill);
+    uint64_t chunk = c->size[0] < TSR_DMA_CHUNK ? c->size[0] : TSR_DMA_CHUNK;
+    uint32_t row, plane;
+    uint8_t *buf;
+
+    if (err) {
+        return err;
+    }
+    buf = malloc(chunk);
+    if (!buf) {
+        return TSR_ERR_TOO_LARGE;
+    }
+    if (fill) {
+        uint32_t pattern = htole32((uint32_t)c->src);
+        uint64_t i;
+
+        for (i = 0; i < chunk; i += 4) {
+            memcpy(buf + i, &pattern, 4);
+        }
+    }
+    for (plane = 0; plane < c->size[2] && !err; plane++) {
+        for (row = 0; row < c->size[1] && !err; row++) {
+            uint64_t src = c->src + plane * c->src_stride[1] +
+                           row * c->src_stride[0];
+            uint64_t dst = c->dst + plane * c->dst_stride[1] +
+                           row * c->dst_stride[0];
+
+            err = dma_row(mem, c, fill, buf, src, dst);
+        }
+    }
+    free(buf);
+    cost->dma += TSR_DMA_LATENCY_CYCLES + tsr_mem_cycles(mem);
+    return err;
+}
+
+/* ------------------------------------------------------- semaphores */
+
+static uint32_t sem_check(const struct tsr_cmd_sem *c)
+{
+    if (c->hdr.flags) {
+        return TSR_ERR_BAD_FLAGS;
+    }
+    if (c->hdr.reserved) {
+        return TSR_ERR_RESERVED;
+    }
+    if (c->va % 8) {
+        return TSR_ERR_BAD_ALIGNMENT;
+    }
+    return TSR_ERR_NONE;
+}
+
+static uint32_t cmd_sem_update(TsrMem *mem, const struct tsr_cmd_sem *c,
+                               bool add, TsrCost *cost)
+{
+    TsrCore *core = mem->core;
+    uint32_t err = sem_check(c);
+    uint64_t v;
+
+    if (err) {
+        return err;
+    }
+    pthread_mutex_lock(&core->sem_lock);
+    if (add && tsr_mem_read(mem, c->va, &v, sizeof(v)) == 0) {
+        v = htole64(le64toh(v) + c->value);
+    } else {
+        v = htole64(c->value);
+    }
+    if (!mem->error) {
+        tsr_mem_write(mem, c->va, &v, sizeof(v));
+    }
+    pthread_cond_broadcast(&core->sem_cond);
+    pthread_mutex_unlock(&core->sem_lock);
+    cost->other += TSR_SEM_CYCLES;
+    return mem->error;
+}
+
+static uint32_t cmd_sem_wait(TsrMem *mem, unsigned int queue,
+                             uint32_t generation, const struct tsr_cmd_sem *c,
+                             TsrCost *cost)
+{
+    TsrCore *core = mem->core;
+    uint32_t err = sem_check(c);
+    uint64_t v;
+
+    if (err) {
+        return err;
+    }
+    cost->other += TSR_SEM_CYCLES;
+    for (;;) {
+        struct timespec until;
+
+        if (tsr_mem_read(mem, c->va, &v, sizeof(v))) {
+            return mem->error;
+        }
+        if (le64toh(v) >= c->value) {
+            return TSR_ERR_NONE;
+        }
+        if (tsr_queue_aborted(core, queue, generation)) {
+            return TSR_ERR_ABORTED;
+        }
+        /* Woken by another queue's signal, or re-read for the CPU's. */
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += TSR_SEM_POLL_NS;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_nsec -= 1000000000;
+            until.tv_sec++;
+        }
+        pthread_mutex_lock(&core->sem_lock);
+        pthread_cond_timedwait(&core->sem_cond, &core->sem_lock, &until);
+        pthread_mutex_unlock(&core->sem_lock);
+    }
+}
+
+/* ------------------------------------------- timestamp, interrupt, nop */
+
+static uint32_t cmd_timestamp(TsrMem *mem, const struct tsr_cmd_timestamp *c,
+                              TsrCost *cost)
+{
+    uint64_t now;
+
+    if (c->hdr.flags) {
+        return TSR_ERR_BAD_FLAGS;
+    }
+    if (c->hdr.reserved) {
+        return TSR_ERR_RESERVED;
+    }
+    if (c->va % 8) {
+        return TSR_ERR_BAD_ALIGNMENT;
+    }
+    cost->other += TSR_MISC_CYCLES;
+    now = htole64(tsr_cost_now(cost));
+    tsr_mem_write(mem, c->va, &now, sizeof(now));
+    return mem->error;
+}
+
+static uint32_t cmd_interrupt(TsrMem *mem, unsigned int queue,
+                              const struct tsr_cmd_header *c, TsrCost *cost)
+{
+    TsrCore *core = mem->core;
+    TsrQueue *qu = &core->queue[queue];
+    bool raise;
+
+    if (c->flags) {
+        return TSR_ERR_BAD_FLAGS;
+    }
+    if (c->reserved) {
+        return TSR_ERR_RESERVED;
+    }
+    pthread_mutex_lock(&core->lock);
+    qu->irq_status |= TSR_QIRQ_USER;
+    raise = qu->irq_enable & TSR_QIRQ_USER;
+    pthread_mutex_unlock(&core->lock);
+    if (raise) {
+        core->ops->raise_irq(core->opaque, TSR_MSIX_VEC_QUEUE(queue));
+    }
+    cost->other += TSR_MISC_CYCLES;
+    return TSR_ERR_NONE;
+}
+
+static uint32_t cmd_nop(const struct tsr_cmd_header *c, TsrCost *cost)
+{
+    if (c->flags) {
+        return TSR_ERR_BAD_FLAGS;
+    }
+    if (c->reserved) {
+        return TSR_ERR_RESERVED;
+    }
+    cost->other += 1;
+    return TSR_ERR_NONE;
+}
+
+/* ---------------------------------------------------------- dispatch */
+
+/* Command sizes in 8-byte words, indexed by opcode; 0 for unknown. */
+static uint32_t cmd_size_qw(uint8_t opcode)
+{
+    switch (opcode) {
+    case TSR_OP_NOP:
+    case TSR_OP_INTERRUPT:
+        return sizeof(struct tsr_cmd_header) / 8;
+    case TSR_OP_DMA_COPY:
+    case TSR_OP_DMA_FILL:
+        return sizeof(struct tsr_cmd_dma) / 8;
+    case TSR_OP_MATMUL:
+        return sizeof(struct tsr_cmd_matmul) / 8;
+    case TSR_OP_VPU:
+        return sizeof(struct tsr_cmd_vpu) / 8;
+    case TSR_OP_REDUCE:
+        return sizeof(struct tsr_cmd_reduce) / 8;
+    case TSR_OP_CAST:
+    case TSR_OP_TRANSPOSE:
+        return sizeof(struct tsr_cmd_unary_copy) / 8;
+    case TSR_OP_SEM_WAIT:
+    case TSR_OP_SEM_SIGNAL:
+    case TSR_OP_SEM_INC:
+        return sizeof(struct tsr_cmd_sem) / 8;
+    case TSR_OP_TIMESTAMP:
+        return sizeof(struct tsr_cmd_timestamp) / 8;
+    default:
+        return 0;
+    }
+}
+
+uint32_t tsr_cmd_execute(TsrMem *mem, unsigned int queue,
+                         uint32_t generation, const void *cmd, uint32_t size,
+                         TsrCost *cost)
+{
+    const struct tsr_cmd_header *hdr = cmd;
+    uint32_t want = cmd_size_qw(hdr->opcode);
+
+    if (!want) {
+        return TSR_ERR_BAD_OPCODE;
+    }
+    if (size != want * 8) {
+        return TSR_ERR_BAD_SIZE;
+    }
+    switch (hdr->opcode) {
+    case TSR_OP_NOP:
+        return cmd_nop(hdr, cost);
+    case TSR_OP_DMA_COPY:
+        return cmd_dma(mem, cmd, false, cost);
+    case TSR_OP_DMA_FILL:
+        return cmd_dma(mem, cmd, true, cost);
+    case TSR_OP_MATMUL:
+        return tsr_cmd_matmul(mem, cmd, cost);
+    case TSR_OP_VPU:
+        return tsr_cmd_vpu(mem, cmd, cost);
+    case TSR_OP_REDUCE:
+        return tsr_cmd_reduce(mem, cmd, cost);
+    case TSR_OP_CAST:
+        return tsr_cmd_cast(mem, cmd, cost);
+    case TSR_OP_TRANSPOSE:
+        return tsr_cmd_transpose(mem, cmd, cost);
+    case TSR_OP_SEM_WAIT:
+        return cmd_sem_wait(mem, queue, generation, cmd, cost);
+    case TSR_OP_SEM_SIGNAL:
+        return cmd_sem_update(mem, cmd, false, cost);
+    case TSR_OP_SEM_INC:
+        return cmd_sem_update(mem, cmd, true, cost);
+    case TSR_OP_TIMESTAMP:
+        return cmd_timestamp(mem, cmd, cost);
+    case TSR_OP_INTERRUPT:
+        return cmd_interrupt(mem, queue, hdr, cost);
+    default:
+        return TSR_ERR_BAD_OPCODE;
+    }
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Tessera numerics: element types and the conversions between them.
+ *
+ * bf16 is the upper half of an IEEE-754 binary32.  Conversion from f32
+ * rounds to nearest, ties to even; a NaN stays a NaN (quieted, sign and
+ * top payload bits kept); values past the bf16 range become infinities.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#ifndef TESSERA_NUMERICS_H
+#define TESSERA_NUMERICS_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "drm/tessera_chip.h"
+
+static inline uint32_t tsr_f32_bits(float f)
+{
+    uint32_t u;
+
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+static inline float tsr_bits_f32(uint32_t u)
+{
+    float f;
+
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+static inline uint16_t tsr_f32_to_bf16(float f)
+{
+    uint32_t u = tsr_f32_bits(f);
+
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return (uint16_t)((u >> 16) | 0x0040u);
+    }
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static inline float tsr_bf16_to_f32(uint16_t h)
+{
+    return tsr_bits_f32((uint32_t)h << 16);
+}
+
+/* f32 to i32: round to nearest even, saturate, NaN becomes 0. */
+static inline int32_t tsr_f32_to_i32(float f)
+{
+    if (isnan(f)) {
+        return 0;
+    }
+    if (f >= 2147483648.0f) {
+        return INT32_MAX;
+    }
+    if (f < -2147483648.0f) {
+        return INT32_MIN;
+    }
+    return (int32_t)nearbyintf(f);
+}
+
+/* Bytes per element of @dtype, 0 if unknown. */
+static inline unsigned int tsr_dtype_size(uint32_t dtype)
+{
+    switch (dtype) {
+    case TSR_DTYPE_F32:
+    case TSR_DTYPE_I32:
+        return 4;
+    case TSR_DTYPE_BF16:
+        return 2;
+    case TSR_DTYPE_I8:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+#define TSR_DTYPE_MASK(d) (1u << (d))
+
+#endif /* TESSERA_NUMERICS_H */

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A host for the Tessera chip core in unit tests: system memory as a host
+ * buffer (bus address = offset), HBM, page tables built on demand, and
+ * helpers that submit jobs through a real ring and read the completion.
+ */
+#ifndef TESSERA_TEST_CHIP_H
+#define TESSERA_TEST_CHIP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drm/tessera_chip.h"
+#include "tessera-core.h"
+
+#define SYSMEM_SIZE (96u << 20)
+#define HBM_SIZE (16u << 20)
+/* Fixed places in system memory. */
+#define CTX_TABLE_ADDR 0x1000ull
+#define RING_ADDR 0x2000ull
+#define FENCE_ADDR(q) (0x3000ull + 8 * (q))
+#define PT_POOL_START 0x100000ull
+#define PT_POOL_END 0x400000ull
+#define DATA_START 0x400000ull
+#define RING_SIZE 16
+
+struct test_chip {
+    TsrCore *core;
+    TsrConfig cfg;
+    uint8_t *sysmem;
+    uint8_t *hbm;
+    uint64_t pt_next;
+    uint64_t data_next;
+    uint32_t irqs[TSR_MSIX_VECTORS];    /* raise_irq calls per vector */
+    uint32_t kicks[TSR_MAX_QUEUES];
+    uint32_t schedules;
+    uint32_t fail_dma_from;             /* 0: never fail */
+    uint32_t tail[TSR_MAX_QUEUES];
+};
+
+static inline int chip_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
+{
+    struct test_chip *c = opaque;
+
+    if (c->fail_dma_from && addr >= c->fail_dma_from) {
+        return -1;
+    }
+    if (addr > SYSMEM_SIZE || len > SYSMEM_SIZE - addr) {
+        return -1;
+    }
+    memcpy(buf, c->sysmem + addr, len);
+    return 0;
+}
+
+static inline int chip_dma_write(void *opaque, uint64_t addr, const void *buf,
+                          size_t len)
+{
+    struct test_chip *c = opaque;
+
+    if (c->fail_dma_from && addr >= c->fail_dma_from) {
+        return -1;
+    }
+    if (addr > SYSMEM_SIZE || len > SYSMEM_SIZE - addr) {
+        return -1;
+    }
+    memcpy(c->sysmem + addr, buf, len);
+    return 0;
+}
+
+static inline void chip_raise_irq(void *opaque, unsigned int vector)
+{
+    struct test_chip *c = opaque;
+
+    __atomic_add_fetch(&c->irqs[vector], 1, __ATOMIC_SEQ_CST);
+}
+
+static inline void chip_schedule(void *opaque)
+{
+    struct test_chip *c = opaque;
+
+    c->schedules++;
+}
+
+static inline void chip_kick(void *opaque, unsigned int queue)
+{
+    struct test_chip *c = opaque;
+
+    __atomic_add_fetch(&c->kicks[queue], 1, __ATOMIC_SEQ_CST);
+}
+
+static const TsrCoreOps chip_ops = {
+    .dma_read = chip_dma_read,
+    .dma_write = chip_dma_write,
+    .raise_irq = chip_raise_irq,
+    .schedule = chip_schedule,
+    .kick_queue = chip_kick,
+};
+
+static inline void wr(struct test_chip *c, uint32_t reg, uint32_t v)
+{
+    tsr_core_reg_write(c->core, reg, v);
+}
+
+static inline uint32_t rd(struct test_chip *c, uint32_t reg)
+{
+    return tsr_core_reg_read(c->core, reg);
+}
+
+static inline uint32_t qrd(struct test_chip *c, unsigned int q, uint32_t r)
+{
+    return rd(c, TSR_QUEUE_BASE(q) + r);
+}
+
+static inline void qwr(struct test_chip *c, unsigned int q, uint32_t r,
+                       uint32_t v)
+{
+    wr(c, TSR_QUEUE_BASE(q) + r, v);
+}
+
+static inline uint64_t alloc_pt_page(struct test_chip *c)
+{
+    uint64_t a = c->pt_next;
+
+    c->pt_next += TSR_PAGE_SIZE;
+    memset(c->sysmem + a, 0, TSR_PAGE_SIZE);
+    return a;
+}
+
+static inline uint64_t *pte_at(struct test_chip *c, uint64_t table, uint64_t va,
+                        int level)
+{
+    return (uint64_t *)(c->sysmem + table) + TSR_PT_INDEX(va, level);
+}
+
+/* Give context @ctx a fresh, empty address space. */
+static inline void chip_context(struct test_chip *c, uint32_t ctx)
+{
+    struct tsr_context_entry *e =
+        (struct tsr_context_entry *)(c->sysmem + CTX_TABLE_ADDR) + ctx;
+
+    e->root = alloc_pt_page(c) | TSR_CTX_VALID;
+    e->reserved = 0;
+}
+
+/* Map [va, va + len) of @ctx to @addr (a bus address, or HBM offset). */
+static inline void chip_map(struct test_chip *c, uint32_t ctx, uint64_t va,
+                     uint64_t addr, uint64_t len, uint64_t flags)
+{
+    struct tsr_context_entry *e =
+        (struct tsr_context_entry *)(c->sysmem + CTX_TABLE_ADDR) + ctx;
+    uint64_t off;
+
+    for (off = 0; off < len; off += TSR_PAGE_SIZE) {
+        uint64_t table = e->root & TSR_PTE_ADDR_MASK;
+        int level;
+
+        for (level = 2; level > 0; level--) {
+            uint64_t *pte = pte_at(c, table, va + off, level);
+
+            if (!(*pte & TSR_PTE_VALID)) {
+                *pte = alloc_pt_page(c) | TSR_PTE_VALID;
+            }
+            table = *pte & TSR_PTE_ADDR_MASK;
+        }
+        *pte_at(c, table, va + off, 0) =
+            ((addr + off) & TSR_PTE_ADDR_MASK) | flags | TSR_PTE_VALID;
+    }
+}
+
+/* Carve @len bytes of system memory, mapped RW at the same VA in @ctx. */
+static inline uint64_t chip_buffer(struct test_chip *c, uint32_t ctx, uint64_t len)
+{
+    uint64_t a = c->data_next;
+
+    len = (len + TSR_PAGE_SIZE - 1) & ~(TSR_PAGE_SIZE - 1);
+    c->data_next += len;
+    memset(c->sysmem + a, 0, len);
+    chip_map(c, ctx, a, a, len, TSR_PTE_READ | TSR_PTE_WRITE);
+    return a;
+}
+
+static inline void *host_ptr(struct test_chip *c, uint64_t addr)
+{
+    return c->sysmem + addr;
+}
+
+static inline struct test_chip *chip_new(const char *preset)
+{
+    struct test_chip *c = calloc(1, sizeof(*c));
+    unsigned int q;
+
+    c->sysmem = calloc(1, SYSMEM_SIZE);
+    c->hbm = calloc(1, HBM_SIZE);
+    if (tsr_preset_lookup(preset, &c->cfg)) {
+        abort();
+    }
+    c->cfg.hbm_size = HBM_SIZE;
+    c->core = tsr_core_new(&c->cfg, c->hbm, &chip_ops, c);
+    if (!c->core) {
+        abort();
+    }
+    c->pt_next = PT_POOL_START;
+    c->data_next = DATA_START;
+    wr(c, TSR_REG_MMU_CTX_TABLE_LO, (uint32_t)CTX_TABLE_ADDR);
+    wr(c, TSR_REG_MMU_CTX_TABLE_HI, 0);
+    wr(c, TSR_REG_MMU_CTX_COUNT, 16);
+    for (q = 0; q < c->cfg.num_queues; q++) {
+        uint64_t ring = RING_ADDR + q * 0x400;
+
+        qwr(c, q, TSR_QREG_RING_BASE_LO, (uint32_t)ring);
+        qwr(c, q, TSR_QREG_RING_SIZE, RING_SIZE);
+        qwr(c, q, TSR_QREG_FENCE_ADDR_LO, (uint32_t)FENCE_ADDR(q));
+        qwr(c, q, TSR_QREG_IRQ_ENABLE, TSR_QIRQ_ALL);
+        qwr(c, q, TSR_QREG_CONTROL, TSR_QCTRL_ENABLE);
+    }
+    chip_context(c, 1);
+    return c;
+}
+
+static inline void chip_free(struct test_chip *c)
+{
+    tsr_core_free(c->core);
+    free(c->sysmem);
+    free(c->hbm);
+    free(c);
+}
+
+/* Queue a job of @len bytes of commands at @cmds on queue @q (no run). */
+static inline struct tsr_completion *chip_queue_job(struct test_chip *c,
+                                             unsigned int q, uint32_t ctx,
+                                             const void *cmds, uint32_t len,
+                                             uint64_t fence)
+{
+    uint64_t buf = chip_buffer(c, ctx, len + sizeof(struct tsr_completion));
+    uint64_t ring = RING_ADDR + q * 0x400;
+    struct tsr_job_desc *d =
+        (struct tsr_job_desc *)host_ptr(c, ring) + c->tail[q];
+
+    memcpy(host_ptr(c, buf), cmds, len);
+    memset(d, 0, sizeof(*d));
+    d->context = ctx;
+    d->flags = TSR_JOB_IRQ;
+    d->cmdbuf_va = buf;
+    d->cmdbuf_size = len;
+    d->completion_va = buf + len;
+    d->fence = fence;
+    c->tail[q] = (c->tail[q] + 1) % RING_SIZE;
+    qwr(c, q, TSR_QREG_TAIL, c->tail[q]);
+    return host_ptr(c, buf + len);
+}
+
+/* Run a job to completion on queue 0 of context 1; returns its record. */
+static inline struct tsr_completion *chip_run(struct test_chip *c, const void *cmds,
+                                       uint32_t len)
+{
+    static uint64_t fence = 100;
+    struct tsr_completion *comp;
+
+    comp = chip_queue_job(c, 0, 1, cmds, len, ++fence);
+    tsr_core_queue_run(c->core, 0);
+    return comp;
+}
+
+#define HDR(op, type) ((struct tsr_cmd_header){ \
+    .opcode = (op), .size_qw = sizeof(type) / 8 })
+
+static inline struct tsr_tensor tensor(uint64_t va, uint32_t rows,
+                                       uint32_t cols, uint16_t dtype)
+{
+    return (struct tsr_tensor){ .va = va, .rows = rows, .cols = cols,
+                                .stride = cols, .dtype = dtype };
+}
+
+#endif /* TESSERA_TEST_CHIP_H */

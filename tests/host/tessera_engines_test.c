@@ -1,0 +1,504 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host unit tests of the Tessera engines: bf16 numerics, MATMUL, the VPU,
+ * reductions, casts, transposes, and the timing model.  Results are
+ * checked against plain C references.
+ */
+#include <math.h>
+
+#include "kselftest_harness.h"
+
+#include "tessera_chip.h"
+#include "tessera-numerics.h"
+
+/* --------------------------------------------------------- numerics */
+
+TEST(bf16_rounds_to_nearest_even)
+{
+	/* 1 + 2^-8 is halfway between two bf16 values: ties go to even. */
+	EXPECT_EQ(0x3f80, tsr_f32_to_bf16(1.0f + 1.0f / 256));
+	/* 1 + 3 * 2^-8 is halfway too, and rounds up to the even one. */
+	EXPECT_EQ(0x3f82, tsr_f32_to_bf16(1.0f + 3.0f / 256));
+	/* Just above halfway rounds up. */
+	EXPECT_EQ(0x3f81, tsr_f32_to_bf16(tsr_bits_f32(0x3f808001)));
+	EXPECT_EQ(0xbf80, tsr_f32_to_bf16(-1.0f));
+	EXPECT_EQ(0x0000, tsr_f32_to_bf16(0.0f));
+	EXPECT_EQ(0x8000, tsr_f32_to_bf16(-0.0f));
+}
+
+TEST(bf16_keeps_nan_and_overflows_to_infinity)
+{
+	uint16_t h = tsr_f32_to_bf16(tsr_bits_f32(0x7f800001));
+
+	EXPECT_TRUE(isnan(tsr_bf16_to_f32(h)));
+	EXPECT_TRUE(isnan(tsr_bf16_to_f32(tsr_f32_to_bf16(-NAN))));
+	EXPECT_EQ(0x7f80, tsr_f32_to_bf16(INFINITY));
+	EXPECT_EQ(0x7f80, tsr_f32_to_bf16(tsr_bits_f32(0x7f7fffff)));
+	EXPECT_EQ(0xff80, tsr_f32_to_bf16(-INFINITY));
+}
+
+TEST(bf16_widening_is_exact)
+{
+	uint32_t h;
+
+	for (h = 0; h < 0x10000; h += 7) {
+		float f = tsr_bf16_to_f32(h);
+
+		if (!isnan(f))
+			ASSERT_EQ(h, tsr_f32_to_bf16(f));
+	}
+}
+
+TEST(f32_to_i32_rounds_even_and_saturates)
+{
+	EXPECT_EQ(2, tsr_f32_to_i32(2.5f));
+	EXPECT_EQ(4, tsr_f32_to_i32(3.5f));
+	EXPECT_EQ(-2, tsr_f32_to_i32(-2.5f));
+	EXPECT_EQ(INT32_MAX, tsr_f32_to_i32(3e9f));
+	EXPECT_EQ(INT32_MIN, tsr_f32_to_i32(-3e9f));
+	EXPECT_EQ(0, tsr_f32_to_i32(NAN));
+}
+
+/* ---------------------------------------------------------- engines */
+
+FIXTURE(eng) {
+	struct test_chip *c;
+};
+
+FIXTURE_SETUP(eng)
+{
+	self->c = chip_new("v4");
+}
+
+FIXTURE_TEARDOWN(eng)
+{
+	chip_free(self->c);
+}
+
+static float frand(unsigned int *seed)
+{
+	*seed = *seed * 1103515245 + 12345;
+	return ((*seed >> 8) % 2001) / 1000.0f - 1.0f;
+}
+
+static void fill_f32(float *p, size_t n, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = frand(&seed);
+}
+
+static void ref_matmul(const float *a, const float *b, float *c, int m, int n,
+		       int k, bool ta, bool tb)
+{
+	int i, j, l;
+
+	for (i = 0; i < m; i++)
+		for (j = 0; j < n; j++) {
+			double s = 0;
+
+			for (l = 0; l < k; l++)
+				s += (double)(ta ? a[l * m + i] : a[i * k + l]) *
+				     (tb ? b[j * k + l] : b[l * n + j]);
+			c[i * n + j] = s;
+		}
+}
+
+static struct tsr_cmd_matmul matmul_cmd(uint64_t a, uint64_t b, uint64_t c,
+					int m, int n, int k, uint16_t in,
+					uint16_t out)
+{
+	return (struct tsr_cmd_matmul){
+		.hdr = HDR(TSR_OP_MATMUL, struct tsr_cmd_matmul),
+		.a = tensor(a, m, k, in), .b = tensor(b, k, n, in),
+		.c = tensor(c, m, n, out),
+	};
+}
+
+TEST_F(eng, matmul_f32_matches_the_reference_with_transposes)
+{
+	const int m = 37, n = 45, k = 29;
+	uint64_t a = chip_buffer(self->c, 1, m * k * 4);
+	uint64_t b = chip_buffer(self->c, 1, k * n * 4);
+	uint64_t c = chip_buffer(self->c, 1, m * n * 4);
+	float want[37 * 45];
+	int flags, i;
+
+	fill_f32(host_ptr(self->c, a), m * k, 1);
+	fill_f32(host_ptr(self->c, b), k * n, 2);
+	for (flags = 0; flags < 4; flags++) {
+		bool ta = flags & TSR_MATMUL_TRANSPOSE_A;
+		bool tb = flags & TSR_MATMUL_TRANSPOSE_B;
+		struct tsr_cmd_matmul cmd = matmul_cmd(a, b, c, m, n, k,
+						       TSR_DTYPE_F32,
+						       TSR_DTYPE_F32);
+
+		cmd.hdr.flags = flags;
+		cmd.a.rows = ta ? k : m;
+		cmd.a.cols = cmd.a.stride = ta ? m : k;
+		cmd.b.rows = tb ? n : k;
+		cmd.b.cols = cmd.b.stride = tb ? k : n;
+		ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+		ref_matmul(host_ptr(self->c, a), host_ptr(self->c, b), want,
+			   m, n, k, ta, tb);
+		for (i = 0; i < m * n; i++)
+			ASSERT_GT(1e-4, fabs(((float *)host_ptr(self->c, c))[i] -
+					     want[i])) TH_LOG("flags %d i %d", flags, i);
+	}
+}
+
+TEST_F(eng, matmul_bf16_accumulates_in_f32_and_can_add_to_c)
+{
+	const int m = 16, n = 24, k = 300;
+	uint64_t a = chip_buffer(self->c, 1, m * k * 2);
+	uint64_t b = chip_buffer(self->c, 1, k * n * 2);
+	uint64_t c = chip_buffer(self->c, 1, m * n * 4);
+	static float af[16 * 300], bf[300 * 24], want[16 * 24];
+	uint16_t *ah = host_ptr(self->c, a), *bh = host_ptr(self->c, b);
+	float *out = host_ptr(self->c, c);
+	struct tsr_cmd_matmul cmd = matmul_cmd(a, b, c, m, n, k, TSR_DTYPE_BF16,
+					       TSR_DTYPE_F32);
+	int i;
+
+	fill_f32(af, m * k, 3);
+	fill_f32(bf, k * n, 4);
+	for (i = 0; i < m * k; i++) {
+		ah[i] = tsr_f32_to_bf16(af[i]);
+		af[i] = tsr_bf16_to_f32(ah[i]);
+	}
+	for (i = 0; i < k * n; i++) {
+		bh[i] = tsr_f32_to_bf16(bf[i]);
+		bf[i] = tsr_bf16_to_f32(bh[i]);
+	}
+	ref_matmul(af, bf, want, m, n, k, false, false);
+	for (i = 0; i < m * n; i++)
+		out[i] = 1.0f;
+	cmd.hdr.flags = TSR_MATMUL_ACCUMULATE;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (i = 0; i < m * n; i++)
+		ASSERT_GT(1e-3, fabs(out[i] - (want[i] + 1.0f))) TH_LOG("i %d", i);
+}
+
+TEST_F(eng, matmul_int8_is_exact_in_int32)
+{
+	const int m = 8, n = 8, k = 2048;
+	uint64_t a = chip_buffer(self->c, 1, m * k);
+	uint64_t b = chip_buffer(self->c, 1, k * n);
+	uint64_t c = chip_buffer(self->c, 1, m * n * 4);
+	int8_t *ai = host_ptr(self->c, a), *bi = host_ptr(self->c, b);
+	int32_t *out = host_ptr(self->c, c);
+	struct tsr_cmd_matmul cmd = matmul_cmd(a, b, c, m, n, k, TSR_DTYPE_I8,
+					       TSR_DTYPE_I32);
+	int i, j, l;
+
+	for (i = 0; i < m * k; i++)
+		ai[i] = i % 2 ? -128 : 127;
+	for (i = 0; i < k * n; i++)
+		bi[i] = i % 3 ? -128 : 127;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (i = 0; i < m; i++)
+		for (j = 0; j < n; j++) {
+			int32_t s = 0;
+
+			for (l = 0; l < k; l++)
+				s += ai[i * k + l] * bi[l * n + j];
+			ASSERT_EQ(s, out[i * n + j]);
+		}
+}
+
+TEST_F(eng, matmul_fields_are_validated)
+{
+	uint64_t buf = chip_buffer(self->c, 1, 65536);
+	struct tsr_cmd_matmul cmd;
+
+	cmd = matmul_cmd(buf, buf + 4096, buf + 8192, 4, 4, 4, TSR_DTYPE_F32,
+			 TSR_DTYPE_F32);
+	cmd.b.rows = 5;
+	EXPECT_EQ(TSR_ERR_BAD_SHAPE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	cmd = matmul_cmd(buf, buf + 4096, buf + 8192, 4, 4, 4, TSR_DTYPE_F32,
+			 TSR_DTYPE_I32);
+	EXPECT_EQ(TSR_ERR_BAD_DTYPE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	cmd = matmul_cmd(buf, buf + 4096, buf + 8192, 4, 4, 4, TSR_DTYPE_BF16,
+			 TSR_DTYPE_F32);
+	cmd.b.dtype = TSR_DTYPE_F32;
+	EXPECT_EQ(TSR_ERR_BAD_DTYPE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	cmd = matmul_cmd(buf + 2, buf + 4096, buf + 8192, 4, 4, 4,
+			 TSR_DTYPE_F32, TSR_DTYPE_F32);
+	EXPECT_EQ(TSR_ERR_BAD_ALIGNMENT,
+		  chip_run(self->c, &cmd, sizeof(cmd))->error);
+	cmd = matmul_cmd(buf, buf + 4096, buf + 8192, 4, 4, 4, TSR_DTYPE_F32,
+			 TSR_DTYPE_F32);
+	cmd.a.stride = 3;
+	EXPECT_EQ(TSR_ERR_BAD_STRIDE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	cmd.a.stride = 4;
+	cmd.hdr.flags = 0x100;
+	EXPECT_EQ(TSR_ERR_BAD_FLAGS, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	cmd.hdr.flags = 0;
+	cmd.c.reserved = 1;
+	EXPECT_EQ(TSR_ERR_RESERVED, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	cmd.c.reserved = 0;
+	cmd.a.dtype = 99;
+	EXPECT_EQ(TSR_ERR_BAD_DTYPE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+}
+
+static float ref1(uint32_t op, float x)
+{
+	switch (op) {
+	case TSR_VPU_NEG: return -x;
+	case TSR_VPU_ABS: return fabsf(x);
+	case TSR_VPU_EXP: return expf(x);
+	case TSR_VPU_LOG: return logf(x);
+	case TSR_VPU_TANH: return tanhf(x);
+	case TSR_VPU_SIGMOID: return 1 / (1 + expf(-x));
+	case TSR_VPU_RELU: return x > 0 ? x : 0;
+	case TSR_VPU_GELU:
+		return 0.5f * x * (1 + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+	case TSR_VPU_SQRT: return sqrtf(x);
+	default: return 1 / sqrtf(x);
+	}
+}
+
+TEST_F(eng, every_unary_vpu_op_matches_the_reference)
+{
+	const int r = 3, cols = 50;
+	uint64_t a = chip_buffer(self->c, 1, r * cols * 4);
+	uint64_t o = chip_buffer(self->c, 1, r * cols * 4);
+	float *in = host_ptr(self->c, a), *out = host_ptr(self->c, o);
+	uint32_t op;
+	int i;
+
+	for (i = 0; i < r * cols; i++)
+		in[i] = 0.05f + i * 0.037f;
+	for (op = TSR_VPU_NEG; op <= TSR_VPU_RSQRT; op++) {
+		struct tsr_cmd_vpu cmd = {
+			.hdr = HDR(TSR_OP_VPU, struct tsr_cmd_vpu), .op = op,
+			.a = tensor(a, r, cols, TSR_DTYPE_F32),
+			.out = tensor(o, r, cols, TSR_DTYPE_F32),
+		};
+
+		ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+		for (i = 0; i < r * cols; i++)
+			ASSERT_GT(1e-5 * (1 + fabsf(out[i])),
+				  fabsf(out[i] - ref1(op, in[i]))) TH_LOG("op %u", op);
+	}
+}
+
+TEST_F(eng, binary_vpu_ops_broadcast_rows_and_columns)
+{
+	const int r = 4, cols = 5;
+	uint64_t a = chip_buffer(self->c, 1, 4096);
+	uint64_t row = chip_buffer(self->c, 1, 4096);
+	uint64_t col = chip_buffer(self->c, 1, 4096);
+	uint64_t o = chip_buffer(self->c, 1, 4096);
+	float *av = host_ptr(self->c, a), *rv = host_ptr(self->c, row);
+	float *cv = host_ptr(self->c, col), *ov = host_ptr(self->c, o);
+	struct tsr_cmd_vpu cmd = {
+		.hdr = HDR(TSR_OP_VPU, struct tsr_cmd_vpu), .op = TSR_VPU_SUB,
+		.a = tensor(a, r, cols, TSR_DTYPE_F32),
+		.b = tensor(row, 1, cols, TSR_DTYPE_F32),
+		.out = tensor(o, r, cols, TSR_DTYPE_F32),
+	};
+	int i, j;
+
+	for (i = 0; i < r * cols; i++)
+		av[i] = i;
+	for (i = 0; i < cols; i++)
+		rv[i] = 100 * i;
+	for (i = 0; i < r; i++)
+		cv[i] = 1000 * i;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (i = 0; i < r; i++)
+		for (j = 0; j < cols; j++)
+			ASSERT_EQ(av[i * cols + j] - rv[j], ov[i * cols + j]);
+	cmd.op = TSR_VPU_ADD;
+	cmd.b = tensor(col, r, 1, TSR_DTYPE_F32);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (i = 0; i < r; i++)
+		for (j = 0; j < cols; j++)
+			ASSERT_EQ(av[i * cols + j] + cv[i], ov[i * cols + j]);
+	cmd.b = tensor(col, 2, 1, TSR_DTYPE_F32);
+	EXPECT_EQ(TSR_ERR_BAD_SHAPE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+}
+
+TEST_F(eng, compare_and_select_build_a_mask)
+{
+	uint64_t a = chip_buffer(self->c, 1, 4096);
+	uint64_t b = chip_buffer(self->c, 1, 4096);
+	uint64_t m = chip_buffer(self->c, 1, 4096);
+	uint64_t o = chip_buffer(self->c, 1, 4096);
+	float *av = host_ptr(self->c, a), *bv = host_ptr(self->c, b);
+	float *ov = host_ptr(self->c, o);
+	struct tsr_cmd_vpu cmp = {
+		.hdr = HDR(TSR_OP_VPU, struct tsr_cmd_vpu), .op = TSR_VPU_CMP_LT,
+		.a = tensor(a, 1, 4, TSR_DTYPE_F32),
+		.b = tensor(b, 1, 4, TSR_DTYPE_F32),
+		.out = tensor(m, 1, 4, TSR_DTYPE_F32),
+	};
+	struct tsr_cmd_vpu sel = {
+		.hdr = HDR(TSR_OP_VPU, struct tsr_cmd_vpu), .op = TSR_VPU_SELECT,
+		.a = tensor(m, 1, 4, TSR_DTYPE_F32),
+		.b = tensor(a, 1, 4, TSR_DTYPE_F32),
+		.c = tensor(b, 1, 4, TSR_DTYPE_F32),
+		.out = tensor(o, 1, 4, TSR_DTYPE_F32),
+	};
+	struct tsr_cmd_vpu cmds[2] = { cmp, sel };
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		av[i] = i;
+		bv[i] = 3 - i;
+	}
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, cmds, sizeof(cmds))->error);
+	/* select(a < b, a, b) is min(a, b). */
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ(fminf(av[i], bv[i]), ov[i]);
+}
+
+TEST_F(eng, vpu_fields_are_validated)
+{
+	uint64_t a = chip_buffer(self->c, 1, 4096);
+	struct tsr_cmd_vpu cmd = {
+		.hdr = HDR(TSR_OP_VPU, struct tsr_cmd_vpu), .op = 999,
+		.a = tensor(a, 1, 4, TSR_DTYPE_F32),
+		.out = tensor(a, 1, 4, TSR_DTYPE_F32),
+	};
+
+	EXPECT_EQ(TSR_ERR_BAD_OP, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	cmd.op = TSR_VPU_NEG;
+	cmd.b.va = 8;
+	EXPECT_EQ(TSR_ERR_RESERVED, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	cmd.b.va = 0;
+	cmd.out.dtype = TSR_DTYPE_I32;
+	EXPECT_EQ(TSR_ERR_BAD_DTYPE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	cmd.out.dtype = TSR_DTYPE_F32;
+	cmd.out.cols = 5;
+	cmd.out.stride = 5;
+	EXPECT_EQ(TSR_ERR_BAD_SHAPE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+}
+
+TEST_F(eng, reductions_along_each_axis)
+{
+	uint64_t in = chip_buffer(self->c, 1, 4096);
+	uint64_t out = chip_buffer(self->c, 1, 4096);
+	float *iv = host_ptr(self->c, in), *ov = host_ptr(self->c, out);
+	struct tsr_cmd_reduce cmd = {
+		.hdr = HDR(TSR_OP_REDUCE, struct tsr_cmd_reduce),
+		.op = TSR_REDUCE_SUM, .axis = 0,
+		.in = tensor(in, 3, 4, TSR_DTYPE_F32),
+		.out = tensor(out, 1, 4, TSR_DTYPE_F32),
+	};
+	int i;
+
+	for (i = 0; i < 12; i++)
+		iv[i] = i * (i % 2 ? -1 : 1);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ(iv[i] + iv[4 + i] + iv[8 + i], ov[i]);
+	cmd.op = TSR_REDUCE_MAX;
+	cmd.axis = 1;
+	cmd.out = tensor(out, 3, 1, TSR_DTYPE_F32);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	EXPECT_EQ(2, ov[0]);
+	EXPECT_EQ(6, ov[1]);
+	EXPECT_EQ(10, ov[2]);
+	cmd.op = TSR_REDUCE_MIN;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	EXPECT_EQ(-3, ov[0]);
+	cmd.axis = 2;
+	EXPECT_EQ(TSR_ERR_BAD_OP, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	cmd.axis = 0;
+	EXPECT_EQ(TSR_ERR_BAD_SHAPE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+}
+
+TEST_F(eng, casts_between_f32_bf16_and_i32)
+{
+	uint64_t in = chip_buffer(self->c, 1, 4096);
+	uint64_t mid = chip_buffer(self->c, 1, 4096);
+	uint64_t out = chip_buffer(self->c, 1, 4096);
+	float *iv = host_ptr(self->c, in);
+	uint16_t *bv = host_ptr(self->c, mid);
+	int32_t *ov = host_ptr(self->c, out);
+	struct tsr_cmd_unary_copy cmds[2] = {
+		{ HDR(TSR_OP_CAST, struct tsr_cmd_unary_copy),
+		  tensor(in, 1, 4, TSR_DTYPE_F32), tensor(mid, 1, 4, TSR_DTYPE_BF16) },
+		{ HDR(TSR_OP_CAST, struct tsr_cmd_unary_copy),
+		  tensor(mid, 1, 4, TSR_DTYPE_BF16), tensor(out, 1, 4, TSR_DTYPE_I32) },
+	};
+
+	iv[0] = 1.5f;
+	iv[1] = -2.5f;
+	iv[2] = 300.7f;
+	iv[3] = 1e10f;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, cmds, sizeof(cmds))->error);
+	EXPECT_EQ(tsr_f32_to_bf16(1.5f), bv[0]);
+	EXPECT_EQ(2, ov[0]);
+	EXPECT_EQ(-2, ov[1]);
+	EXPECT_EQ(300, ov[2]);  /* 300.7 is 300 in bf16 */
+	EXPECT_EQ(INT32_MAX, ov[3]);
+	cmds[0].out.dtype = TSR_DTYPE_I8;
+	EXPECT_EQ(TSR_ERR_BAD_DTYPE, chip_run(self->c, cmds, sizeof(cmds))->error);
+}
+
+TEST_F(eng, transpose_swaps_rows_and_columns)
+{
+	uint64_t in = chip_buffer(self->c, 1, 4096);
+	uint64_t out = chip_buffer(self->c, 1, 4096);
+	uint16_t *iv = host_ptr(self->c, in), *ov = host_ptr(self->c, out);
+	struct tsr_cmd_unary_copy cmd = {
+		HDR(TSR_OP_TRANSPOSE, struct tsr_cmd_unary_copy),
+		tensor(in, 3, 5, TSR_DTYPE_BF16), tensor(out, 5, 3, TSR_DTYPE_BF16),
+	};
+	int i, j;
+
+	for (i = 0; i < 15; i++)
+		iv[i] = i + 1;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < 5; j++)
+			EXPECT_EQ(iv[i * 5 + j], ov[j * 3 + i]);
+	cmd.out = tensor(out, 3, 5, TSR_DTYPE_BF16);
+	EXPECT_EQ(TSR_ERR_BAD_SHAPE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+}
+
+/* ----------------------------------------------------------- timing */
+
+TEST(a_large_matmul_takes_2mnk_over_peak)
+{
+	static const char *const presets[] = { "v2", "v4", "v5e", "v5p", "v6e" };
+	const uint64_t n = 8192;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
+		TsrConfig cfg;
+		double want, got;
+
+		ASSERT_EQ(0, tsr_preset_lookup(presets[i], &cfg));
+		want = 2.0 * n * n * n / tsr_config_peak_flops(&cfg);
+		got = tsr_mxu_cycles(&cfg, n, n, n, TSR_DTYPE_BF16) /
+		      (cfg.clock_mhz * 1e6);
+		EXPECT_GT(0.02, fabs(got / want - 1)) TH_LOG("%s", presets[i]);
+	}
+}
+
+TEST_F(eng, an_executed_matmul_reports_its_modeled_cycles)
+{
+	/* Large enough to be bound by the MXUs, not by HBM bandwidth. */
+	const int n = 1024;
+	uint64_t hbm_va = 0x10000000;
+	struct tsr_cmd_matmul cmd = matmul_cmd(hbm_va, hbm_va + n * n * 2,
+					       hbm_va + 2 * n * n * 2, n, n, n,
+					       TSR_DTYPE_BF16, TSR_DTYPE_F32);
+	struct tsr_completion *comp;
+
+	chip_map(self->c, 1, hbm_va, 0, HBM_SIZE,
+		 TSR_PTE_READ | TSR_PTE_WRITE | TSR_PTE_HBM);
+	comp = chip_run(self->c, &cmd, sizeof(cmd));
+	ASSERT_EQ(TSR_ERR_NONE, comp->error);
+	EXPECT_EQ(tsr_mxu_cycles(&self->c->cfg, n, n, n, TSR_DTYPE_BF16),
+		  comp->mxu_cycles);
+	EXPECT_LE(comp->start_cycle + comp->mxu_cycles, comp->end_cycle);
+	EXPECT_EQ(comp->mxu_cycles, rd(self->c, TSR_REG_CNT_MXU_BUSY_LO));
+}
+
+TEST_HARNESS_MAIN

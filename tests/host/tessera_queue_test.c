@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host unit tests of the Tessera command processor and device MMU: jobs
+ * through real rings, completion records, fences, interrupts, faults, and
+ * the DMA, semaphore, timestamp and interrupt commands.
+ */
+#include <math.h>
+
+#include "kselftest_harness.h"
+
+#include "tessera_chip.h"
+
+FIXTURE(q) {
+	struct test_chip *c;
+};
+
+FIXTURE_SETUP(q)
+{
+	self->c = chip_new("v4");
+}
+
+FIXTURE_TEARDOWN(q)
+{
+	chip_free(self->c);
+}
+
+static const struct tsr_cmd_header nop = {
+	.opcode = TSR_OP_NOP, .size_qw = 1,
+};
+
+TEST_F(q, a_nop_job_completes_with_record_fence_and_interrupt)
+{
+	uint64_t *fence = host_ptr(self->c, FENCE_ADDR(0));
+	uint32_t kicks = self->c->kicks[0];
+	struct tsr_completion *comp;
+
+	comp = chip_queue_job(self->c, 0, 1, &nop, sizeof(nop), 77);
+	EXPECT_EQ(kicks + 1, self->c->kicks[0]);
+	EXPECT_EQ(TSR_QSTATUS_RUNNING, qrd(self->c, 0, TSR_QREG_STATUS));
+	tsr_core_queue_run(self->c->core, 0);
+
+	EXPECT_EQ(TSR_JOB_STATUS_DONE, comp->status);
+	EXPECT_EQ(TSR_ERR_NONE, comp->error);
+	EXPECT_EQ(77, comp->fence);
+	EXPECT_LT(comp->start_cycle, comp->end_cycle);
+	EXPECT_EQ(77, *fence);
+	EXPECT_EQ(77, qrd(self->c, 0, TSR_QREG_FENCE_LO));
+	EXPECT_EQ(1, qrd(self->c, 0, TSR_QREG_HEAD));
+	EXPECT_EQ(1, qrd(self->c, 0, TSR_QREG_JOBS_DONE));
+	EXPECT_EQ(TSR_QSTATUS_IDLE, qrd(self->c, 0, TSR_QREG_STATUS));
+	EXPECT_EQ(TSR_QIRQ_JOB_DONE, qrd(self->c, 0, TSR_QREG_IRQ_STATUS));
+	EXPECT_EQ(1, self->c->irqs[TSR_MSIX_VEC_QUEUE(0)]);
+	EXPECT_EQ(0, self->c->irqs[TSR_MSIX_VEC_QUEUE(1)]);
+}
+
+TEST_F(q, jobs_run_in_order_and_the_clock_moves_forward)
+{
+	struct tsr_completion *a, *b;
+
+	a = chip_queue_job(self->c, 0, 1, &nop, sizeof(nop), 1);
+	b = chip_queue_job(self->c, 0, 1, &nop, sizeof(nop), 2);
+	tsr_core_queue_run(self->c->core, 0);
+	EXPECT_EQ(TSR_JOB_STATUS_DONE, a->status);
+	EXPECT_EQ(TSR_JOB_STATUS_DONE, b->status);
+	EXPECT_LE(a->end_cycle, b->start_cycle);
+	EXPECT_EQ(2, qrd(self->c, 0, TSR_QREG_FENCE_LO));
+	EXPECT_LE(b->end_cycle, rd(self->c, TSR_REG_CLOCK_LO));
+}
+
+TEST_F(q, a_bad_opcode_fails_the_job_at_its_index_and_the_queue_goes_on)
+{
+	struct tsr_cmd_header cmds[3] = { nop, nop, { .opcode = 0x7f, .size_qw = 1 } };
+	struct tsr_completion *bad, *next;
+
+	bad = chip_queue_job(self->c, 0, 1, cmds, sizeof(cmds), 5);
+	next = chip_queue_job(self->c, 0, 1, &nop, sizeof(nop), 6);
+	tsr_core_queue_run(self->c->core, 0);
+
+	EXPECT_EQ(TSR_JOB_STATUS_ERROR, bad->status);
+	EXPECT_EQ(TSR_ERR_BAD_OPCODE, bad->error);
+	EXPECT_EQ(2, bad->failed_cmd);
+	EXPECT_EQ(TSR_JOB_STATUS_DONE, next->status);
+	EXPECT_EQ(1, qrd(self->c, 0, TSR_QREG_JOBS_FAILED));
+	EXPECT_EQ(TSR_ERR_BAD_OPCODE, qrd(self->c, 0, TSR_QREG_LAST_ERROR));
+	EXPECT_EQ(TSR_QIRQ_JOB_ERROR | TSR_QIRQ_JOB_DONE,
+		  qrd(self->c, 0, TSR_QREG_IRQ_STATUS));
+}
+
+TEST_F(q, command_size_and_reserved_fields_are_checked)
+{
+	struct tsr_cmd_header bad_size = { .opcode = TSR_OP_NOP, .size_qw = 2 };
+	struct tsr_cmd_header reserved = nop;
+	struct tsr_cmd_header flags = nop;
+	uint64_t two[2] = { 0 };
+
+	memcpy(two, &bad_size, sizeof(bad_size));
+	EXPECT_EQ(TSR_ERR_BAD_SIZE, chip_run(self->c, two, sizeof(two))->error);
+	bad_size.size_qw = 0;
+	EXPECT_EQ(TSR_ERR_BAD_SIZE,
+		  chip_run(self->c, &bad_size, sizeof(bad_size))->error);
+	reserved.reserved = 1;
+	EXPECT_EQ(TSR_ERR_RESERVED,
+		  chip_run(self->c, &reserved, sizeof(reserved))->error);
+	flags.flags = 1;
+	EXPECT_EQ(TSR_ERR_BAD_FLAGS, chip_run(self->c, &flags, sizeof(flags))->error);
+}
+
+TEST_F(q, a_job_in_an_unknown_context_fails_before_its_first_command)
+{
+	struct tsr_completion *comp;
+
+	comp = chip_queue_job(self->c, 0, 1, &nop, sizeof(nop), 9);
+	/* Point the descriptor at context 7, which has no page tables. */
+	((struct tsr_job_desc *)host_ptr(self->c, RING_ADDR))[0].context = 7;
+	tsr_core_queue_run(self->c->core, 0);
+	/* The record cannot be written without a context; the queue says. */
+	EXPECT_EQ(0, comp->status);
+	EXPECT_EQ(1, qrd(self->c, 0, TSR_QREG_JOBS_FAILED));
+	EXPECT_EQ(TSR_ERR_BAD_CONTEXT, qrd(self->c, 0, TSR_QREG_LAST_ERROR));
+	EXPECT_EQ(9, *(uint64_t *)host_ptr(self->c, FENCE_ADDR(0)));
+}
+
+TEST_F(q, descriptor_reserved_fields_fail_the_job)
+{
+	struct tsr_completion *comp;
+
+	comp = chip_queue_job(self->c, 0, 1, &nop, sizeof(nop), 9);
+	((struct tsr_job_desc *)host_ptr(self->c, RING_ADDR))[0].reserved[1] = 1;
+	tsr_core_queue_run(self->c->core, 0);
+	EXPECT_EQ(TSR_ERR_BAD_JOB, comp->error);
+	EXPECT_EQ(TSR_NO_COMMAND, comp->failed_cmd);
+}
+
+static struct tsr_cmd_dma copy_cmd(uint64_t src, uint64_t dst, uint32_t bytes)
+{
+	return (struct tsr_cmd_dma){
+		.hdr = HDR(TSR_OP_DMA_COPY, struct tsr_cmd_dma),
+		.src = src, .dst = dst, .size = { bytes, 1, 1 },
+	};
+}
+
+TEST_F(q, dma_copies_between_system_memory_and_hbm)
+{
+	uint64_t src = chip_buffer(self->c, 1, 3 * 4096);
+	uint64_t back = chip_buffer(self->c, 1, 3 * 4096);
+	uint64_t hbm_va = 0x10000000;
+	struct tsr_cmd_dma cmds[2];
+	struct tsr_completion *comp;
+	unsigned int i;
+
+	chip_map(self->c, 1, hbm_va, 0x20000, 3 * 4096,
+		 TSR_PTE_READ | TSR_PTE_WRITE | TSR_PTE_HBM);
+	for (i = 0; i < 3 * 4096; i++)
+		((uint8_t *)host_ptr(self->c, src))[i] = i * 7;
+	cmds[0] = copy_cmd(src + 5, hbm_va + 3, 3 * 4096 - 10);
+	cmds[1] = copy_cmd(hbm_va + 3, back + 5, 3 * 4096 - 10);
+	comp = chip_run(self->c, cmds, sizeof(cmds));
+
+	ASSERT_EQ(TSR_ERR_NONE, comp->error);
+	EXPECT_EQ(0, memcmp(self->c->hbm + 0x20000 + 3,
+			    host_ptr(self->c, src + 5), 3 * 4096 - 10));
+	EXPECT_EQ(0, memcmp(host_ptr(self->c, back + 5),
+			    host_ptr(self->c, src + 5), 3 * 4096 - 10));
+	EXPECT_EQ(0, ((uint8_t *)host_ptr(self->c, back))[4]);
+	EXPECT_LT(0, comp->dma_cycles);
+}
+
+TEST_F(q, dma_follows_three_dimensional_strides)
+{
+	uint64_t src = chip_buffer(self->c, 1, 4096);
+	uint64_t dst = chip_buffer(self->c, 1, 4096);
+	struct tsr_cmd_dma c = copy_cmd(src, dst, 4);
+	uint8_t *s = host_ptr(self->c, src), *d = host_ptr(self->c, dst);
+	unsigned int p, r, b;
+
+	for (b = 0; b < 4096; b++)
+		s[b] = b;
+	c.size[1] = 3;
+	c.size[2] = 2;
+	c.src_stride[0] = 10;
+	c.src_stride[1] = 100;
+	c.dst_stride[0] = 4;
+	c.dst_stride[1] = 12;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &c, sizeof(c))->error);
+	for (p = 0; p < 2; p++)
+		for (r = 0; r < 3; r++)
+			for (b = 0; b < 4; b++)
+				ASSERT_EQ(s[p * 100 + r * 10 + b], d[p * 12 + r * 4 + b]);
+	EXPECT_EQ(0, d[24]);
+}
+
+TEST_F(q, dma_fill_writes_the_pattern)
+{
+	uint64_t dst = chip_buffer(self->c, 1, 4096);
+	struct tsr_cmd_dma c = {
+		.hdr = HDR(TSR_OP_DMA_FILL, struct tsr_cmd_dma),
+		.src = 0xa1b2c3d4, .dst = dst + 8, .size = { 16, 1, 1 },
+	};
+	uint32_t *d = host_ptr(self->c, dst);
+
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &c, sizeof(c))->error);
+	EXPECT_EQ(0, d[1]);
+	EXPECT_EQ(0xa1b2c3d4, d[2]);
+	EXPECT_EQ(0xa1b2c3d4, d[5]);
+	EXPECT_EQ(0, d[6]);
+}
+
+TEST_F(q, dma_fields_are_validated)
+{
+	uint64_t buf = chip_buffer(self->c, 1, 4096);
+	struct tsr_cmd_dma c = copy_cmd(buf, buf + 2048, 16);
+
+	c.size[2] = 0;
+	EXPECT_EQ(TSR_ERR_BAD_SHAPE, chip_run(self->c, &c, sizeof(c))->error);
+	c = copy_cmd(buf, buf + 2048, 16);
+	c.size[1] = 2;
+	c.dst_stride[0] = 8;
+	EXPECT_EQ(TSR_ERR_BAD_STRIDE, chip_run(self->c, &c, sizeof(c))->error);
+	c = copy_cmd(buf, buf + 2048, 16);
+	c.reserved = 1;
+	EXPECT_EQ(TSR_ERR_RESERVED, chip_run(self->c, &c, sizeof(c))->error);
+	c = copy_cmd(buf, buf + 2048, 16);
+	c.hdr.flags = 4;
+	EXPECT_EQ(TSR_ERR_BAD_FLAGS, chip_run(self->c, &c, sizeof(c))->error);
+	c = copy_cmd(buf, buf + 2048, 16);
+	c.hdr.opcode = TSR_OP_DMA_FILL;
+	c.src = 1ull << 32;
+	EXPECT_EQ(TSR_ERR_RESERVED, chip_run(self->c, &c, sizeof(c))->error);
+	c.src = 0;
+	c.size[0] = 6;
+	EXPECT_EQ(TSR_ERR_BAD_SHAPE, chip_run(self->c, &c, sizeof(c))->error);
+}
+
+TEST_F(q, an_unmapped_address_faults_with_the_address_and_touches_nothing)
+{
+	uint64_t buf = chip_buffer(self->c, 1, 4096);
+	struct tsr_cmd_dma c = copy_cmd(buf, 0x7000000000ull + 0x123, 16);
+	struct tsr_completion *comp;
+
+	wr(self->c, TSR_REG_IRQ_ENABLE, TSR_IRQ_MMU_FAULT);
+	comp = chip_run(self->c, &c, sizeof(c));
+	EXPECT_EQ(TSR_ERR_MMU_UNMAPPED, comp->error);
+	EXPECT_EQ(0, comp->failed_cmd);
+	EXPECT_EQ(0x7000000000ull + 0x123, comp->fault_va);
+	EXPECT_EQ(1, rd(self->c, TSR_REG_MMU_FAULT_CONTEXT));
+	EXPECT_EQ(0x123, rd(self->c, TSR_REG_MMU_FAULT_VA_LO));
+	EXPECT_EQ(0x70, rd(self->c, TSR_REG_MMU_FAULT_VA_HI));
+	EXPECT_EQ(TSR_ERR_MMU_UNMAPPED, rd(self->c, TSR_REG_MMU_FAULT_REASON));
+	EXPECT_EQ(1, rd(self->c, TSR_REG_MMU_FAULT_COUNT));
+	EXPECT_EQ(TSR_IRQ_MMU_FAULT, rd(self->c, TSR_REG_IRQ_STATUS));
+	EXPECT_EQ(1, self->c->irqs[TSR_MSIX_VEC_DEVICE]);
+}
+
+TEST_F(q, vas_beyond_39_bits_fault)
+{
+	uint64_t buf = chip_buffer(self->c, 1, 4096);
+	struct tsr_cmd_dma c = copy_cmd(buf, 1ull << 39, 16);
+
+	EXPECT_EQ(TSR_ERR_MMU_UNMAPPED, chip_run(self->c, &c, sizeof(c))->error);
+}
+
+TEST_F(q, a_read_only_page_refuses_writes)
+{
+	uint64_t buf = chip_buffer(self->c, 1, 4096);
+	uint64_t ro = 0x20000000;
+	struct tsr_cmd_dma c = copy_cmd(buf, ro + 8, 16);
+	struct tsr_completion *comp;
+
+	chip_map(self->c, 1, ro, buf, 4096, TSR_PTE_READ);
+	comp = chip_run(self->c, &c, sizeof(c));
+	EXPECT_EQ(TSR_ERR_MMU_PERMISSION, comp->error);
+	EXPECT_EQ(ro + 8, comp->fault_va);
+	/* Reading through the same page is allowed. */
+	c = copy_cmd(ro, buf + 64, 16);
+	EXPECT_EQ(TSR_ERR_NONE, chip_run(self->c, &c, sizeof(c))->error);
+}
+
+TEST_F(q, another_contexts_memory_is_out_of_reach)
+{
+	uint64_t mine = chip_buffer(self->c, 1, 4096);
+	uint64_t theirs;
+	struct tsr_cmd_dma c;
+	struct tsr_completion *comp;
+
+	chip_context(self->c, 2);
+	theirs = chip_buffer(self->c, 2, 4096);
+	memset(host_ptr(self->c, theirs), 0x5a, 64);
+	c = copy_cmd(mine, theirs, 64);
+	comp = chip_run(self->c, &c, sizeof(c));
+	EXPECT_EQ(TSR_ERR_MMU_UNMAPPED, comp->error);
+	EXPECT_EQ(0x5a, ((uint8_t *)host_ptr(self->c, theirs))[0]);
+}
+
+TEST_F(q, a_large_page_maps_two_mib)
+{
+	struct tsr_context_entry *e = host_ptr(self->c, CTX_TABLE_ADDR);
+	uint64_t buf = chip_buffer(self->c, 1, 4096);
+	uint64_t va = 0x40000000 + TSR_LARGE_PAGE_SIZE;
+	uint64_t *l2 = host_ptr(self->c, e[1].root & TSR_PTE_ADDR_MASK);
+	uint64_t l1 = alloc_pt_page(self->c);
+	struct tsr_cmd_dma c = copy_cmd(buf, va + TSR_LARGE_PAGE_SIZE - 16, 16);
+
+	l2[TSR_PT_INDEX(va, 2)] = l1 | TSR_PTE_VALID;
+	((uint64_t *)host_ptr(self->c, l1))[TSR_PT_INDEX(va, 1)] =
+		0x200000 | TSR_PTE_VALID | TSR_PTE_LEAF | TSR_PTE_HBM |
+		TSR_PTE_READ | TSR_PTE_WRITE;
+	memset(host_ptr(self->c, buf), 0xee, 16);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &c, sizeof(c))->error);
+	EXPECT_EQ(0xee, self->c->hbm[0x200000 + TSR_LARGE_PAGE_SIZE - 1]);
+}
+
+TEST_F(q, a_failed_system_memory_transfer_is_a_dma_error)
+{
+	uint64_t buf = chip_buffer(self->c, 1, 4096);
+	uint64_t far = 0x30000000;
+	struct tsr_cmd_dma c = copy_cmd(far, buf, 16);
+
+	chip_map(self->c, 1, far, SYSMEM_SIZE + 0x1000, 4096, TSR_PTE_READ);
+	EXPECT_EQ(TSR_ERR_DMA, chip_run(self->c, &c, sizeof(c))->error);
+}
+
+TEST_F(q, semaphores_signal_increment_and_wait)
+{
+	uint64_t sem = chip_buffer(self->c, 1, 4096);
+	struct tsr_cmd_sem cmds[3] = {
+		{ HDR(TSR_OP_SEM_SIGNAL, struct tsr_cmd_sem), sem, 40 },
+		{ HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem), sem, 2 },
+		{ HDR(TSR_OP_SEM_WAIT, struct tsr_cmd_sem), sem, 42 },
+	};
+
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, cmds, sizeof(cmds))->error);
+	EXPECT_EQ(42, *(uint64_t *)host_ptr(self->c, sem));
+	cmds[0].va = sem + 4;
+	EXPECT_EQ(TSR_ERR_BAD_ALIGNMENT,
+		  chip_run(self->c, cmds, sizeof(cmds))->error);
+}
+
+struct runner {
+	struct test_chip *c;
+	unsigned int queue;
+};
+
+static void *run_queue(void *arg)
+{
+	struct runner *r = arg;
+
+	tsr_core_queue_run(r->c->core, r->queue);
+	return NULL;
+}
+
+TEST_F(q, a_wait_on_one_queue_is_released_by_a_signal_on_another)
+{
+	uint64_t sem = chip_buffer(self->c, 1, 4096);
+	struct tsr_cmd_sem wait = {
+		HDR(TSR_OP_SEM_WAIT, struct tsr_cmd_sem), sem, 3 };
+	struct tsr_cmd_sem inc = { HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem), sem, 1 };
+	struct runner waiter = { self->c, 0 };
+	struct tsr_completion *w, *s[3];
+	pthread_t t;
+	int i;
+
+	w = chip_queue_job(self->c, 0, 1, &wait, sizeof(wait), 1);
+	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &waiter));
+	for (i = 0; i < 3; i++)
+		s[i] = chip_queue_job(self->c, 1, 1, &inc, sizeof(inc), i);
+	tsr_core_queue_run(self->c->core, 1);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(TSR_JOB_STATUS_DONE, s[i]->status);
+	EXPECT_EQ(TSR_JOB_STATUS_DONE, w->status);
+	EXPECT_EQ(3, *(uint64_t *)host_ptr(self->c, sem));
+}
+
+TEST_F(q, a_queue_reset_aborts_a_waiting_job)
+{
+	uint64_t sem = chip_buffer(self->c, 1, 4096);
+	struct tsr_cmd_sem wait = {
+		HDR(TSR_OP_SEM_WAIT, struct tsr_cmd_sem), sem, 1 };
+	struct runner waiter = { self->c, 2 };
+	pthread_t t;
+
+	chip_queue_job(self->c, 2, 1, &wait, sizeof(wait), 1);
+	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &waiter));
+	while (qrd(self->c, 2, TSR_QREG_STATUS) != TSR_QSTATUS_RUNNING)
+		;
+	qwr(self->c, 2, TSR_QREG_CONTROL, TSR_QCTRL_RESET | TSR_QCTRL_ENABLE);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, qrd(self->c, 2, TSR_QREG_HEAD));
+	EXPECT_EQ(0, qrd(self->c, 2, TSR_QREG_TAIL));
+	EXPECT_EQ(0, qrd(self->c, 2, TSR_QREG_JOBS_DONE));
+}
+
+TEST_F(q, timestamps_follow_the_modeled_clock)
+{
+	uint64_t buf = chip_buffer(self->c, 1, 4096);
+	uint64_t src = chip_buffer(self->c, 1, 65536);
+	struct {
+		struct tsr_cmd_timestamp t0;
+		struct tsr_cmd_dma copy;
+		struct tsr_cmd_timestamp t1;
+	} cmds = {
+		{ HDR(TSR_OP_TIMESTAMP, struct tsr_cmd_timestamp), buf },
+		copy_cmd(src, buf + 64, 1024),
+		{ HDR(TSR_OP_TIMESTAMP, struct tsr_cmd_timestamp), buf + 8 },
+	};
+	uint64_t *ts = host_ptr(self->c, buf);
+	struct tsr_completion *comp;
+
+	comp = chip_run(self->c, &cmds, sizeof(cmds));
+	ASSERT_EQ(TSR_ERR_NONE, comp->error);
+	EXPECT_LE(comp->start_cycle, ts[0]);
+	EXPECT_LE(ts[0] + comp->dma_cycles, ts[1]);
+	EXPECT_LE(ts[1], comp->end_cycle);
+}
+
+TEST_F(q, the_interrupt_command_raises_the_queue_vector)
+{
+	struct tsr_cmd_header intr = { .opcode = TSR_OP_INTERRUPT, .size_qw = 1 };
+
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &intr, sizeof(intr))->error);
+	EXPECT_EQ(TSR_QIRQ_USER | TSR_QIRQ_JOB_DONE,
+		  qrd(self->c, 0, TSR_QREG_IRQ_STATUS));
+	EXPECT_EQ(2, self->c->irqs[TSR_MSIX_VEC_QUEUE(0)]);
+}
+
+TEST_F(q, the_ring_cannot_move_while_the_queue_runs)
+{
+	qwr(self->c, 0, TSR_QREG_RING_SIZE, 64);
+	EXPECT_EQ(RING_SIZE, qrd(self->c, 0, TSR_QREG_RING_SIZE));
+	qwr(self->c, 0, TSR_QREG_CONTROL, 0);
+	qwr(self->c, 0, TSR_QREG_RING_SIZE, 3);
+	EXPECT_EQ(0, qrd(self->c, 0, TSR_QREG_RING_SIZE));
+	qwr(self->c, 0, TSR_QREG_RING_SIZE, 64);
+	EXPECT_EQ(64, qrd(self->c, 0, TSR_QREG_RING_SIZE));
+}
+
+TEST_F(q, a_tail_past_the_ring_is_ignored)
+{
+	uint32_t kicks = self->c->kicks[0];
+
+	qwr(self->c, 0, TSR_QREG_TAIL, RING_SIZE);
+	EXPECT_EQ(0, qrd(self->c, 0, TSR_QREG_TAIL));
+	EXPECT_EQ(kicks, self->c->kicks[0]);
+}
+
+TEST_F(q, a_large_dma_takes_bytes_over_bandwidth)
+{
+	uint64_t len = HBM_SIZE;
+	uint64_t src = chip_buffer(self->c, 1, len);
+	uint64_t hbm_va = 0x10000000;
+	struct tsr_cmd_dma c = copy_cmd(src, hbm_va, len / 4);
+	struct tsr_completion *comp;
+	double want;
+
+	chip_map(self->c, 1, hbm_va, 0, HBM_SIZE, TSR_PTE_READ | TSR_PTE_WRITE |
+		 TSR_PTE_HBM);
+	c.size[1] = 4;
+	c.src_stride[0] = len / 4;
+	c.dst_stride[0] = HBM_SIZE / 4;
+	comp = chip_run(self->c, &c, sizeof(c));
+	ASSERT_EQ(TSR_ERR_NONE, comp->error);
+	/* System memory to HBM: the host link's bandwidth bounds it. */
+	want = (double)len / (self->c->cfg.host_dma_gbps * 1e9) *
+	       self->c->cfg.clock_mhz * 1e6;
+	EXPECT_GT(0.02, fabs(comp->dma_cycles / want - 1))
+		TH_LOG("%llu cycles, want %.0f",
+		       (unsigned long long)comp->dma_cycles, want);
+}
+
+TEST_HARNESS_MAIN
