@@ -73,6 +73,7 @@ HOST_TESTS := $(patsubst tests/host/%.c,$(B)/tests/host/%,$(wildcard tests/host/
 CORE_TESTS := $(filter $(B)/tests/host/tessera_%,$(HOST_TESTS))
 VM_TESTS := $(patsubst tests/vm/%.c,$(B)/tests/vm/%,$(wildcard tests/vm/*_test.c))
 SAMPLES := $(patsubst tools/samples/%.c,$(B)/bin/%,$(wildcard tools/samples/*.c))
+BENCHES := $(patsubst tests/bench/%.c,$(B)/bench/%,$(wildcard tests/bench/*.c))
 INITRAMFS := $(B)/guest/initramfs.cpio
 
 .PHONY: all deps qemu module libaccel tests samples initramfs \
@@ -143,12 +144,17 @@ $(LIBACCEL_A): $(LIBACCEL_OBJS)
 	$(AR) rcs $@ $^
 
 # ---------------------------------------------------------------- tests
-tests: $(HOST_TESTS) $(VM_TESTS) $(B)/tests/vm/run-tests
+tests: $(HOST_TESTS) $(VM_TESTS) $(B)/tests/vm/run-tests $(BENCHES)
 
 $(CORE_TESTS): $(B)/tests/host/%: tests/host/%.c tests/host/tessera_chip.h $(CORE_SRCS) \
 		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) $(CORE_LIBS)
+
+$(B)/bench/chip_bench: tests/bench/chip_bench.c tests/host/tessera_chip.h $(CORE_SRCS) \
+		$(USER_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) $(CORE_LIBS)
 
 $(B)/tests/host/libaccel_error_test: tests/host/libaccel_error_test.c $(LIBACCEL_A) \
 		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
@@ -217,7 +223,7 @@ lint: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
 
 # ---------------------------------------------------------------- clean
 clean:
-	rm -rf $(B)/obj $(B)/lib $(B)/bin $(B)/tests $(B)/kmod $(B)/guest $(B)/logs
+	rm -rf $(B)/obj $(B)/lib $(B)/bin $(B)/bench $(B)/tests $(B)/kmod $(B)/guest $(B)/logs
 	-ninja -C $(QEMU_BUILD) -t clean >/dev/null 2>&1
 
 distclean:

@@ -249,12 +249,15 @@ static uint32_t dma_row(TsrMem *mem, const struct tsr_cmd_dma *c, bool fill,
 {
     uint64_t done = 0;
 
+    if (!fill) {
+        return tsr_mem_copy(mem, dst, src, c->size[0], buf, TSR_DMA_CHUNK)
+               ? mem->error : TSR_ERR_NONE;
+    }
     while (done < c->size[0]) {
         uint64_t n = c->size[0] - done;
 
         n = n < TSR_DMA_CHUNK ? n : TSR_DMA_CHUNK;
-        if ((!fill && tsr_mem_read(mem, src + done, buf, n)) ||
-            tsr_mem_write(mem, dst + done, buf, n)) {
+        if (tsr_mem_write(mem, dst + done, buf, n)) {
             return mem->error;
         }
         done += n;
@@ -266,7 +269,7 @@ static uint32_t cmd_dma(TsrMem *mem, const struct tsr_cmd_dma *c, bool fill,
                         TsrCost *cost)
 {
     uint32_t err = dma_check(c, fill);
-    uint64_t chunk = c->size[0] < TSR_DMA_CHUNK ? c->size[0] : TSR_DMA_CHUNK;
+    uint64_t chunk = TSR_DMA_CHUNK;
     uint32_t row, plane;
     uint8_t *buf;
 

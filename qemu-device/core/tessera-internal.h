@@ -124,6 +124,15 @@ uint32_t tsr_mmu_open(TsrCore *core, uint32_t context, TsrMem *mem);
  */
 int tsr_mem_read(TsrMem *mem, uint64_t va, void *buf, uint64_t len);
 int tsr_mem_write(TsrMem *mem, uint64_t va, const void *buf, uint64_t len);
+/*
+ * A host pointer to [va, va + len) if the range is mapped (with write
+ * permission when @write) to contiguous HBM, else NULL.  The bytes are
+ * counted once for the timing model.
+ */
+uint8_t *tsr_mem_hbm_view(TsrMem *mem, uint64_t va, uint64_t len, bool write);
+/* Copy between two VAs of the job; @bounce serves system-to-system pieces. */
+int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
+                 uint8_t *bounce, uint64_t bounce_len);
 
 /* Modeled cost of a job's commands, in cycles, by engine. */
 typedef struct TsrCost {

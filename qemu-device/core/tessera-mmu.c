@@ -148,6 +148,90 @@ static int mem_access(TsrMem *mem, uint64_t va, void *buf, uint64_t len,
     return 0;
 }
 
+/*
+ * Copy @len bytes from @src to @dst, both VAs of the job.  A piece whose
+ * source or destination is in HBM moves once, straight from or into HBM;
+ * system memory to system memory goes through @bounce (@bounce_len bytes).
+ */
+int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
+                 uint8_t *bounce, uint64_t bounce_len)
+{
+    TsrCore *core = mem->core;
+
+    if (src + len < src || dst + len < dst) {
+        return fail(mem, TSR_ERR_MMU_UNMAPPED, src + len < src ? src : dst);
+    }
+    while (len) {
+        TsrXlate s, d;
+        uint32_t err = translate(mem, src, false, &s);
+        uint64_t n;
+        int ret;
+
+        if (err) {
+            return fail(mem, err, src);
+        }
+        err = translate(mem, dst, true, &d);
+        if (err) {
+            return fail(mem, err, dst);
+        }
+        n = len < s.len ? len : s.len;
+        n = n < d.len ? n : d.len;
+        if (!s.hbm && !d.hbm) {
+            n = n < bounce_len ? n : bounce_len;
+            ret = tsr_mem_read(mem, src, bounce, n) ||
+                  tsr_mem_write(mem, dst, bounce, n);
+            if (ret) {
+                return -1;
+            }
+        } else if (s.hbm && d.hbm) {
+            memmove(core->hbm + d.addr, core->hbm + s.addr, n);
+            mem->hbm_bytes += 2 * n;
+        } else if (d.hbm) {
+            if (core->ops->dma_read(core->opaque, s.addr, core->hbm + d.addr,
+                                    n)) {
+                return fail(mem, TSR_ERR_DMA, src);
+            }
+            mem->host_bytes += n;
+            mem->hbm_bytes += n;
+        } else {
+            if (core->ops->dma_write(core->opaque, d.addr, core->hbm + s.addr,
+                                     n)) {
+                return fail(mem, TSR_ERR_DMA, dst);
+            }
+            mem->host_bytes += n;
+            mem->hbm_bytes += n;
+        }
+        src += n;
+        dst += n;
+        len -= n;
+    }
+    return 0;
+}
+
+uint8_t *tsr_mem_hbm_view(TsrMem *mem, uint64_t va, uint64_t len, bool write)
+{
+    uint64_t start = 0, off = 0;
+
+    if (!len || va + len < va) {
+        return NULL;
+    }
+    while (off < len) {
+        TsrXlate x;
+
+        if (translate(mem, va + off, write, &x) || !x.hbm) {
+            return NULL;
+        }
+        if (!off) {
+            start = x.addr;
+        } else if (x.addr != start + off) {
+            return NULL;
+        }
+        off += x.len;
+    }
+    mem->hbm_bytes += len;
+    return mem->core->hbm + start;
+}
+
 int tsr_mem_read(TsrMem *mem, uint64_t va, void *buf, uint64_t len)
 {
     return mem_access(mem, va, buf, len, false);

@@ -10,6 +10,7 @@
  * Copyright (C) 2026 The Tessera Authors
  */
 #include <cblas.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "tessera-internal.h"
@@ -81,32 +82,168 @@ static uint32_t matmul_check(const struct tsr_cmd_matmul *c, uint64_t *m,
     return TSR_ERR_NONE;
 }
 
+/*
+ * Scratch buffers, one set per worker thread, kept between commands: a
+ * fresh 16 MiB buffer per operand costs more in page faults than the
+ * conversion it holds.  Buffers above TSR_MXU_KEEP are freed after use.
+ */
+#define TSR_MXU_SCRATCH 3
+#define TSR_MXU_KEEP (256u << 20)
+
+typedef struct MxuScratch {
+    void *buf[TSR_MXU_SCRATCH];
+    size_t size[TSR_MXU_SCRATCH];
+} MxuScratch;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *p)
+{
+    MxuScratch *s = p;
+    int i;
+
+    for (i = 0; i < TSR_MXU_SCRATCH; i++) {
+        free(s->buf[i]);
+    }
+    free(s);
+}
+
+static void scratch_init(void)
+{
+    pthread_key_create(&scratch_key, scratch_free);
+}
+
+static void *scratch_get(int slot, size_t size)
+{
+    MxuScratch *s;
+
+    pthread_once(&scratch_once, scratch_init);
+    s = pthread_getspecific(scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof(*s));
+        if (!s || pthread_setspecific(scratch_key, s)) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (s->size[slot] < size) {
+        free(s->buf[slot]);
+        s->buf[slot] = malloc(size);
+        s->size[slot] = s->buf[slot] ? size : 0;
+    }
+    return s->buf[slot];
+}
+
+static void scratch_trim(void)
+{
+    MxuScratch *s = pthread_getspecific(scratch_key);
+    int i;
+
+    for (i = 0; s && i < TSR_MXU_SCRATCH; i++) {
+        if (s->size[i] > TSR_MXU_KEEP) {
+            free(s->buf[i]);
+            s->buf[i] = NULL;
+            s->size[i] = 0;
+        }
+    }
+}
+
+static bool dense(const struct tsr_tensor *t)
+{
+    return t->stride == t->cols;
+}
+
+static uint64_t tensor_bytes(const struct tsr_tensor *t)
+{
+    return (uint64_t)t->rows * t->cols * tsr_dtype_size(t->dtype);
+}
+
+/*
+ * An f32 copy of operand @t in scratch @slot, or, for a dense f32 tensor
+ * in contiguous HBM, the HBM itself.  NULL with mem->error set on failure.
+ */
+static const float *operand_f32(TsrMem *mem, const struct tsr_tensor *t,
+                                int slot)
+{
+    size_t n = (size_t)t->rows * t->cols;
+    const uint8_t *view = dense(t) ? tsr_mem_hbm_view(mem, t->va,
+                                                      tensor_bytes(t), false)
+                                   : NULL;
+    float *buf;
+
+    if (view && t->dtype == TSR_DTYPE_F32) {
+        return (const float *)view;
+    }
+    buf = scratch_get(slot, n * sizeof(float));
+    if (!buf) {
+        mem->error = TSR_ERR_TOO_LARGE;
+        return NULL;
+    }
+    if (view) {
+        tsr_convert_to_f32(t->dtype, view, buf, n);
+    } else if (tsr_tensor_load_f32(mem, t, buf)) {
+        return NULL;
+    }
+    return buf;
+}
+
+static bool overlaps(const void *p, uint64_t plen, const void *q,
+                     uint64_t qlen)
+{
+    const uint8_t *a = p, *b = q;
+
+    return a < b + qlen && b < a + plen;
+}
+
 static uint32_t matmul_float(TsrMem *mem, const struct tsr_cmd_matmul *c,
                              uint64_t m, uint64_t n, uint64_t k)
 {
     bool ta = c->hdr.flags & TSR_MATMUL_TRANSPOSE_A;
     bool tb = c->hdr.flags & TSR_MATMUL_TRANSPOSE_B;
     bool acc = c->hdr.flags & TSR_MATMUL_ACCUMULATE;
-    float *a = malloc(m * k * sizeof(float));
-    float *b = malloc(k * n * sizeof(float));
-    float *out = malloc(m * n * sizeof(float));
+    const float *a = operand_f32(mem, &c->a, 0);
+    const float *b = a ? operand_f32(mem, &c->b, 1) : NULL;
+    float *out = NULL;
     uint32_t err = TSR_ERR_NONE;
 
-    if (!a || !b || !out) {
-        err = TSR_ERR_TOO_LARGE;
-    } else if (tsr_tensor_load_f32(mem, &c->a, a) ||
-               tsr_tensor_load_f32(mem, &c->b, b) ||
-               (acc && tsr_tensor_load_f32(mem, &c->c, out))) {
-        err = mem->error;
-    } else {
-        tsr_mxu_sgemm(ta, tb, m, n, k, a, b, out, acc);
-        if (tsr_tensor_store_f32(mem, &c->c, out)) {
-            err = mem->error;
+    if (!a || !b) {
+        return mem->error;
+    }
+    /*
+     * A dense f32 result in HBM is written in place, unless it overlaps an
+     * operand that is read in place.
+     */
+    if (c->c.dtype == TSR_DTYPE_F32 && dense(&c->c)) {
+        out = (float *)tsr_mem_hbm_view(mem, c->c.va, tensor_bytes(&c->c),
+                                        true);
+        if (out && (overlaps(out, tensor_bytes(&c->c), a,
+                             tensor_bytes(&c->a)) ||
+                    overlaps(out, tensor_bytes(&c->c), b,
+                             tensor_bytes(&c->b)))) {
+            mem->hbm_bytes -= tensor_bytes(&c->c);
+            out = NULL;
         }
     }
-    free(a);
-    free(b);
-    free(out);
+    if (out) {
+        if (acc) {
+            mem->hbm_bytes += tensor_bytes(&c->c);
+        }
+        tsr_mxu_sgemm(ta, tb, m, n, k, a, b, out, acc);
+    } else {
+        out = scratch_get(2, m * n * sizeof(float));
+        if (!out) {
+            err = TSR_ERR_TOO_LARGE;
+        } else if (acc && tsr_tensor_load_f32(mem, &c->c, out)) {
+            err = mem->error;
+        } else {
+            tsr_mxu_sgemm(ta, tb, m, n, k, a, b, out, acc);
+            if (tsr_tensor_store_f32(mem, &c->c, out)) {
+                err = mem->error;
+            }
+        }
+    }
+    scratch_trim();
     return err;
 }
 

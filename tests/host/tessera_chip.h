@@ -16,8 +16,13 @@
 #include "drm/tessera_chip.h"
 #include "tessera-core.h"
 
-#define SYSMEM_SIZE (96u << 20)
-#define HBM_SIZE (16u << 20)
+/* A user (the benchmarks) may ask for more before including this. */
+#ifndef SYSMEM_SIZE
+#define SYSMEM_SIZE (96ull << 20)
+#endif
+#ifndef HBM_SIZE
+#define HBM_SIZE (16ull << 20)
+#endif
 /* Fixed places in system memory. */
 #define CTX_TABLE_ADDR 0x1000ull
 #define RING_ADDR 0x2000ull

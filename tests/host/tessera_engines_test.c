@@ -180,6 +180,34 @@ TEST_F(eng, matmul_bf16_accumulates_in_f32_and_can_add_to_c)
 		ASSERT_GT(1e-3, fabs(out[i] - (want[i] + 1.0f))) TH_LOG("i %d", i);
 }
 
+TEST_F(eng, matmul_in_hbm_is_right_even_when_c_aliases_a)
+{
+	const int n = 64;
+	uint64_t va = 0x10000000;
+	float *a = (float *)self->c->hbm, *b = a + n * n, *c = b + n * n;
+	static float want[64 * 64], orig[64 * 64];
+	struct tsr_cmd_matmul cmd = matmul_cmd(va, va + n * n * 4,
+					       va + 2 * n * n * 4, n, n, n,
+					       TSR_DTYPE_F32, TSR_DTYPE_F32);
+	int i;
+
+	chip_map(self->c, 1, va, 0, HBM_SIZE,
+		 TSR_PTE_READ | TSR_PTE_WRITE | TSR_PTE_HBM);
+	fill_f32(a, n * n, 5);
+	fill_f32(b, n * n, 6);
+	memcpy(orig, a, sizeof(orig));
+	ref_matmul(a, b, want, n, n, n, false, false);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (i = 0; i < n * n; i++)
+		ASSERT_GT(1e-4, fabs(c[i] - want[i])) TH_LOG("i %d", i);
+	/* Now C is A itself. */
+	cmd.c.va = va;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	ref_matmul(orig, b, want, n, n, n, false, false);
+	for (i = 0; i < n * n; i++)
+		ASSERT_GT(1e-4, fabs(a[i] - want[i])) TH_LOG("aliased, i %d", i);
+}
+
 TEST_F(eng, matmul_int8_is_exact_in_int32)
 {
 	const int m = 8, n = 8, k = 2048;
