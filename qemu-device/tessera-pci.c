@@ -373,6 +373,13 @@ static void tessera_exit(PCIDevice *pdev)
     s->core = NULL;
 }
 
+static void tessera_write_config(PCIDevice *pdev, uint32_t addr,
+                                 uint32_t val, int len)
+{
+    pci_default_write_config(pdev, addr, val, len);
+    pcie_cap_flr_write_config(pdev, addr, val, len);
+}
+
 static void tessera_reset_hold(Object *obj, ResetType type)
 {
     TesseraState *s = TESSERA(obj);
@@ -418,6 +425,7 @@ static void tessera_class_init(ObjectClass *klass, void *data)
 
     k->realize = tessera_realize;
     k->exit = tessera_exit;
+    k->config_write = tessera_write_config;
     k->vendor_id = TSR_PCI_VENDOR_ID;
     k->device_id = TSR_PCI_DEVICE_ID;
     k->revision = TSR_PCI_REVISION;
