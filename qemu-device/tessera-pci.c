@@ -20,6 +20,7 @@
 #include "qemu/thread.h"
 #include "qemu/units.h"
 #include "qapi/error.h"
+#include "qapi/visitor.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
 #include "hw/pci/msix.h"
@@ -390,6 +391,137 @@ static void tessera_reset_hold(Object *obj, ResetType type)
     qatomic_set(&s->irq_pending, 0);
 }
 
+/* ------------------------------------------------- fault injection */
+
+/*
+ * Faults the host injects at run time, e.g.
+ *   qom-set /machine/peripheral/tessera0 fault-fail-dma 3
+ * Each is a field of the core's TsrFaults; reading gives what is still
+ * pending.  "fault-fatal" raises a fatal error when set to true.
+ */
+typedef struct TesseraFaultProp {
+    const char *name;
+    bool wide;                  /* uint64 rather than uint32 */
+    size_t offset;              /* in TsrFaults */
+    const char *desc;
+} TesseraFaultProp;
+
+static const TesseraFaultProp tessera_fault_props[] = {
+    { "fault-hang-queues", false, offsetof(TsrFaults, hang_queues),
+      "mask of queues that stop taking jobs (until reset)" },
+    { "fault-fail-dma", false, offsetof(TsrFaults, fail_dma),
+      "fail the next N system-memory transfers" },
+    { "fault-poison-addr", true, offsetof(TsrFaults, poison_addr),
+      "start of the HBM range whose reads fail with an ECC error" },
+    { "fault-poison-size", true, offsetof(TsrFaults, poison_size),
+      "size of that range, 0 for none" },
+    { "fault-ecc-correctable", false, offsetof(TsrFaults, ecc_correctable),
+      "the next N HBM reads correct an error" },
+    { "fault-drop-irqs", false, offsetof(TsrFaults, drop_irqs),
+      "lose the next N interrupts" },
+};
+
+static bool tessera_fault_ready(TesseraState *s, Error **errp)
+{
+    if (!s->core) {
+        error_setg(errp, "tessera: faults can be injected once realized");
+        return false;
+    }
+    return true;
+}
+
+static void tessera_get_fault(Object *obj, Visitor *v, const char *name,
+                              void *opaque, Error **errp)
+{
+    const TesseraFaultProp *p = opaque;
+    TesseraState *s = TESSERA(obj);
+    TsrFaults f = { 0 };
+    uint64_t val;
+
+    if (s->core) {
+        tsr_core_get_faults(s->core, &f);
+    }
+    if (p->wide) {
+        val = *(uint64_t *)((uint8_t *)&f + p->offset);
+        visit_type_uint64(v, name, &val, errp);
+    } else {
+        uint32_t v32 = *(uint32_t *)((uint8_t *)&f + p->offset);
+
+        visit_type_uint32(v, name, &v32, errp);
+    }
+}
+
+static void tessera_set_fault(Object *obj, Visitor *v, const char *name,
+                              void *opaque, Error **errp)
+{
+    const TesseraFaultProp *p = opaque;
+    TesseraState *s = TESSERA(obj);
+    uint64_t val;
+    uint32_t v32;
+    TsrFaults f;
+
+    if (p->wide ? !visit_type_uint64(v, name, &val, errp)
+                : !visit_type_uint32(v, name, &v32, errp)) {
+        return;
+    }
+    if (!tessera_fault_ready(s, errp)) {
+        return;
+    }
+    trace_tessera_fault(name, p->wide ? val : v32);
+    tsr_core_get_faults(s->core, &f);
+    if (p->wide) {
+        *(uint64_t *)((uint8_t *)&f + p->offset) = val;
+    } else {
+        *(uint32_t *)((uint8_t *)&f + p->offset) = v32;
+    }
+    tsr_core_set_faults(s->core, &f);
+}
+
+static void tessera_get_fatal(Object *obj, Visitor *v, const char *name,
+                              void *opaque, Error **errp)
+{
+    TesseraState *s = TESSERA(obj);
+    bool fatal = s->core &&
+                 (tsr_core_reg_read(s->core, TSR_REG_STATUS) &
+                  TSR_STATUS_FATAL);
+
+    visit_type_bool(v, name, &fatal, errp);
+}
+
+static void tessera_set_fatal(Object *obj, Visitor *v, const char *name,
+                              void *opaque, Error **errp)
+{
+    TesseraState *s = TESSERA(obj);
+    bool fatal;
+
+    if (!visit_type_bool(v, name, &fatal, errp) ||
+        !tessera_fault_ready(s, errp)) {
+        return;
+    }
+    if (fatal) {
+        trace_tessera_fault(name, 1);
+        tsr_core_raise_fatal(s->core);
+    }
+}
+
+static void tessera_add_fault_props(Object *obj)
+{
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(tessera_fault_props); i++) {
+        const TesseraFaultProp *p = &tessera_fault_props[i];
+
+        object_property_add(obj, p->name, p->wide ? "uint64" : "uint32",
+                            tessera_get_fault, tessera_set_fault, NULL,
+                            (void *)p);
+        object_property_set_description(obj, p->name, p->desc);
+    }
+    object_property_add(obj, "fault-fatal", "bool", tessera_get_fatal,
+                        tessera_set_fatal, NULL, NULL);
+    object_property_set_description(obj, "fault-fatal",
+                                    "raise a fatal error (needs a reset)");
+}
+
 static const Property tessera_properties[] = {
     DEFINE_PROP_STRING("preset", TesseraState, preset),
     DEFINE_PROP_UINT32("tensorcores", TesseraState, over.tensorcores, 0),
@@ -415,6 +547,7 @@ static void tessera_instance_init(Object *obj)
     TesseraState *s = TESSERA(obj);
 
     s->preset = g_strdup(TESSERA_DEFAULT_PRESET);
+    tessera_add_fault_props(obj);
 }
 
 static void tessera_class_init(ObjectClass *klass, void *data)

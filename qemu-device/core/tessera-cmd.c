@@ -421,7 +421,7 @@ static uint32_t cmd_interrupt(TsrMem *mem, unsigned int queue,
     raise = qu->irq_enable & TSR_QIRQ_USER;
     pthread_mutex_unlock(&core->lock);
     if (raise) {
-        core->ops->raise_irq(core->opaque, TSR_MSIX_VEC_QUEUE(queue));
+        tsr_core_irq(core, TSR_MSIX_VEC_QUEUE(queue));
     }
     cost->other += TSR_MISC_CYCLES;
     return TSR_ERR_NONE;

@@ -72,6 +72,7 @@ void tsr_core_reset(TsrCore *core)
     core->mmu_fault_reason = 0;
     core->mmu_fault_count = 0;
     memset(core->counters, 0, sizeof(core->counters));
+    memset(&core->faults, 0, sizeof(core->faults));
     core->counters[TSR_CNT_RESETS] = resets;
     for (q = 0; q < TSR_MAX_QUEUES; q++) {
         uint32_t generation = core->queue[q].generation + 1;
@@ -84,6 +85,200 @@ void tsr_core_reset(TsrCore *core)
     pthread_mutex_lock(&core->sem_lock);
     pthread_cond_broadcast(&core->sem_cond);
     pthread_mutex_unlock(&core->sem_lock);
+}
+
+void tsr_core_irq(TsrCore *core, unsigned int vector)
+{
+    bool drop;
+
+    pthread_mutex_lock(&core->lock);
+    drop = core->faults.drop_irqs > 0;
+    if (drop) {
+        core->faults.drop_irqs--;
+    }
+    pthread_mutex_unlock(&core->lock);
+    if (!drop) {
+        core->ops->raise_irq(core->opaque, vector);
+    }
+}
+
+static bool take_dma_failure(TsrCore *core)
+{
+    bool fail;
+
+    pthread_mutex_lock(&core->lock);
+    fail = core->faults.fail_dma > 0;
+    if (fail) {
+        core->faults.fail_dma--;
+    }
+    pthread_mutex_unlock(&core->lock);
+    return fail;
+}
+
+int tsr_core_dma_read(TsrCore *core, uint64_t addr, void *buf, size_t len)
+{
+    if (take_dma_failure(core)) {
+        return -1;
+    }
+    return core->ops->dma_read(core->opaque, addr, buf, len);
+}
+
+int tsr_core_dma_write(TsrCore *core, uint64_t addr, const void *buf,
+                       size_t len)
+{
+    if (take_dma_failure(core)) {
+        return -1;
+    }
+    return core->ops->dma_write(core->opaque, addr, buf, len);
+}
+
+static bool poisoned_locked(TsrCore *core, uint64_t addr, uint64_t len)
+{
+    const TsrFaults *f = &core->faults;
+
+    return f->poison_size && addr < f->poison_addr + f->poison_size &&
+           f->poison_addr < addr + len;
+}
+
+bool tsr_core_hbm_poisoned(TsrCore *core, uint64_t addr, uint64_t len)
+{
+    bool poisoned;
+
+    pthread_mutex_lock(&core->lock);
+    poisoned = poisoned_locked(core, addr, len);
+    pthread_mutex_unlock(&core->lock);
+    return poisoned;
+}
+
+int tsr_core_hbm_read_check(TsrCore *core, uint64_t addr, uint64_t len,
+                            uint64_t *bad)
+{
+    TsrFaults *f = &core->faults;
+    bool ue = false, irq = false;
+
+    pthread_mutex_lock(&core->lock);
+    if (poisoned_locked(core, addr, len)) {
+        ue = true;
+        *bad = f->poison_addr > addr ? f->poison_addr - addr : 0;
+        core->counters[TSR_CNT_ECC_UE]++;
+        irq = tsr_core_latch_irq_locked(core, TSR_IRQ_ECC_UNCORRECTABLE);
+    } else if (f->ecc_correctable) {
+        f->ecc_correctable--;
+        core->counters[TSR_CNT_ECC_CE]++;
+        irq = tsr_core_latch_irq_locked(core, TSR_IRQ_ECC_CORRECTABLE);
+    }
+    pthread_mutex_unlock(&core->lock);
+    if (irq) {
+        tsr_core_irq(core, TSR_MSIX_VEC_DEVICE);
+    }
+    return ue ? -1 : 0;
+}
+
+void tsr_core_get_faults(TsrCore *core, TsrFaults *faults)
+{
+    pthread_mutex_lock(&core->lock);
+    *faults = core->faults;
+    pthread_mutex_unlock(&core->lock);
+}
+
+void tsr_core_set_faults(TsrCore *core, const TsrFaults *faults)
+{
+    uint32_t released;
+    unsigned int q;
+
+    pthread_mutex_lock(&core->lock);
+    released = core->faults.hang_queues & ~faults->hang_queues;
+    core->faults = *faults;
+    core->faults.hang_queues &= (1u << core->cfg.num_queues) - 1;
+    pthread_mutex_unlock(&core->lock);
+    for (q = 0; q < core->cfg.num_queues; q++) {
+        if (released & (1u << q)) {
+            core->ops->kick_queue(core->opaque, q);
+        }
+    }
+}
+
+void tsr_core_raise_fatal(TsrCore *core)
+{
+    unsigned int q;
+    bool irq;
+
+    pthread_mutex_lock(&core->lock);
+    core->fatal = true;
+    for (q = 0; q < TSR_MAX_QUEUES; q++) {
+        core->queue[q].generation++;
+    }
+    irq = tsr_core_latch_irq_locked(core, TSR_IRQ_FATAL);
+    pthread_mutex_unlock(&core->lock);
+    pthread_mutex_lock(&core->sem_lock);
+    pthread_cond_broadcast(&core->sem_cond);
+    pthread_mutex_unlock(&core->sem_lock);
+    if (irq) {
+        tsr_core_irq(core, TSR_MSIX_VEC_DEVICE);
+    }
+}
+
+static uint32_t debug_reg_read(TsrCore *core, uint32_t offset)
+{
+    const TsrFaults *f = &core->faults;
+
+    if (!core->cfg.debug_regs) {
+        return 0;
+    }
+    switch (offset) {
+    case TSR_REG_DBG_HANG_QUEUES:
+        return f->hang_queues;
+    case TSR_REG_DBG_FAIL_DMA:
+        return f->fail_dma;
+    case TSR_REG_DBG_POISON_LO:
+        return (uint32_t)f->poison_addr;
+    case TSR_REG_DBG_POISON_HI:
+        return f->poison_addr >> 32;
+    case TSR_REG_DBG_POISON_SIZE:
+        return (uint32_t)f->poison_size;
+    case TSR_REG_DBG_ECC_CORRECTABLE:
+        return f->ecc_correctable;
+    case TSR_REG_DBG_DROP_IRQS:
+        return f->drop_irqs;
+    default:
+        return 0;
+    }
+}
+
+/* Returns true when a fatal error was requested. */
+static bool debug_reg_write(TsrCore *core, uint32_t offset, uint32_t value,
+                            TsrFaults *f)
+{
+    if (!core->cfg.debug_regs) {
+        return false;
+    }
+    switch (offset) {
+    case TSR_REG_DBG_HANG_QUEUES:
+        f->hang_queues = value;
+        break;
+    case TSR_REG_DBG_FAIL_DMA:
+        f->fail_dma = value;
+        break;
+    case TSR_REG_DBG_POISON_LO:
+        f->poison_addr = (f->poison_addr & ~0xffffffffull) | value;
+        break;
+    case TSR_REG_DBG_POISON_HI:
+        f->poison_addr = (f->poison_addr & 0xffffffffull) |
+                         (uint64_t)value << 32;
+        break;
+    case TSR_REG_DBG_POISON_SIZE:
+        f->poison_size = value;
+        break;
+    case TSR_REG_DBG_ECC_CORRECTABLE:
+        f->ecc_correctable = value;
+        break;
+    case TSR_REG_DBG_DROP_IRQS:
+        f->drop_irqs = value;
+        break;
+    case TSR_REG_DBG_FATAL:
+        return value != 0;
+    }
+    return false;
 }
 
 bool tsr_core_latch_irq_locked(TsrCore *core, uint32_t bits)
@@ -184,6 +379,9 @@ static uint32_t queue_reg_read(TsrCore *core, uint32_t offset)
         if (!qu->ring_size) {
             return TSR_QSTATUS_BAD_RING;
         }
+        if (core->faults.hang_queues & (1u << q)) {
+            return TSR_QSTATUS_HUNG;
+        }
         return qu->running || qu->head != qu->tail ? TSR_QSTATUS_RUNNING
                                                    : TSR_QSTATUS_IDLE;
     case TSR_QREG_FENCE_ADDR_LO:
@@ -251,6 +449,7 @@ static int queue_reg_write(TsrCore *core, uint32_t offset, uint32_t value,
         return -1;
     case TSR_QREG_CONTROL:
         if (value & TSR_QCTRL_RESET) {
+            core->faults.hang_queues &= ~(1u << q);
             qu->generation++;
             qu->head = 0;
             qu->tail = 0;
@@ -387,6 +586,8 @@ uint32_t tsr_core_reg_read(TsrCore *core, uint32_t offset)
 
         v = offset % 8 ? core->latched_hi
                        : read_lo_latch(core, core->counters[i]);
+    } else if (offset >= TSR_BLOCK_DEBUG && offset < TSR_BLOCK_DEBUG + 0x1000) {
+        v = debug_reg_read(core, offset);
     }
     pthread_mutex_unlock(&core->lock);
     return v;
@@ -395,6 +596,8 @@ uint32_t tsr_core_reg_read(TsrCore *core, uint32_t offset)
 void tsr_core_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
 {
     bool device_irq = false, queue_event = false, ping = false, reset = false;
+    bool debug = false, fatal = false;
+    TsrFaults faults;
     int kick = -1;
 
     pthread_mutex_lock(&core->lock);
@@ -424,16 +627,28 @@ void tsr_core_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
             kick = queue_reg_write(core, offset, value, &queue_event);
         } else if (offset >= TSR_BLOCK_MMU && offset < TSR_BLOCK_COUNTERS) {
             mmu_reg_write(core, offset, value);
+        } else if (offset >= TSR_BLOCK_DEBUG &&
+                   offset < TSR_BLOCK_DEBUG + 0x1000) {
+            faults = core->faults;
+            fatal = debug_reg_write(core, offset, value, &faults);
+            debug = !fatal && core->cfg.debug_regs;
         }
         break;
     }
     pthread_mutex_unlock(&core->lock);
 
+    if (debug) {
+        tsr_core_set_faults(core, &faults);
+    }
+    if (fatal) {
+        tsr_core_raise_fatal(core);
+    }
+
     if (reset) {
         tsr_core_reset(core);
     }
     if (device_irq) {
-        core->ops->raise_irq(core->opaque, TSR_MSIX_VEC_DEVICE);
+        tsr_core_irq(core, TSR_MSIX_VEC_DEVICE);
     }
     if (queue_event) {
         unsigned int q = (offset - TSR_BLOCK_QUEUE) / TSR_QUEUE_STRIDE;
@@ -443,7 +658,7 @@ void tsr_core_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
         raise = core->queue[q].irq_status & core->queue[q].irq_enable;
         pthread_mutex_unlock(&core->lock);
         if (raise) {
-            core->ops->raise_irq(core->opaque, TSR_MSIX_VEC_QUEUE(q));
+            tsr_core_irq(core, TSR_MSIX_VEC_QUEUE(q));
         }
         /* A queue reset must reach a job blocked on a semaphore. */
         pthread_mutex_lock(&core->sem_lock);
@@ -471,6 +686,6 @@ void tsr_core_run(TsrCore *core)
     }
     pthread_mutex_unlock(&core->lock);
     if (irq) {
-        core->ops->raise_irq(core->opaque, TSR_MSIX_VEC_DEVICE);
+        tsr_core_irq(core, TSR_MSIX_VEC_DEVICE);
     }
 }

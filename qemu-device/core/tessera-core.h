@@ -103,4 +103,23 @@ void tsr_core_queue_run(TsrCore *core, unsigned int queue);
 /* Whether queue @queue has work its worker should run now. */
 bool tsr_core_queue_pending(TsrCore *core, unsigned int queue);
 
+/*
+ * Fault injection, shared by the host's properties and the guest's debug
+ * block.  All faults are cleared by tsr_core_reset().
+ */
+typedef struct TsrFaults {
+    uint32_t hang_queues;       /* mask: these queues stop taking jobs */
+    uint32_t fail_dma;          /* the next N system-memory transfers fail */
+    uint64_t poison_addr;       /* HBM [addr, addr + size) reads fail ECC */
+    uint64_t poison_size;
+    uint32_t ecc_correctable;   /* the next N HBM reads correct an error */
+    uint32_t drop_irqs;         /* the next N interrupts are lost */
+} TsrFaults;
+
+void tsr_core_get_faults(TsrCore *core, TsrFaults *faults);
+/* Replace the injected faults; kicks queues a hang no longer holds. */
+void tsr_core_set_faults(TsrCore *core, const TsrFaults *faults);
+/* A fatal error: every queue stops and STATUS says FATAL until reset. */
+void tsr_core_raise_fatal(TsrCore *core);
+
 #endif /* TESSERA_CORE_H */

@@ -83,6 +83,7 @@ struct TsrCore {
 
     uint64_t counters[TSR_CNT_COUNT];
     TsrQueue queue[TSR_MAX_QUEUES];
+    TsrFaults faults;
 
     /*
      * Semaphore commands: sem_lock makes read-modify-write atomic between
@@ -95,6 +96,24 @@ struct TsrCore {
 /* A queue's job should stop: the queue or the chip was reset. */
 bool tsr_queue_aborted(TsrCore *core, unsigned int queue,
                        uint32_t generation);
+
+/*
+ * The chip's side of its host callbacks, where injected faults apply:
+ * a dropped interrupt, a failed transfer.  Call without the lock held.
+ */
+void tsr_core_irq(TsrCore *core, unsigned int vector);
+int tsr_core_dma_read(TsrCore *core, uint64_t addr, void *buf, size_t len);
+int tsr_core_dma_write(TsrCore *core, uint64_t addr, const void *buf,
+                       size_t len);
+/*
+ * An HBM read of [addr, addr + len): -1 if it touches poisoned HBM (an
+ * uncorrectable error, counted and signalled); 0 otherwise, counting and
+ * signalling an injected correctable error.
+ */
+int tsr_core_hbm_read_check(TsrCore *core, uint64_t addr, uint64_t len,
+                            uint64_t *bad);
+/* Whether [addr, addr + len) of HBM is poisoned; counts nothing. */
+bool tsr_core_hbm_poisoned(TsrCore *core, uint64_t addr, uint64_t len);
 
 /* Latch device-level causes and signal vector 0 if enabled; lock held. */
 bool tsr_core_latch_irq_locked(TsrCore *core, uint32_t bits);

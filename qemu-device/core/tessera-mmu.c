@@ -29,7 +29,7 @@ uint32_t tsr_mmu_open(TsrCore *core, uint32_t context, TsrMem *mem)
     if (!table || context >= count) {
         return TSR_ERR_BAD_CONTEXT;
     }
-    if (core->ops->dma_read(core->opaque, table + context * sizeof(entry),
+    if (tsr_core_dma_read(core, table + context * sizeof(entry),
                             &entry, sizeof(entry))) {
         return TSR_ERR_DMA;
     }
@@ -61,9 +61,8 @@ static uint32_t translate(TsrMem *mem, uint64_t va, bool write,
     for (level = 2; level >= 0; level--) {
         uint64_t raw;
 
-        if (core->ops->dma_read(core->opaque,
-                                table + TSR_PT_INDEX(va, level) * 8,
-                                &raw, sizeof(raw))) {
+        if (tsr_core_dma_read(core, table + TSR_PT_INDEX(va, level) * 8,
+                              &raw, sizeof(raw))) {
             return TSR_ERR_DMA;
         }
         pte = le64toh(raw);
@@ -107,7 +106,7 @@ static int mem_access(TsrMem *mem, uint64_t va, void *buf, uint64_t len,
 {
     TsrCore *core = mem->core;
     uint8_t *p = buf;
-    uint64_t hbm_bytes = 0;
+    uint64_t hbm_bytes = 0, bad;
 
     if (va + len < va) {
         return fail(mem, TSR_ERR_MMU_UNMAPPED, va);
@@ -121,6 +120,10 @@ static int mem_access(TsrMem *mem, uint64_t va, void *buf, uint64_t len,
             return fail(mem, err, va);
         }
         n = len < x.len ? len : x.len;
+        if (x.hbm && !write &&
+            tsr_core_hbm_read_check(core, x.addr, n, &bad)) {
+            return fail(mem, TSR_ERR_ECC, va + bad);
+        }
         if (x.hbm) {
             if (write) {
                 memcpy(core->hbm + x.addr, p, n);
@@ -129,8 +132,8 @@ static int mem_access(TsrMem *mem, uint64_t va, void *buf, uint64_t len,
             }
             hbm_bytes += n;
             mem->hbm_bytes += n;
-        } else if (write ? core->ops->dma_write(core->opaque, x.addr, p, n)
-                         : core->ops->dma_read(core->opaque, x.addr, p, n)) {
+        } else if (write ? tsr_core_dma_write(core, x.addr, p, n)
+                         : tsr_core_dma_read(core, x.addr, p, n)) {
             return fail(mem, TSR_ERR_DMA, va);
         } else {
             mem->host_bytes += n;
@@ -157,6 +160,7 @@ int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
                  uint8_t *bounce, uint64_t bounce_len)
 {
     TsrCore *core = mem->core;
+    uint64_t bad;
 
     if (src + len < src || dst + len < dst) {
         return fail(mem, TSR_ERR_MMU_UNMAPPED, src + len < src ? src : dst);
@@ -176,6 +180,9 @@ int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
         }
         n = len < s.len ? len : s.len;
         n = n < d.len ? n : d.len;
+        if (s.hbm && tsr_core_hbm_read_check(core, s.addr, n, &bad)) {
+            return fail(mem, TSR_ERR_ECC, src + bad);
+        }
         if (!s.hbm && !d.hbm) {
             n = n < bounce_len ? n : bounce_len;
             ret = tsr_mem_read(mem, src, bounce, n) ||
@@ -187,14 +194,14 @@ int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
             memmove(core->hbm + d.addr, core->hbm + s.addr, n);
             mem->hbm_bytes += 2 * n;
         } else if (d.hbm) {
-            if (core->ops->dma_read(core->opaque, s.addr, core->hbm + d.addr,
+            if (tsr_core_dma_read(core, s.addr, core->hbm + d.addr,
                                     n)) {
                 return fail(mem, TSR_ERR_DMA, src);
             }
             mem->host_bytes += n;
             mem->hbm_bytes += n;
         } else {
-            if (core->ops->dma_write(core->opaque, d.addr, core->hbm + s.addr,
+            if (tsr_core_dma_write(core, d.addr, core->hbm + s.addr,
                                      n)) {
                 return fail(mem, TSR_ERR_DMA, dst);
             }
@@ -210,7 +217,7 @@ int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
 
 uint8_t *tsr_mem_hbm_view(TsrMem *mem, uint64_t va, uint64_t len, bool write)
 {
-    uint64_t start = 0, off = 0;
+    uint64_t start = 0, off = 0, bad;
 
     if (!len || va + len < va) {
         return NULL;
@@ -227,6 +234,11 @@ uint8_t *tsr_mem_hbm_view(TsrMem *mem, uint64_t va, uint64_t len, bool write)
             return NULL;
         }
         off += x.len;
+    }
+    /* Poisoned HBM: the caller's copy path reports the error with its VA. */
+    if (!write && (tsr_core_hbm_poisoned(mem->core, start, len) ||
+                   tsr_core_hbm_read_check(mem->core, start, len, &bad))) {
+        return NULL;
     }
     mem->hbm_bytes += len;
     return mem->core->hbm + start;

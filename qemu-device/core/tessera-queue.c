@@ -25,7 +25,8 @@ bool tsr_queue_aborted(TsrCore *core, unsigned int queue, uint32_t generation)
 
     pthread_mutex_lock(&core->lock);
     aborted = core->queue[queue].generation != generation ||
-              !(core->queue[queue].control & TSR_QCTRL_ENABLE);
+              !(core->queue[queue].control & TSR_QCTRL_ENABLE) ||
+              core->fatal;
     pthread_mutex_unlock(&core->lock);
     return aborted;
 }
@@ -37,7 +38,8 @@ bool tsr_core_queue_pending(TsrCore *core, unsigned int queue)
 
     pthread_mutex_lock(&core->lock);
     pending = (qu->control & TSR_QCTRL_ENABLE) && qu->ring_size &&
-              qu->head != qu->tail;
+              qu->head != qu->tail && !core->fatal &&
+              !(core->faults.hang_queues & (1u << queue));
     pthread_mutex_unlock(&core->lock);
     return pending;
 }
@@ -213,7 +215,7 @@ static void process_one(TsrCore *core, unsigned int queue, uint32_t generation,
     unsigned int vectors, v;
     TsrMem mem = { .core = core };
 
-    if (core->ops->dma_read(core->opaque, ring_base + index * sizeof(d),
+    if (tsr_core_dma_read(core, ring_base + index * sizeof(d),
                             &d, sizeof(d))) {
         comp.error = TSR_ERR_DMA;
         comp.failed_cmd = TSR_NO_COMMAND;
@@ -241,12 +243,12 @@ static void process_one(TsrCore *core, unsigned int queue, uint32_t generation,
     if (fence_addr) {
         uint64_t fence = htole64(d.fence);
 
-        core->ops->dma_write(core->opaque, fence_addr, &fence, sizeof(fence));
+        tsr_core_dma_write(core, fence_addr, &fence, sizeof(fence));
     }
     vectors = finish_job(core, queue, generation, index, &d, &comp, &cost);
     for (v = 0; v < TSR_MSIX_VECTORS; v++) {
         if (vectors & (1u << v)) {
-            core->ops->raise_irq(core->opaque, v);
+            tsr_core_irq(core, v);
         }
     }
 }
@@ -261,7 +263,8 @@ void tsr_core_queue_run(TsrCore *core, unsigned int queue)
 
         pthread_mutex_lock(&core->lock);
         if (!(qu->control & TSR_QCTRL_ENABLE) || !qu->ring_size ||
-            qu->head == qu->tail) {
+            qu->head == qu->tail || core->fatal ||
+            (core->faults.hang_queues & (1u << queue))) {
             qu->running = false;
             pthread_mutex_unlock(&core->lock);
             return;

@@ -11,6 +11,8 @@ test can see.  Output is TAP.
 """
 
 import base64
+import ctypes
+import json
 import os
 import re
 import shutil
@@ -74,22 +76,30 @@ def header_constants():
 C = header_constants()
 
 
+def die_with_parent():
+    """Child side: QEMU gets SIGKILL when this test program dies."""
+    ctypes.CDLL(None).prctl(1, 9)   # PR_SET_PDEATHSIG, SIGKILL
+
+
 class Qtest:
     def __init__(self, props="", extra=()):
         self.dir = tempfile.mkdtemp(prefix="tessera-qtest.")
         sock_path = os.path.join(self.dir, "qtest.sock")
+        self.qmp_path = os.path.join(self.dir, "qmp.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(sock_path)
         listener.listen(1)
-        dev = f"tessera,addr={SLOT:02x}.0" + (f",{props}" if props else "")
+        dev = f"tessera,id=tsr0,addr={SLOT:02x}.0" + (f",{props}" if props else "")
         # QEMU's stderr goes to a file: a pipe nobody drains would block it.
         self.err = open(os.path.join(self.dir, "stderr"), "w+")
         self.proc = subprocess.Popen(
             [QEMU, "-machine", "q35", "-accel", "qtest", "-nodefaults",
              "-display", "none", "-L", FIRMWARE, "-m", "256",
              "-qtest", f"unix:{sock_path}", "-qtest-log", "/dev/null",
+             "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
              "-device", dev, *extra],
-            stdin=subprocess.DEVNULL, stdout=self.err, stderr=self.err)
+            stdin=subprocess.DEVNULL, stdout=self.err, stderr=self.err,
+            preexec_fn=die_with_parent)
         listener.settimeout(WAIT_S)
         try:
             self.sock, _ = listener.accept()
@@ -101,10 +111,13 @@ class Qtest:
         finally:
             listener.close()
         self.buf = b""
+        self.qmp = None
         self.pt_next = PT_POOL
         self.data_next = DATA
 
     def close(self):
+        if self.qmp:
+            self.qmp.close()
         self.sock.close()
         self.proc.kill()
         self.proc.wait()
@@ -126,6 +139,30 @@ class Qtest:
             if not reply.startswith("OK"):
                 raise RuntimeError(f"qtest '{line}': {reply}")
             return reply[3:]
+
+    # -- QMP, for the host's fault-injection properties
+    def qmp_cmd(self, execute, **arguments):
+        if not self.qmp:
+            self.qmp = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.qmp.connect(self.qmp_path)
+            self.qmp_file = self.qmp.makefile("rw")
+            self.qmp_file.readline()                      # greeting
+            self.qmp_cmd("qmp_capabilities")
+        self.qmp_file.write(json.dumps({"execute": execute,
+                                        "arguments": arguments}) + "\n")
+        self.qmp_file.flush()
+        while True:
+            reply = json.loads(self.qmp_file.readline())
+            if "event" not in reply:
+                return reply
+
+    def qom_set(self, prop, value):
+        return self.qmp_cmd("qom-set", path="/machine/peripheral/tsr0",
+                            property=prop, value=value)
+
+    def qom_get(self, prop):
+        return self.qmp_cmd("qom-get", path="/machine/peripheral/tsr0",
+                            property=prop)["return"]
 
     # -- memory and ports
     def readl(self, addr):
@@ -471,6 +508,85 @@ def function_level_reset_clears_the_chip(qt):
     qt.cfg_write(cap + 8, devctl | (1 << 15))     # initiate FLR
     qt.enable()
     check(qt.reg(C["TSR_REG_SCRATCH"]) == 0, "scratch survived FLR")
+
+
+@test
+def qom_set_fails_the_next_transfer_and_only_that(qt):
+    qt.setup()
+    check("return" in qt.qom_set("fault-fail-dma", 1), "qom-set refused")
+    check(qt.qom_get("fault-fail-dma") == 1, "pending count")
+    first = qt.submit(0, 1, hdr(C["TSR_OP_NOP"], 8), 1)
+    second = qt.submit(0, 1, hdr(C["TSR_OP_NOP"], 8), 2)
+    qt.wait("both jobs", lambda: qt.read64(FENCES) == 2)
+    check(qt.qreg(0, C["TSR_QREG_LAST_ERROR"]) == C["TSR_ERR_DMA"],
+          "last error")
+    check(qt.qreg(0, C["TSR_QREG_JOBS_FAILED"]) == 1, "failed count")
+    check(qt.completion(second)["error"] == 0, "second job")
+    check(qt.completion(first)["status"] == 0, "first job wrote a record")
+    check(qt.qom_get("fault-fail-dma") == 0, "fault not consumed")
+
+
+@test
+def qom_set_rejects_a_value_of_the_wrong_type(qt):
+    reply = qt.qom_set("fault-fail-dma", "many")
+    check("error" in reply, f"accepted: {reply}")
+    check(qt.qom_get("fault-fail-dma") == 0, "changed anyway")
+
+
+@test
+def qom_set_fatal_raises_vector_0_and_reset_recovers(qt):
+    qt.setup()
+    qt.set_reg(C["TSR_REG_IRQ_ENABLE"], C["TSR_IRQ_FATAL"])
+    check("return" in qt.qom_set("fault-fatal", True), "qom-set refused")
+    qt.wait("vector 0", lambda: qt.irq_fired(0))
+    check(qt.reg(C["TSR_REG_STATUS"]) == C["TSR_STATUS_FATAL"], "status")
+    check(qt.qom_get("fault-fatal") is True, "qom-get fault-fatal")
+    qt.set_reg(C["TSR_REG_RESET"], C["TSR_RESET_MAGIC"])
+    check(qt.reg(C["TSR_REG_STATUS"]) == C["TSR_STATUS_READY"], "after reset")
+    qt.setup()
+    qt.submit(0, 1, hdr(C["TSR_OP_NOP"], 8), 7)
+    qt.wait("a job after reset", lambda: qt.read64(FENCES) == 7)
+
+
+@test
+def qom_set_poison_fails_reads_of_that_hbm(qt):
+    qt.setup()
+    dst = qt.buffer(1, 4096)
+    hbm_va = 0x40000000
+    qt.map(1, hbm_va, 0x8000, 4096, C["TSR_PTE_READ"] | C["TSR_PTE_HBM"])
+    qt.qom_set("fault-poison-addr", 0x8100)
+    qt.qom_set("fault-poison-size", 8)
+    comp = qt.submit(0, 1, dma_copy(hbm_va, dst, 0x200), 1)
+    qt.wait("the job", lambda: qt.read64(FENCES) == 1)
+    rec = qt.completion(comp)
+    check(rec["error"] == C["TSR_ERR_ECC"] and rec["fault_va"] == hbm_va + 0x100,
+          f"record {rec}")
+    check(qt.reg(C["TSR_REG_CNT_ECC_UE_LO"]) == 1, "ECC counter")
+
+
+def debug_block_drops_an_interrupt(qt):
+    qt.setup()
+    check(qt.reg(C["TSR_REG_CAPS"]) & C["TSR_CAP_DEBUG_REGS"], "no debug cap")
+    qt.set_reg(C["TSR_REG_DBG_DROP_IRQS"], 1)
+    check(qt.qom_get("fault-drop-irqs") == 1, "host does not see the fault")
+    qt.submit(0, 1, hdr(C["TSR_OP_NOP"], 8), 1)
+    qt.wait("the first job", lambda: qt.read64(FENCES) == 1)
+    qt.submit(0, 1, hdr(C["TSR_OP_NOP"], 8), 2)
+    qt.wait("the second job's interrupt", lambda: qt.irq_fired(1))
+    check(qt.read64(FENCES) == 2, "fence")
+    check(qt.qom_get("fault-drop-irqs") == 0, "fault not consumed")
+
+
+debug_block_drops_an_interrupt.props = "debug-regs=on"
+test(debug_block_drops_an_interrupt)
+
+
+@test
+def debug_block_is_absent_by_default(qt):
+    qt.enable()
+    qt.set_reg(C["TSR_REG_DBG_FAIL_DMA"], 3)
+    check(qt.reg(C["TSR_REG_DBG_FAIL_DMA"]) == 0, "debug block answered")
+    check(qt.qom_get("fault-fail-dma") == 0, "fault injected")
 
 
 def main():

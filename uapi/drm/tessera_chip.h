@@ -320,6 +320,23 @@ struct tsr_context_entry {
 #define TSR_REG_CNT_ECC_UE_LO		(TSR_BLOCK_COUNTERS + 0x40)
 #define TSR_REG_CNT_RESETS_LO		(TSR_BLOCK_COUNTERS + 0x48)
 
+/* -------------------------------------------------------- debug block */
+
+/*
+ * Fault injection from the guest, present only when TSR_CAP_DEBUG_REGS is
+ * set (QEMU property debug-regs=on); otherwise the block reads as zero and
+ * ignores writes.  The host injects the same faults with QOM properties.
+ * Every fault is cleared by a chip reset.
+ */
+#define TSR_REG_DBG_HANG_QUEUES		(TSR_BLOCK_DEBUG + 0x00) /* RW, mask */
+#define TSR_REG_DBG_FAIL_DMA		(TSR_BLOCK_DEBUG + 0x04) /* RW, count */
+#define TSR_REG_DBG_POISON_LO		(TSR_BLOCK_DEBUG + 0x08) /* RW */
+#define TSR_REG_DBG_POISON_HI		(TSR_BLOCK_DEBUG + 0x0c) /* RW */
+#define TSR_REG_DBG_POISON_SIZE		(TSR_BLOCK_DEBUG + 0x10) /* RW, bytes */
+#define TSR_REG_DBG_ECC_CORRECTABLE	(TSR_BLOCK_DEBUG + 0x14) /* RW, count */
+#define TSR_REG_DBG_DROP_IRQS		(TSR_BLOCK_DEBUG + 0x18) /* RW, count */
+#define TSR_REG_DBG_FATAL		(TSR_BLOCK_DEBUG + 0x1c) /* WO */
+
 /* ------------------------------------------------------ command format */
 
 /*
