@@ -153,7 +153,10 @@ static bool is_memory_error(uint32_t err)
     return err == TSR_ERR_MMU_UNMAPPED || err == TSR_ERR_MMU_PERMISSION;
 }
 
-/* Account for a finished job and publish it; returns the vectors to raise. */
+/*
+ * Account for a finished job and publish it; returns the vectors to raise.
+ * @d is NULL when the descriptor could not be read.
+ */
 static unsigned int finish_job(TsrCore *core, unsigned int queue,
                                uint32_t generation, uint32_t index,
                                const struct tsr_job_desc *d,
@@ -172,7 +175,9 @@ static unsigned int finish_job(TsrCore *core, unsigned int queue,
     }
     qu->head = (index + 1) % qu->ring_size;
     qu->clock = comp->end_cycle;
-    qu->fence = d->fence;
+    if (d) {
+        qu->fence = d->fence;
+    }
     core->counters[TSR_CNT_JOBS]++;
     core->counters[TSR_CNT_MXU_BUSY] += cost->mxu;
     core->counters[TSR_CNT_VPU_BUSY] += cost->vpu;
@@ -181,7 +186,7 @@ static unsigned int finish_job(TsrCore *core, unsigned int queue,
         qu->jobs_failed++;
         qu->last_error = comp->error;
         causes = TSR_QIRQ_JOB_ERROR;
-        if (is_memory_error(comp->error)) {
+        if (d && is_memory_error(comp->error)) {
             core->mmu_fault_context = d->context;
             core->mmu_fault_va = comp->fault_va;
             core->mmu_fault_reason = comp->error;
@@ -204,7 +209,7 @@ static unsigned int finish_job(TsrCore *core, unsigned int queue,
     return vectors;
 }
 
-/* Run the job at ring slot @index; false if the queue was reset meanwhile. */
+/* Run the job at ring slot @index and publish its outcome. */
 static void process_one(TsrCore *core, unsigned int queue, uint32_t generation,
                         uint64_t ring_base, uint32_t index, uint64_t start,
                         uint64_t fence_addr)
@@ -214,12 +219,15 @@ static void process_one(TsrCore *core, unsigned int queue, uint32_t generation,
     TsrCost cost = { .start = start + TSR_JOB_LAUNCH_CYCLES };
     unsigned int vectors, v;
     TsrMem mem = { .core = core };
+    bool have_desc = false;
 
     if (tsr_core_dma_read(core, ring_base + index * sizeof(d),
-                            &d, sizeof(d))) {
+                          &d, sizeof(d))) {
+        /* Without its descriptor the job has no fence and no record. */
         comp.error = TSR_ERR_DMA;
         comp.failed_cmd = TSR_NO_COMMAND;
     } else {
+        have_desc = true;
         desc_from_le(&d);
         run_job(core, queue, generation, &d, &mem, &cost, &comp);
     }
@@ -240,12 +248,13 @@ static void process_one(TsrCore *core, unsigned int queue, uint32_t generation,
         mem.error = 0;
         tsr_mem_write(&mem, d.completion_va, &le, sizeof(le));
     }
-    if (fence_addr) {
+    if (fence_addr && have_desc) {
         uint64_t fence = htole64(d.fence);
 
         tsr_core_dma_write(core, fence_addr, &fence, sizeof(fence));
     }
-    vectors = finish_job(core, queue, generation, index, &d, &comp, &cost);
+    vectors = finish_job(core, queue, generation, index,
+                         have_desc ? &d : NULL, &comp, &cost);
     for (v = 0; v < TSR_MSIX_VECTORS; v++) {
         if (vectors & (1u << v)) {
             tsr_core_irq(core, v);

@@ -56,18 +56,29 @@ static void fail_one_dma(TsrFaults *f)
 
 TEST_F(f, a_failed_transfer_fails_one_job_and_the_next_succeeds)
 {
+	uint64_t *fence = host_ptr(self->c, FENCE_ADDR(0));
 	struct tsr_completion *first, *second;
 
-	inject(self->c, fail_one_dma);
-	first = chip_queue_job(self->c, 0, 1, &nop, sizeof(nop), 1);
-	second = chip_queue_job(self->c, 0, 1, &nop, sizeof(nop), 2);
+	chip_queue_job(self->c, 0, 1, &nop, sizeof(nop), 7);
 	tsr_core_queue_run(self->c->core, 0);
-	/* The first transfer is the first job's descriptor fetch. */
+	ASSERT_EQ(7, *fence);
+
+	inject(self->c, fail_one_dma);
+	first = chip_queue_job(self->c, 0, 1, &nop, sizeof(nop), 8);
+	tsr_core_queue_run(self->c->core, 0);
+	/* The first transfer is the job's descriptor fetch: no record, and
+	 * the fence, which the chip never read, does not move. */
 	EXPECT_EQ(0, first->status);
 	EXPECT_EQ(TSR_ERR_DMA, qrd(self->c, 0, TSR_QREG_LAST_ERROR));
 	EXPECT_EQ(1, qrd(self->c, 0, TSR_QREG_JOBS_FAILED));
+	EXPECT_EQ(2, qrd(self->c, 0, TSR_QREG_HEAD));
+	EXPECT_EQ(7, *fence);
+	EXPECT_EQ(7, qrd(self->c, 0, TSR_QREG_FENCE_LO));
+
+	second = chip_queue_job(self->c, 0, 1, &nop, sizeof(nop), 9);
+	tsr_core_queue_run(self->c->core, 0);
 	EXPECT_EQ(TSR_JOB_STATUS_DONE, second->status);
-	EXPECT_EQ(2, qrd(self->c, 0, TSR_QREG_FENCE_LO));
+	EXPECT_EQ(9, *fence);
 }
 
 static void poison_second_page(TsrFaults *f)
