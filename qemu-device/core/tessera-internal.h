@@ -16,6 +16,9 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #include "drm/tessera_chip.h"
 #include "tessera-core.h"
 
+/* Entries of a job's page-walk cache. */
+#define TSR_WALK_CACHE 4
+
 /* Largest command buffer a job may name. */
 #define TSR_MAX_CMDBUF_SIZE (16u << 20)
 
@@ -133,6 +136,18 @@ typedef struct TsrMem {
     /* Bytes moved, for the timing model; the caller resets them. */
     uint64_t host_bytes;
     uint64_t hbm_bytes;
+    /*
+     * Walk cache, for this job only: 2 MiB regions recently translated
+     * (tag VA >> 21 plus one, so that 0 means empty), each with its
+     * level-0 table or, for a large page, its leaf entry.  Copies
+     * alternate between source and destination, hence several entries.
+     */
+    struct {
+        uint64_t tag;
+        uint64_t l0;
+        uint64_t leaf;
+    } walk[TSR_WALK_CACHE];
+    unsigned int walk_next;
 } TsrMem;
 
 /* Look up @context; TSR_ERR_NONE or TSR_ERR_BAD_CONTEXT/TSR_ERR_DMA. */

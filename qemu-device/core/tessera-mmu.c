@@ -48,35 +48,69 @@ typedef struct TsrXlate {
     bool hbm;
 } TsrXlate;
 
+/* Read entry @index of the table at bus address @table. */
+static uint32_t read_pte(TsrMem *mem, uint64_t table, unsigned int index,
+                         uint64_t *pte)
+{
+    uint64_t raw;
+
+    if (tsr_core_dma_read(mem->core, table + index * 8, &raw, sizeof(raw))) {
+        return TSR_ERR_DMA;
+    }
+    *pte = le64toh(raw);
+    return (*pte & TSR_PTE_VALID) ? TSR_ERR_NONE : TSR_ERR_MMU_UNMAPPED;
+}
+
+/*
+ * Find the leaf entry for @va: from the walk cache when @va lies in a
+ * 2 MiB region walked before in this job (the level-0 entry is still
+ * read, so that validity and permissions are those of the tables), else
+ * by a full walk.
+ */
+static uint32_t find_leaf(TsrMem *mem, uint64_t va, uint64_t *pte,
+                          uint64_t *page_size)
+{
+    uint64_t tag = (va >> TSR_LARGE_PAGE_SHIFT) + 1;
+    unsigned int i;
+    uint64_t l2, l1;
+    uint32_t err;
+
+    for (i = 0; i < TSR_WALK_CACHE && mem->walk[i].tag != tag; i++) {
+        continue;
+    }
+    if (i == TSR_WALK_CACHE) {
+        err = read_pte(mem, mem->root, TSR_PT_INDEX(va, 2), &l2);
+        err = err ? err : read_pte(mem, l2 & TSR_PTE_ADDR_MASK,
+                                   TSR_PT_INDEX(va, 1), &l1);
+        if (err) {
+            return err;
+        }
+        i = mem->walk_next++ % TSR_WALK_CACHE;
+        mem->walk[i].tag = tag;
+        mem->walk[i].leaf = (l1 & TSR_PTE_LEAF) ? l1 : 0;
+        mem->walk[i].l0 = l1 & TSR_PTE_ADDR_MASK;
+    }
+    if (mem->walk[i].leaf) {
+        *pte = mem->walk[i].leaf;
+        *page_size = TSR_LARGE_PAGE_SIZE;
+        return TSR_ERR_NONE;
+    }
+    *page_size = TSR_PAGE_SIZE;
+    return read_pte(mem, mem->walk[i].l0, TSR_PT_INDEX(va, 0), pte);
+}
+
 static uint32_t translate(TsrMem *mem, uint64_t va, bool write,
                           TsrXlate *x)
 {
-    TsrCore *core = mem->core;
-    uint64_t table = mem->root, pte = 0, page_size = TSR_PAGE_SIZE;
-    int level;
+    uint64_t pte, page_size;
+    uint32_t err;
 
     if (va >> TSR_VA_BITS) {
         return TSR_ERR_MMU_UNMAPPED;
     }
-    for (level = 2; level >= 0; level--) {
-        uint64_t raw;
-
-        if (tsr_core_dma_read(core, table + TSR_PT_INDEX(va, level) * 8,
-                              &raw, sizeof(raw))) {
-            return TSR_ERR_DMA;
-        }
-        pte = le64toh(raw);
-        if (!(pte & TSR_PTE_VALID)) {
-            return TSR_ERR_MMU_UNMAPPED;
-        }
-        if (level == 1 && (pte & TSR_PTE_LEAF)) {
-            page_size = TSR_LARGE_PAGE_SIZE;
-            break;
-        }
-        if (level > 0) {
-            /* Tables live in system memory. */
-            table = pte & TSR_PTE_ADDR_MASK;
-        }
+    err = find_leaf(mem, va, &pte, &page_size);
+    if (err) {
+        return err;
     }
     if (!(pte & (write ? TSR_PTE_WRITE : TSR_PTE_READ))) {
         return TSR_ERR_MMU_PERMISSION;
@@ -85,11 +119,37 @@ static uint32_t translate(TsrMem *mem, uint64_t va, bool write,
     x->addr = (pte & TSR_PTE_ADDR_MASK & ~(page_size - 1)) +
               (va & (page_size - 1));
     x->len = page_size - (va & (page_size - 1));
-    if (x->hbm && x->addr + x->len > core->cfg.hbm_size) {
+    if (x->hbm && x->addr + x->len > mem->core->cfg.hbm_size) {
         /* A mapping past the end of HBM is a mapping of nothing. */
         return TSR_ERR_MMU_UNMAPPED;
     }
     return TSR_ERR_NONE;
+}
+
+/* Largest run of contiguous pages one piece of a transfer may cover. */
+#define TSR_MAX_RUN (2u << 20)
+
+/*
+ * Translate @va, then extend the piece over following pages that map
+ * contiguously to the same kind of memory with the same permission, up to
+ * @want bytes (at most TSR_MAX_RUN): one large copy instead of many small.
+ */
+static uint32_t translate_run(TsrMem *mem, uint64_t va, uint64_t want,
+                              bool write, TsrXlate *x)
+{
+    uint32_t err = translate(mem, va, write, x);
+
+    want = want < TSR_MAX_RUN ? want : TSR_MAX_RUN;
+    while (!err && x->len < want) {
+        TsrXlate next;
+
+        if (translate(mem, va + x->len, write, &next) ||
+            next.hbm != x->hbm || next.addr != x->addr + x->len) {
+            break;
+        }
+        x->len += next.len;
+    }
+    return err;
 }
 
 static int fail(TsrMem *mem, uint32_t error, uint64_t va)
@@ -113,7 +173,7 @@ static int mem_access(TsrMem *mem, uint64_t va, void *buf, uint64_t len,
     }
     while (len) {
         TsrXlate x;
-        uint32_t err = translate(mem, va, write, &x);
+        uint32_t err = translate_run(mem, va, len, write, &x);
         uint64_t n;
 
         if (err) {
@@ -167,14 +227,14 @@ int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
     }
     while (len) {
         TsrXlate s, d;
-        uint32_t err = translate(mem, src, false, &s);
+        uint32_t err = translate_run(mem, src, len, false, &s);
         uint64_t n;
         int ret;
 
         if (err) {
             return fail(mem, err, src);
         }
-        err = translate(mem, dst, true, &d);
+        err = translate_run(mem, dst, len, true, &d);
         if (err) {
             return fail(mem, err, dst);
         }

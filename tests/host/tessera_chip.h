@@ -43,6 +43,7 @@ struct test_chip {
     uint32_t kicks[TSR_MAX_QUEUES];
     uint32_t schedules;
     uint32_t fail_dma_from;             /* 0: never fail */
+    uint32_t pt_reads;                  /* reads of page-table pages */
     uint32_t tail[TSR_MAX_QUEUES];
 };
 
@@ -55,6 +56,9 @@ static inline int chip_dma_read(void *opaque, uint64_t addr, void *buf, size_t l
     }
     if (addr > SYSMEM_SIZE || len > SYSMEM_SIZE - addr) {
         return -1;
+    }
+    if (addr >= PT_POOL_START && addr < PT_POOL_END) {
+        c->pt_reads++;
     }
     memcpy(buf, c->sysmem + addr, len);
     return 0;

@@ -309,6 +309,28 @@ TEST_F(q, a_large_page_maps_two_mib)
 	EXPECT_EQ(0xee, self->c->hbm[0x200000 + TSR_LARGE_PAGE_SIZE - 1]);
 }
 
+TEST_F(q, a_stream_walks_the_upper_levels_once_per_region)
+{
+	uint64_t src = chip_buffer(self->c, 1, 64 * 4096);
+	uint64_t hbm_va = 0x10000000;
+	struct tsr_cmd_dma c = copy_cmd(src, hbm_va, 64 * 4096);
+	uint32_t before;
+
+	chip_map(self->c, 1, hbm_va, 0, 64 * 4096,
+		 TSR_PTE_READ | TSR_PTE_WRITE | TSR_PTE_HBM);
+	memset(host_ptr(self->c, src), 0x42, 64 * 4096);
+	before = self->c->pt_reads;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &c, sizeof(c))->error);
+	EXPECT_EQ(0x42, self->c->hbm[64 * 4096 - 1]);
+	/*
+	 * 64 pages each side: one level-0 read per page, plus the upper two
+	 * levels once per 2 MiB region touched (the job's command buffer and
+	 * record share a region), not 3 reads per page.
+	 */
+	EXPECT_GE(2 * 64 + 3 * 2 + 3 + 2, self->c->pt_reads - before)
+		TH_LOG("%u page-table reads", self->c->pt_reads - before);
+}
+
 TEST_F(q, a_failed_system_memory_transfer_is_a_dma_error)
 {
 	uint64_t buf = chip_buffer(self->c, 1, 4096);
