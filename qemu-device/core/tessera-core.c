@@ -521,7 +521,7 @@ static void mmu_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
         core->mmu_ctx_count = value <= TSR_MAX_CONTEXTS ? value : 0;
         break;
     default:
-        /* TSR_REG_MMU_INVALIDATE: translations are not cached yet. */
+        /* TSR_REG_MMU_INVALIDATE: translations live only within a job. */
         break;
     }
 }
