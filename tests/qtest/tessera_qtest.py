@@ -82,7 +82,7 @@ def die_with_parent():
 
 
 class Qtest:
-    def __init__(self, props="", extra=()):
+    def __init__(self, props=""):
         self.dir = tempfile.mkdtemp(prefix="tessera-qtest.")
         sock_path = os.path.join(self.dir, "qtest.sock")
         self.qmp_path = os.path.join(self.dir, "qmp.sock")
@@ -97,7 +97,7 @@ class Qtest:
              "-display", "none", "-L", FIRMWARE, "-m", "256",
              "-qtest", f"unix:{sock_path}", "-qtest-log", "/dev/null",
              "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
-             "-device", dev, *extra],
+             "-device", dev],
             stdin=subprocess.DEVNULL, stdout=self.err, stderr=self.err,
             preexec_fn=die_with_parent)
         listener.settimeout(WAIT_S)
