@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Tessera virtual AI accelerator: PCI probe, DRM accel device and ioctls.
+ * Tessera virtual AI accelerator: PCI probe, the DRM accel device, files
+ * and the information ioctls.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
 
+#include <linux/dma-mapping.h>
 #include <linux/module.h>
 #include <linux/pci.h>
 
@@ -14,18 +16,42 @@
 #include <drm/drm_gem.h>
 #include <drm/drm_ioctl.h>
 #include <drm/drm_managed.h>
+#include <drm/drm_prime.h>
 #include <drm/drm_print.h>
 #include <drm/tessera_accel.h>
 
+#include "tessera_debugfs.h"
 #include "tessera_drv.h"
+#include "tessera_gem.h"
 #include "tessera_hw.h"
+#include "tessera_job.h"
+#include "tessera_mmu.h"
+#include "tessera_reset.h"
+#include "tessera_sysfs.h"
+
+unsigned int tessera_job_timeout_ms = 5000;
+module_param_named(job_timeout_ms, tessera_job_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(job_timeout_ms,
+		 "Time a job may run before its queue is reset, ms (default 5000)");
+
+unsigned int tessera_ban_threshold = 3;
+module_param_named(ban_threshold, tessera_ban_threshold, uint, 0644);
+MODULE_PARM_DESC(ban_threshold,
+		 "Hangs and MMU faults after which a context is banned, 0 never (default 3)");
+
+unsigned int tessera_max_resets_per_job = 2;
+module_param_named(max_resets_per_job, tessera_max_resets_per_job, uint, 0644);
+MODULE_PARM_DESC(max_resets_per_job,
+		 "Resets an innocent job may be caught in before it fails (default 2)");
 
 static int tessera_ioctl_get_info(struct drm_device *drm, void *data,
 				  struct drm_file *file)
 {
 	struct tessera_device *tdev = to_tessera_device(drm);
+	struct tessera_file *tfile = file->driver_priv;
 	struct pci_dev *pdev = to_pci_dev(drm->dev);
 	struct drm_tessera_info *info = data;
+	unsigned int i;
 	int idx;
 
 	if (info->flags) {
@@ -45,6 +71,27 @@ static int tessera_ioctl_get_info(struct drm_device *drm, void *data,
 	info->pci_device = pdev->device;
 	info->pci_revision = pdev->revision;
 	info->irq_count = atomic64_read(&tdev->irq_count);
+
+	info->preset = tessera_reg_read(tdev, TSR_REG_PRESET);
+	info->tensorcores = tessera_reg_read(tdev, TSR_REG_TENSORCORES);
+	info->mxus_per_core = tessera_reg_read(tdev, TSR_REG_MXUS_PER_CORE);
+	info->mxu_dim = tessera_reg_read(tdev, TSR_REG_MXU_DIM);
+	info->vpu_sublanes = tessera_reg_read(tdev, TSR_REG_VPU_SUBLANES);
+	info->vpu_lanes = tessera_reg_read(tdev, TSR_REG_VPU_LANES);
+	info->vmem_mib = tessera_reg_read(tdev, TSR_REG_VMEM_MIB);
+	info->clock_mhz = tessera_reg_read(tdev, TSR_REG_CLOCK_MHZ);
+	info->hbm_gbps = tessera_reg_read(tdev, TSR_REG_HBM_GBPS);
+	info->host_dma_gbps = tessera_reg_read(tdev, TSR_REG_HOST_DMA_GBPS);
+	info->num_queues = tdev->num_queues;
+	info->max_contexts = tdev->max_contexts - 1;
+	info->hbm_size = tdev->hbm_size;
+	info->hbm_free = tessera_hbm_free(tdev);
+	info->ici_ports = tessera_reg_read(tdev, TSR_REG_ICI_PORTS);
+	info->ici_link_gbps = tessera_reg_read(tdev, TSR_REG_ICI_LINK_GBPS);
+	info->slice_chips = 1;
+	for (i = 0; i < ARRAY_SIZE(info->topology); i++)
+		info->topology[i] = 1;
+	info->context_id = tfile->ctx->id;
 
 	drm_dev_exit(idx);
 	return 0;
@@ -79,15 +126,132 @@ static int tessera_ioctl_ping(struct drm_device *drm, void *data,
 	return ret;
 }
 
+static int tessera_ioctl_get_counters(struct drm_device *drm, void *data,
+				      struct drm_file *file)
+{
+	struct tessera_device *tdev = to_tessera_device(drm);
+	struct drm_tessera_counters *c = data;
+	int idx;
+
+	if (c->flags || c->pad) {
+		drm_dbg(drm, "GET_COUNTERS: flags and pad must be zero\n");
+		return -EINVAL;
+	}
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+
+	memset(c, 0, sizeof(*c));
+	c->mxu_busy_cycles = tessera_reg_read64(tdev, TSR_REG_CNT_MXU_BUSY_LO);
+	c->vpu_busy_cycles = tessera_reg_read64(tdev, TSR_REG_CNT_VPU_BUSY_LO);
+	c->dma_busy_cycles = tessera_reg_read64(tdev, TSR_REG_CNT_DMA_BUSY_LO);
+	c->chip_jobs = tessera_reg_read64(tdev, TSR_REG_CNT_JOBS_LO);
+	c->chip_commands = tessera_reg_read64(tdev, TSR_REG_CNT_COMMANDS_LO);
+	c->hbm_read_bytes = tessera_reg_read64(tdev, TSR_REG_CNT_HBM_READ_LO);
+	c->hbm_write_bytes = tessera_reg_read64(tdev, TSR_REG_CNT_HBM_WRITE_LO);
+	c->clock_cycles = tessera_reg_read64(tdev, TSR_REG_CLOCK_LO);
+	drm_dev_exit(idx);
+
+	c->jobs_submitted = tessera_counter(tdev, TESSERA_CNT_JOBS_SUBMITTED);
+	c->jobs_completed = tessera_counter(tdev, TESSERA_CNT_JOBS_COMPLETED);
+	c->jobs_failed = tessera_counter(tdev, TESSERA_CNT_JOBS_FAILED);
+	c->mmu_faults = tessera_counter(tdev, TESSERA_CNT_MMU_FAULTS);
+	c->ecc_correctable = tessera_counter(tdev, TESSERA_CNT_ECC_CORRECTABLE);
+	c->ecc_uncorrectable = tessera_counter(tdev, TESSERA_CNT_ECC_UNCORRECTABLE);
+	c->timeouts = tessera_counter(tdev, TESSERA_CNT_TIMEOUTS);
+	c->lost_irqs = tessera_counter(tdev, TESSERA_CNT_LOST_IRQS);
+	c->queue_resets = tessera_counter(tdev, TESSERA_CNT_QUEUE_RESETS);
+	c->device_resets = tessera_counter(tdev, TESSERA_CNT_DEVICE_RESETS);
+	c->fatal_errors = tessera_counter(tdev, TESSERA_CNT_FATAL_ERRORS);
+	c->banned_contexts = tessera_counter(tdev, TESSERA_CNT_BANNED_CONTEXTS);
+	return 0;
+}
+
 static const struct drm_ioctl_desc tessera_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(TESSERA_GET_INFO, tessera_ioctl_get_info, 0),
 	DRM_IOCTL_DEF_DRV(TESSERA_PING, tessera_ioctl_ping, 0),
+	DRM_IOCTL_DEF_DRV(TESSERA_BO_CREATE, tessera_ioctl_bo_create, 0),
+	DRM_IOCTL_DEF_DRV(TESSERA_BO_INFO, tessera_ioctl_bo_info, 0),
+	DRM_IOCTL_DEF_DRV(TESSERA_SUBMIT, tessera_ioctl_submit, 0),
+	DRM_IOCTL_DEF_DRV(TESSERA_JOB_STATUS, tessera_ioctl_job_status, 0),
+	DRM_IOCTL_DEF_DRV(TESSERA_GET_COUNTERS, tessera_ioctl_get_counters, 0),
 };
 
-DEFINE_DRM_ACCEL_FOPS(tessera_fops);
+static int tessera_open(struct drm_device *drm, struct drm_file *file)
+{
+	struct tessera_device *tdev = to_tessera_device(drm);
+	struct tessera_file *tfile;
+	int idx, ret;
+
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	ret = -ENOMEM;
+	tfile = kzalloc(sizeof(*tfile), GFP_KERNEL);
+	if (!tfile)
+		goto out;
+	tfile->tdev = tdev;
+	ret = tessera_file_init(tfile);
+	if (ret) {
+		kfree(tfile);
+		goto out;
+	}
+	file->driver_priv = tfile;
+out:
+	drm_dev_exit(idx);
+	return ret;
+}
+
+static void tessera_postclose(struct drm_device *drm, struct drm_file *file)
+{
+	struct tessera_file *tfile = file->driver_priv;
+
+	tessera_file_fini(tfile);
+	kfree(tfile);
+}
+
+/* Memory per placement and time per queue, per Documentation/gpu/drm-usage-stats.rst. */
+static void tessera_show_fdinfo(struct drm_printer *p, struct drm_file *file)
+{
+	struct tessera_device *tdev = to_tessera_device(file->minor->dev);
+	struct tessera_file *tfile = file->driver_priv;
+	struct drm_memory_stats stats[2] = { };
+	struct drm_gem_object *obj;
+	unsigned int q;
+	int id;
+
+	spin_lock(&file->table_lock);
+	idr_for_each_entry(&file->object_idr, obj, id) {
+		struct drm_memory_stats *s = &stats[to_tessera_bo(obj)->hbm];
+
+		if (obj->handle_count > 1 || obj->dma_buf)
+			s->shared += obj->size;
+		else
+			s->private += obj->size;
+		if (obj->funcs->status(obj) & DRM_GEM_OBJECT_RESIDENT)
+			s->resident += obj->size;
+	}
+	spin_unlock(&file->table_lock);
+	drm_print_memory_stats(p, &stats[0], DRM_GEM_OBJECT_RESIDENT, "host");
+	drm_print_memory_stats(p, &stats[1], DRM_GEM_OBJECT_RESIDENT, "hbm");
+
+	for (q = 0; q < tdev->num_queues; q++)
+		drm_printf(p, "drm-engine-q%u:\t%lld ns\n", q,
+			   atomic64_read(&tfile->ctx->engine_ns[q]));
+}
+
+static const struct file_operations tessera_fops = {
+	.owner = THIS_MODULE,
+	DRM_ACCEL_FOPS,
+	.show_fdinfo = drm_show_fdinfo,
+};
 
 static const struct drm_driver tessera_drm_driver = {
-	.driver_features = DRIVER_COMPUTE_ACCEL,
+	.driver_features = DRIVER_COMPUTE_ACCEL | DRIVER_GEM |
+			   DRIVER_SYNCOBJ | DRIVER_SYNCOBJ_TIMELINE,
+	.open = tessera_open,
+	.postclose = tessera_postclose,
+	.gem_create_object = tessera_gem_create_object,
+	.gem_prime_import_sg_table = drm_gem_shmem_prime_import_sg_table,
+	.show_fdinfo = tessera_show_fdinfo,
 	.fops = &tessera_fops,
 	.ioctls = tessera_ioctls,
 	.num_ioctls = ARRAY_SIZE(tessera_ioctls),
@@ -97,6 +261,34 @@ static const struct drm_driver tessera_drm_driver = {
 	.minor = DRIVER_MINOR,
 	.patchlevel = DRIVER_PATCH,
 };
+
+/* BAR2, the chip's HBM, mapped write-combined for the kernel's own use. */
+static int tessera_map_hbm(struct tessera_device *tdev)
+{
+	struct pci_dev *pdev = to_pci_dev_tdev(tdev);
+	int ret;
+
+	tdev->hbm_size = tessera_reg_read64(tdev, TSR_REG_HBM_SIZE_LO);
+	if (!tdev->hbm_size || !IS_ALIGNED(tdev->hbm_size, SZ_2M) ||
+	    tdev->hbm_size > pci_resource_len(pdev, TSR_BAR_HBM)) {
+		drm_err(&tdev->drm, "HBM of %llu bytes does not fit BAR2 (%llu bytes)\n",
+			tdev->hbm_size,
+			(u64)pci_resource_len(pdev, TSR_BAR_HBM));
+		return -ENODEV;
+	}
+	ret = pcim_request_region(pdev, TSR_BAR_HBM, DRIVER_NAME);
+	if (ret) {
+		drm_err(&tdev->drm, "cannot claim BAR2: %d\n", ret);
+		return ret;
+	}
+	tdev->hbm_bus = pci_resource_start(pdev, TSR_BAR_HBM);
+	tdev->hbm = devm_ioremap_wc(&pdev->dev, tdev->hbm_bus, tdev->hbm_size);
+	if (!tdev->hbm) {
+		drm_err(&tdev->drm, "cannot map BAR2\n");
+		return -ENOMEM;
+	}
+	return 0;
+}
 
 static int tessera_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
@@ -109,7 +301,10 @@ static int tessera_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return PTR_ERR(tdev);
 	pci_set_drvdata(pdev, tdev);
 
-	ret = drmm_mutex_init(&tdev->drm, &tdev->ping_lock);
+	ret = drmm_mutex_init(&tdev->drm, &tdev->ping_lock) ?:
+	      drmm_mutex_init(&tdev->drm, &tdev->reset_lock) ?:
+	      drmm_mutex_init(&tdev->drm, &tdev->ctx_lock) ?:
+	      drmm_mutex_init(&tdev->drm, &tdev->map_lock);
 	if (ret)
 		return ret;
 	init_completion(&tdev->ping_done);
@@ -118,8 +313,14 @@ static int tessera_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 	pci_set_master(pdev);
+	/* Page-table entries hold 52-bit bus addresses. */
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(52));
+	if (ret) {
+		drm_err(&tdev->drm, "no usable DMA mask: %d\n", ret);
+		return ret;
+	}
 
-	tdev->regs = pcim_iomap_region(pdev, 0, DRIVER_NAME);
+	tdev->regs = pcim_iomap_region(pdev, TSR_BAR_REGS, DRIVER_NAME);
 	if (IS_ERR(tdev->regs)) {
 		drm_err(&tdev->drm, "cannot map BAR0: %pe\n", tdev->regs);
 		return PTR_ERR(tdev->regs);
@@ -128,6 +329,26 @@ static int tessera_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = tessera_hw_init(tdev);
 	if (ret)
 		return ret;
+	ret = tessera_map_hbm(tdev);
+	if (ret)
+		return ret;
+	ret = tessera_mmu_init(tdev);
+	if (ret)
+		return ret;
+	ret = tessera_hbm_init(tdev);
+	if (ret)
+		return ret;
+	tessera_reset_init(tdev);
+	ret = tessera_sched_init(tdev);
+	if (ret)
+		return ret;
+	ret = tessera_hw_irq_init(tdev);
+	if (ret)
+		goto err_hw_fini;
+	ret = tessera_sysfs_init(tdev);
+	if (ret)
+		goto err_hw_fini;
+	tessera_debugfs_init(tdev);
 
 	ret = drm_dev_register(&tdev->drm, 0);
 	if (ret)
@@ -143,8 +364,12 @@ static void tessera_remove(struct pci_dev *pdev)
 {
 	struct tessera_device *tdev = pci_get_drvdata(pdev);
 
+	/* New ioctls fail with -ENODEV; those in progress have finished. */
 	drm_dev_unplug(&tdev->drm);
+	/* Nothing reaches the chip's BARs from user space any more. */
+	unmap_mapping_range(tdev->drm.anon_inode->i_mapping, 0, 0, 1);
 	tessera_hw_fini(tdev);
+	tessera_reset_unplug(tdev);
 }
 
 static const struct pci_device_id tessera_pci_ids[] = {
@@ -164,3 +389,4 @@ module_pci_driver(tessera_pci_driver);
 MODULE_DESCRIPTION(DRIVER_DESC);
 MODULE_AUTHOR("The Tessera Authors");
 MODULE_LICENSE("GPL");
+MODULE_IMPORT_NS(DMA_BUF);

@@ -7,36 +7,192 @@
 
 #include <linux/atomic.h>
 #include <linux/completion.h>
+#include <linux/idr.h>
+#include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
 #include <drm/drm_device.h>
+#include <drm/drm_mm.h>
+#include <drm/gpu_scheduler.h>
+
+#include <drm/tessera_chip.h>
+
+/*
+ * The chip's rings, records and tables are little-endian; the driver reads
+ * and writes the structures of tessera_chip.h in place.
+ */
+#ifdef __BIG_ENDIAN
+#error "the tessera driver supports little-endian hosts only"
+#endif
 
 #define DRIVER_NAME	"tessera"
 #define DRIVER_DESC	"Tessera virtual AI accelerator"
 #define DRIVER_MAJOR	0
-#define DRIVER_MINOR	1
+#define DRIVER_MINOR	2
 #define DRIVER_PATCH	0
+
+/* Descriptors per hardware ring. */
+#define TESSERA_RING_SIZE	256
+/*
+ * Jobs the driver keeps on a ring at once.  One slot stays empty so that
+ * TAIL never catches HEAD, and one more because a job is retired when its
+ * fence lands, a moment before the chip advances HEAD past it.
+ */
+#define TESSERA_RING_JOBS	(TESSERA_RING_SIZE - 2)
+
+/* Driver-side counters, exported through sysfs and GET_COUNTERS. */
+enum tessera_counter {
+	TESSERA_CNT_JOBS_SUBMITTED,
+	TESSERA_CNT_JOBS_COMPLETED,
+	TESSERA_CNT_JOBS_FAILED,
+	TESSERA_CNT_MMU_FAULTS,
+	TESSERA_CNT_ECC_CORRECTABLE,
+	TESSERA_CNT_ECC_UNCORRECTABLE,
+	TESSERA_CNT_TIMEOUTS,
+	TESSERA_CNT_LOST_IRQS,
+	TESSERA_CNT_QUEUE_RESETS,
+	TESSERA_CNT_DEVICE_RESETS,
+	TESSERA_CNT_FATAL_ERRORS,
+	TESSERA_CNT_BANNED_CONTEXTS,
+	TESSERA_CNT_COUNT
+};
+
+struct tessera_device;
+
+/**
+ * struct tessera_queue - one hardware queue and its scheduler
+ * @tdev: owning device
+ * @index: queue number
+ * @sched: the drm_sched instance feeding this queue
+ * @lock: protects @tail, @inflight and the ring contents
+ * @fence_lock: lock of the hardware fences of this queue
+ * @ring: descriptor ring (coherent memory the chip reads)
+ * @ring_dma: bus address of @ring
+ * @fence_cpu: where the chip writes the fence of each finished job
+ * @fence_dma: bus address of @fence_cpu
+ * @tail: next free ring slot
+ * @seqno: last hardware fence number issued
+ * @fence_context: dma_fence context of the hardware fences
+ * @inflight: jobs on the ring, oldest first
+ * @name: scheduler and fence timeline name
+ */
+struct tessera_queue {
+	struct tessera_device *tdev;
+	unsigned int index;
+	struct drm_gpu_scheduler sched;
+	bool sched_ready;
+
+	/* protects tail, inflight and the ring */
+	spinlock_t lock;
+	/* lock of the hardware fences */
+	spinlock_t fence_lock;
+	struct tsr_job_desc *ring;
+	dma_addr_t ring_dma;
+	__le64 *fence_cpu;
+	dma_addr_t fence_dma;
+	u32 tail;
+	u64 seqno;
+	u64 fence_context;
+	struct list_head inflight;
+	char name[16];
+};
 
 /**
  * struct tessera_device - one Tessera chip
  * @drm: the DRM device, embedded
  * @regs: BAR0 register space
+ * @hbm: BAR2 (the chip's HBM), mapped write-combined
+ * @hbm_bus: bus address of BAR2
+ * @hbm_size: bytes of HBM
  * @msix_vectors: MSI-X vectors enabled
+ * @num_queues: hardware queues
+ * @max_contexts: context table entries in use, including the unused 0
  * @irq_count: device interrupts handled
  * @ping_lock: serialises pings; the chip has one ping register
  * @ping_done: completed by the interrupt handler when a ping is acknowledged
  * @ping_ack: cookie the chip acknowledged, valid once @ping_done completes
+ * @queues: the hardware queues
+ * @reset_wq: ordered queue running timeouts and resets one at a time
+ * @fatal_work: recovery after a fatal chip error
+ * @reset_lock: held while the chip is being reset
+ * @ctx_table: context table (coherent memory the chip reads)
+ * @ctx_table_dma: bus address of @ctx_table
+ * @ctx_ids: context numbers in use
+ * @ctx_lock: protects @contexts
+ * @contexts: live contexts, for debugfs
+ * @map_lock: protects the mapping lists of every buffer object
+ * @hbm_lock: protects @hbm_mm and @hbm_used
+ * @hbm_mm: allocator of HBM
+ * @hbm_used: bytes of HBM allocated
+ * @counters: driver counters, enum tessera_counter
+ * @inject_bo_failures: fail this many coming buffer allocations (debugfs)
+ * @inject_submit_failures: fail this many coming submits (debugfs)
+ * @unplugged: the device is gone; every job fails with -ENODEV
  */
 struct tessera_device {
 	struct drm_device drm;
 	void __iomem *regs;
+	void __iomem *hbm;
+	resource_size_t hbm_bus;
+	u64 hbm_size;
 	unsigned int msix_vectors;
+	unsigned int num_queues;
+	unsigned int max_contexts;
 	atomic64_t irq_count;
 
 	/* serialises pings: the chip has one ping register */
 	struct mutex ping_lock;
 	struct completion ping_done;
 	u32 ping_ack;
+
+	struct tessera_queue queues[TSR_MAX_QUEUES];
+	struct workqueue_struct *reset_wq;
+	struct work_struct fatal_work;
+	/* held while queues or the chip are reset */
+	struct mutex reset_lock;
+
+	__le64 *ctx_table;
+	dma_addr_t ctx_table_dma;
+	struct ida ctx_ids;
+	/* protects contexts */
+	struct mutex ctx_lock;
+	struct list_head contexts;
+
+	/* protects every buffer's and context's mapping list */
+	struct mutex map_lock;
+
+	/* protects hbm_mm and hbm_used */
+	struct mutex hbm_lock;
+	struct drm_mm hbm_mm;
+	u64 hbm_used;
+
+	atomic64_t counters[TESSERA_CNT_COUNT];
+	atomic_t inject_bo_failures;
+	atomic_t inject_submit_failures;
+	bool unplugged;
+};
+
+/* Scheduler priorities a file can submit at: DRM_TESSERA_PRIORITY_*. */
+#define TESSERA_PRIORITIES	3
+
+struct tessera_ctx;
+
+/**
+ * struct tessera_file - what the driver keeps per open file
+ * @tdev: the device
+ * @ctx: the file's device context
+ * @lock: protects @entities; held from arming a job to pushing it so that
+ *	jobs enter each entity in sequence-number order
+ * @entities: scheduler entities by queue and priority, made on first use
+ */
+struct tessera_file {
+	struct tessera_device *tdev;
+	struct tessera_ctx *ctx;
+	/* protects entities; held from job arm to push */
+	struct mutex lock;
+	struct drm_sched_entity *entities[TSR_MAX_QUEUES][TESSERA_PRIORITIES];
 };
 
 static inline struct tessera_device *to_tessera_device(struct drm_device *drm)
@@ -48,5 +204,28 @@ static inline struct pci_dev *to_pci_dev_tdev(struct tessera_device *tdev)
 {
 	return to_pci_dev(tdev->drm.dev);
 }
+
+static inline void tessera_count(struct tessera_device *tdev,
+				 enum tessera_counter c)
+{
+	atomic64_inc(&tdev->counters[c]);
+}
+
+static inline u64 tessera_counter(struct tessera_device *tdev,
+				  enum tessera_counter c)
+{
+	return atomic64_read(&tdev->counters[c]);
+}
+
+/* Consume one injected failure, if any is armed. */
+static inline bool tessera_inject(atomic_t *armed)
+{
+	return atomic_add_unless(armed, -1, 0);
+}
+
+/* Module parameters. */
+extern unsigned int tessera_job_timeout_ms;
+extern unsigned int tessera_ban_threshold;
+extern unsigned int tessera_max_resets_per_job;
 
 #endif /* __TESSERA_DRV_H__ */

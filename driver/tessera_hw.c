@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Tessera chip bring-up and device-level interrupts.
+ * Tessera chip bring-up, interrupts and resets.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -12,6 +12,14 @@
 #include <drm/drm_print.h>
 
 #include "tessera_hw.h"
+#include "tessera_job.h"
+#include "tessera_mmu.h"
+#include "tessera_reset.h"
+
+/* Device-level causes the driver handles. */
+#define TESSERA_IRQ_HANDLED	(TSR_IRQ_PING | TSR_IRQ_FATAL | \
+				 TSR_IRQ_MMU_FAULT | TSR_IRQ_ECC_CORRECTABLE | \
+				 TSR_IRQ_ECC_UNCORRECTABLE)
 
 static irqreturn_t tessera_device_irq(int irq, void *arg)
 {
@@ -30,14 +38,63 @@ static irqreturn_t tessera_device_irq(int irq, void *arg)
 			   tessera_reg_read(tdev, TSR_REG_PING_ACK));
 		complete(&tdev->ping_done);
 	}
+	if (status & TSR_IRQ_ECC_CORRECTABLE)
+		tessera_count(tdev, TESSERA_CNT_ECC_CORRECTABLE);
+	if (status & TSR_IRQ_ECC_UNCORRECTABLE)
+		tessera_count(tdev, TESSERA_CNT_ECC_UNCORRECTABLE);
+	/* MMU faults reach the job through its completion record. */
+	if (status & TSR_IRQ_FATAL)
+		tessera_schedule_fatal_recovery(tdev);
 	return IRQ_HANDLED;
 }
 
+static irqreturn_t tessera_queue_irq(int irq, void *arg)
+{
+	struct tessera_queue *q = arg;
+	struct tessera_device *tdev = q->tdev;
+	u32 reg = TSR_QUEUE_BASE(q->index) + TSR_QREG_IRQ_STATUS;
+	u32 status;
+
+	status = tessera_reg_read(tdev, reg);
+	if (!status)
+		return IRQ_NONE;
+	tessera_reg_write(tdev, reg, status);
+	atomic64_inc(&tdev->irq_count);
+	tessera_queue_reap(q, true);
+	return IRQ_HANDLED;
+}
+
+/* Enable the causes the driver handles; after probe and every chip reset. */
+static void tessera_hw_enable(struct tessera_device *tdev)
+{
+	unsigned int i;
+
+	tessera_mmu_hw_init(tdev);
+	for (i = 0; i < tdev->num_queues; i++)
+		tessera_queue_hw_init(&tdev->queues[i]);
+	tessera_reg_write(tdev, TSR_REG_IRQ_STATUS, TSR_IRQ_ALL);
+	tessera_reg_write(tdev, TSR_REG_IRQ_ENABLE, TESSERA_IRQ_HANDLED);
+}
+
+/* Reset the chip and program it again; the caller holds reset_lock. */
+void tessera_hw_reset(struct tessera_device *tdev)
+{
+	/* The write returns once no job is inside the chip any more. */
+	tessera_reg_write(tdev, TSR_REG_RESET, TSR_RESET_MAGIC);
+	tessera_hw_enable(tdev);
+}
+
+/* Reset one queue: its running job aborts, queued descriptors are dropped. */
+void tessera_hw_queue_reset(struct tessera_queue *q)
+{
+	tessera_reg_write(q->tdev, TSR_QUEUE_BASE(q->index) + TSR_QREG_CONTROL,
+			  TSR_QCTRL_RESET);
+}
+
+/* Identity check and the chip's configuration; no interrupts yet. */
 int tessera_hw_init(struct tessera_device *tdev)
 {
-	struct pci_dev *pdev = to_pci_dev_tdev(tdev);
 	u32 id, version;
-	int ret;
 
 	id = tessera_reg_read(tdev, TSR_REG_CHIP_ID);
 	if (id != TSR_CHIP_ID) {
@@ -52,6 +109,23 @@ int tessera_hw_init(struct tessera_device *tdev)
 			TSR_DEVICE_VERSION_MAJOR);
 		return -ENODEV;
 	}
+	tdev->num_queues = tessera_reg_read(tdev, TSR_REG_NUM_QUEUES);
+	if (!tdev->num_queues || tdev->num_queues > TSR_MAX_QUEUES) {
+		drm_err(&tdev->drm, "chip reports %u queues (1 to %u expected)\n",
+			tdev->num_queues, TSR_MAX_QUEUES);
+		return -ENODEV;
+	}
+	/* Start from a known state whatever the last owner left behind. */
+	tessera_reg_write(tdev, TSR_REG_RESET, TSR_RESET_MAGIC);
+	return 0;
+}
+
+/* MSI-X vectors and handlers, then the chip's interrupt sources. */
+int tessera_hw_irq_init(struct tessera_device *tdev)
+{
+	struct pci_dev *pdev = to_pci_dev_tdev(tdev);
+	unsigned int i;
+	int ret;
 
 	ret = pci_alloc_irq_vectors(pdev, TSR_MSIX_VECTORS, TSR_MSIX_VECTORS,
 				    PCI_IRQ_MSIX);
@@ -70,20 +144,44 @@ int tessera_hw_init(struct tessera_device *tdev)
 			ret);
 		return ret;
 	}
+	for (i = 0; i < tdev->num_queues; i++) {
+		struct tessera_queue *q = &tdev->queues[i];
 
-	tessera_reg_write(tdev, TSR_REG_IRQ_STATUS, TSR_IRQ_ALL);
-	tessera_reg_write(tdev, TSR_REG_IRQ_ENABLE, TSR_IRQ_ALL);
-	drm_info(&tdev->drm, "Tessera chip, device model %u.%u, %u MSI-X vectors\n",
-		 TSR_VERSION_MAJOR(version), TSR_VERSION_MINOR(version),
-		 tdev->msix_vectors);
+		ret = devm_request_irq(&pdev->dev,
+				       pci_irq_vector(pdev, TSR_MSIX_VEC_QUEUE(i)),
+				       tessera_queue_irq, 0, q->name, q);
+		if (ret) {
+			drm_err(&tdev->drm, "cannot request the interrupt of queue %u: %d\n",
+				i, ret);
+			return ret;
+		}
+	}
+
+	tessera_hw_enable(tdev);
+	drm_info(&tdev->drm, "Tessera chip, device model %u.%u, %u queues, %llu MiB HBM, %u MSI-X vectors\n",
+		 TSR_VERSION_MAJOR(tessera_reg_read(tdev, TSR_REG_DEVICE_VERSION)),
+		 TSR_VERSION_MINOR(tessera_reg_read(tdev, TSR_REG_DEVICE_VERSION)),
+		 tdev->num_queues, tdev->hbm_size >> 20, tdev->msix_vectors);
 	return 0;
 }
 
+/* Quiet the chip: no interrupts, no queue running. */
 void tessera_hw_fini(struct tessera_device *tdev)
 {
+	struct pci_dev *pdev = to_pci_dev_tdev(tdev);
+	unsigned int i;
+
 	tessera_reg_write(tdev, TSR_REG_IRQ_ENABLE, 0);
-	synchronize_irq(pci_irq_vector(to_pci_dev_tdev(tdev),
-				       TSR_MSIX_VEC_DEVICE));
+	for (i = 0; i < tdev->num_queues; i++) {
+		tessera_reg_write(tdev, TSR_QUEUE_BASE(i) + TSR_QREG_IRQ_ENABLE, 0);
+		tessera_reg_write(tdev, TSR_QUEUE_BASE(i) + TSR_QREG_CONTROL,
+				  TSR_QCTRL_RESET);
+	}
+	if (!tdev->msix_vectors)
+		return;
+	synchronize_irq(pci_irq_vector(pdev, TSR_MSIX_VEC_DEVICE));
+	for (i = 0; i < tdev->num_queues; i++)
+		synchronize_irq(pci_irq_vector(pdev, TSR_MSIX_VEC_QUEUE(i)));
 }
 
 int tessera_hw_ping(struct tessera_device *tdev, u32 cookie,

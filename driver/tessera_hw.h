@@ -21,8 +21,19 @@ static inline void tessera_reg_write(struct tessera_device *tdev, u32 reg,
 	writel(val, tdev->regs + reg);
 }
 
+/* A 64-bit register pair; reading LO latches HI. */
+static inline u64 tessera_reg_read64(struct tessera_device *tdev, u32 reg)
+{
+	u64 lo = tessera_reg_read(tdev, reg);
+
+	return lo | (u64)tessera_reg_read(tdev, reg + 4) << 32;
+}
+
 int tessera_hw_init(struct tessera_device *tdev);
+int tessera_hw_irq_init(struct tessera_device *tdev);
 void tessera_hw_fini(struct tessera_device *tdev);
+void tessera_hw_reset(struct tessera_device *tdev);
+void tessera_hw_queue_reset(struct tessera_queue *q);
 int tessera_hw_ping(struct tessera_device *tdev, u32 cookie,
 		    unsigned int timeout_ms, u32 *echo, u64 *latency_ns);
 

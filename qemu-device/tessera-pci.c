@@ -212,20 +212,24 @@ static void tessera_workers_stop(TesseraState *s)
     s->nr_workers = 0;
 }
 
+/* Wait until queue @q's worker has left the core. */
+static void tessera_worker_drain(TesseraWorker *w)
+{
+    qemu_mutex_lock(&w->lock);
+    w->kicked = false;
+    while (w->busy) {
+        qemu_cond_wait(&w->cond, &w->lock);
+    }
+    qemu_mutex_unlock(&w->lock);
+}
+
 /* Wait until no worker is inside the core; jobs abort at their next step. */
 static void tessera_workers_drain(TesseraState *s)
 {
     unsigned int q;
 
     for (q = 0; q < s->nr_workers; q++) {
-        TesseraWorker *w = &s->workers[q];
-
-        qemu_mutex_lock(&w->lock);
-        w->kicked = false;
-        while (w->busy) {
-            qemu_cond_wait(&w->cond, &w->lock);
-        }
-        qemu_mutex_unlock(&w->lock);
+        tessera_worker_drain(&s->workers[q]);
     }
 }
 
@@ -253,6 +257,25 @@ static void tessera_mmio_write(void *opaque, hwaddr addr, uint64_t val,
         return;
     }
     tsr_core_reg_write(s->core, addr, val);
+    /*
+     * A queue reset is complete when the write is: the aborted job can no
+     * longer write its record or fence once the driver sees it done.
+     */
+    if (addr >= TSR_BLOCK_QUEUE && addr < TSR_BLOCK_MMU &&
+        (addr - TSR_BLOCK_QUEUE) % TSR_QUEUE_STRIDE == TSR_QREG_CONTROL &&
+        (val & TSR_QCTRL_RESET)) {
+        unsigned int q = (addr - TSR_BLOCK_QUEUE) / TSR_QUEUE_STRIDE;
+
+        if (q < s->nr_workers) {
+            TesseraWorker *w = &s->workers[q];
+
+            tessera_worker_drain(w);
+            /* The drain ate a kick the re-enabled queue may need. */
+            if (val & TSR_QCTRL_ENABLE) {
+                tsr_core_reg_write(s->core, addr, TSR_QCTRL_ENABLE);
+            }
+        }
+    }
 }
 
 static const MemoryRegionOps tessera_mmio_ops = {

@@ -7,6 +7,8 @@
 #ifndef __UAPI_TESSERA_ACCEL_H__
 #define __UAPI_TESSERA_ACCEL_H__
 
+#include <linux/const.h>
+
 #include "drm.h"
 
 #if defined(__cplusplus)
@@ -16,16 +18,34 @@ extern "C" {
 /*
  * Version of this interface.  Bumped when ioctls or fields are added;
  * existing ones never change meaning.
+ *   1  GET_INFO, PING
+ *   2  chip configuration in GET_INFO; BO_CREATE, BO_INFO, SUBMIT,
+ *      JOB_STATUS, GET_COUNTERS; syncobjs
  */
-#define DRM_TESSERA_UAPI_VERSION	1
+#define DRM_TESSERA_UAPI_VERSION	2
 
 #define DRM_TESSERA_GET_INFO		0x00
 #define DRM_TESSERA_PING		0x01
+#define DRM_TESSERA_BO_CREATE		0x02
+#define DRM_TESSERA_BO_INFO		0x03
+#define DRM_TESSERA_SUBMIT		0x04
+#define DRM_TESSERA_JOB_STATUS		0x05
+#define DRM_TESSERA_GET_COUNTERS	0x06
 
 #define DRM_IOCTL_TESSERA_GET_INFO \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_GET_INFO, struct drm_tessera_info)
 #define DRM_IOCTL_TESSERA_PING \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_PING, struct drm_tessera_ping)
+#define DRM_IOCTL_TESSERA_BO_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_BO_CREATE, struct drm_tessera_bo_create)
+#define DRM_IOCTL_TESSERA_BO_INFO \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_BO_INFO, struct drm_tessera_bo_info)
+#define DRM_IOCTL_TESSERA_SUBMIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_SUBMIT, struct drm_tessera_submit)
+#define DRM_IOCTL_TESSERA_JOB_STATUS \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_JOB_STATUS, struct drm_tessera_job_status)
+#define DRM_IOCTL_TESSERA_GET_COUNTERS \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_GET_COUNTERS, struct drm_tessera_counters)
 
 /**
  * struct drm_tessera_info - chip identity (DRM_IOCTL_TESSERA_GET_INFO)
@@ -40,7 +60,7 @@ struct drm_tessera_info {
 	__u32 chip_id;
 	/** @device_version: device model version, TSR_VERSION(major, minor). */
 	__u32 device_version;
-	/** @caps: capability bits of the chip (none defined yet). */
+	/** @caps: TSR_CAP_* bits of the chip. */
 	__u32 caps;
 	/** @uapi_version: DRM_TESSERA_UAPI_VERSION the driver implements. */
 	__u32 uapi_version;
@@ -56,6 +76,56 @@ struct drm_tessera_info {
 	__u8 pad[3];
 	/** @irq_count: device interrupts handled since the driver bound. */
 	__u64 irq_count;
+
+	/* Version 2: the chip's configuration (TSR_REG_* of the global block). */
+
+	/** @preset: TSR_PRESET_* the chip was configured from. */
+	__u32 preset;
+	/** @tensorcores: TensorCores on the chip. */
+	__u32 tensorcores;
+	/** @mxus_per_core: MXUs per TensorCore. */
+	__u32 mxus_per_core;
+	/** @mxu_dim: side of each (square) MXU. */
+	__u32 mxu_dim;
+	/** @vpu_sublanes: VPU sublanes. */
+	__u32 vpu_sublanes;
+	/** @vpu_lanes: VPU lanes. */
+	__u32 vpu_lanes;
+	/** @vmem_mib: VMEM per TensorCore, MiB. */
+	__u32 vmem_mib;
+	/** @clock_mhz: modeled clock. */
+	__u32 clock_mhz;
+	/** @hbm_gbps: HBM bandwidth, GB/s. */
+	__u32 hbm_gbps;
+	/** @host_dma_gbps: system-memory DMA bandwidth, GB/s. */
+	__u32 host_dma_gbps;
+	/** @num_queues: hardware queues, each a SUBMIT @queue number. */
+	__u32 num_queues;
+	/** @max_contexts: device contexts (open files) the driver can serve. */
+	__u32 max_contexts;
+	/** @hbm_size: bytes of HBM. */
+	__u64 hbm_size;
+	/** @hbm_free: bytes of HBM no buffer object holds. */
+	__u64 hbm_free;
+	/** @ici_ports: inter-chip links (none connected yet). */
+	__u32 ici_ports;
+	/** @ici_link_gbps: bandwidth of one link, one way, GB/s. */
+	__u32 ici_link_gbps;
+	/**
+	 * @slice_chips: chips in this chip's slice; 1 until multi-chip
+	 * slices exist.
+	 */
+	__u32 slice_chips;
+	/** @slice_index: this chip's index in its slice; 0 for now. */
+	__u32 slice_index;
+	/** @topology: the slice's torus dimensions; 1, 1, 1 for now. */
+	__u32 topology[3];
+	/** @coords: this chip's coordinates in the torus; 0, 0, 0 for now. */
+	__u32 coords[3];
+	/** @context_id: the device context of this file (1 ... max). */
+	__u32 context_id;
+	/** @pad2: reserved, written as zero. */
+	__u32 pad2;
 };
 
 /**
@@ -83,6 +153,238 @@ struct drm_tessera_ping {
 	__u32 echo;
 	/** @latency_ns: out, time from the register write to the interrupt. */
 	__u64 latency_ns;
+};
+
+/* Buffer placement: system memory (default) or the chip's HBM. */
+#define DRM_TESSERA_BO_HBM		0x00000001u
+#define DRM_TESSERA_BO_FLAGS_ALL	DRM_TESSERA_BO_HBM
+
+/* Largest buffer object. */
+#define DRM_TESSERA_BO_MAX_SIZE		_BITULL(36)
+
+/**
+ * struct drm_tessera_bo_create - make a buffer object (DRM_IOCTL_TESSERA_BO_CREATE)
+ *
+ * The buffer is zeroed and mapped into the caller's device address space;
+ * DRM_IOCTL_TESSERA_BO_INFO says where.  System-memory buffers are cached
+ * for the CPU and can be shared with PRIME; HBM buffers live in the
+ * chip's memory, are mapped write-combined through the HBM BAR and cannot
+ * be exported.
+ */
+struct drm_tessera_bo_create {
+	/** @size: in, bytes, 1 to DRM_TESSERA_BO_MAX_SIZE; rounded up to pages. */
+	__u64 size;
+	/** @flags: in, DRM_TESSERA_BO_* flags. */
+	__u32 flags;
+	/** @handle: out, GEM handle of the new buffer. */
+	__u32 handle;
+};
+
+/**
+ * struct drm_tessera_bo_info - where a buffer is (DRM_IOCTL_TESSERA_BO_INFO)
+ */
+struct drm_tessera_bo_info {
+	/** @handle: in, GEM handle. */
+	__u32 handle;
+	/** @flags: in, must be zero. */
+	__u32 flags;
+	/** @mmap_offset: out, offset to pass to mmap() on the device file. */
+	__u64 mmap_offset;
+	/** @device_va: out, the buffer's address in this file's device VA space. */
+	__u64 device_va;
+	/** @size: out, bytes (page-rounded). */
+	__u64 size;
+	/** @placement: out, DRM_TESSERA_BO_HBM or 0 for system memory. */
+	__u32 placement;
+	/** @pad: reserved, written as zero. */
+	__u32 pad;
+};
+
+/* How a job uses a buffer object: implicit fences follow from it. */
+#define DRM_TESSERA_BO_READ		0x00000001u
+#define DRM_TESSERA_BO_WRITE		0x00000002u
+
+/**
+ * struct drm_tessera_submit_bo - one buffer a job uses
+ */
+struct drm_tessera_submit_bo {
+	/** @handle: GEM handle. */
+	__u32 handle;
+	/** @flags: DRM_TESSERA_BO_READ and/or DRM_TESSERA_BO_WRITE, not 0. */
+	__u32 flags;
+};
+
+/**
+ * struct drm_tessera_sync - a syncobj and, for a timeline, a point on it
+ */
+struct drm_tessera_sync {
+	/** @handle: syncobj handle. */
+	__u32 handle;
+	/** @flags: must be zero. */
+	__u32 flags;
+	/** @point: timeline point, or 0 for a binary syncobj. */
+	__u64 point;
+};
+
+/* SUBMIT priorities; high needs CAP_SYS_NICE. */
+#define DRM_TESSERA_PRIORITY_NORMAL	0
+#define DRM_TESSERA_PRIORITY_LOW	1
+#define DRM_TESSERA_PRIORITY_HIGH	2
+
+/* SUBMIT flags. */
+/* Signal @out_sync when the job ends. */
+#define DRM_TESSERA_SUBMIT_OUT_SYNC	0x00000001u
+#define DRM_TESSERA_SUBMIT_FLAGS_ALL	DRM_TESSERA_SUBMIT_OUT_SYNC
+
+/* Limits of a SUBMIT. */
+#define DRM_TESSERA_MAX_BOS		4096
+#define DRM_TESSERA_MAX_SYNCS		64
+#define DRM_TESSERA_MAX_CMDBUF_SIZE	(16u << 20)
+
+/**
+ * struct drm_tessera_submit - run a command buffer (DRM_IOCTL_TESSERA_SUBMIT)
+ *
+ * Queues a job on hardware queue @queue.  The job starts once every
+ * @in_syncs fence and the implicit fences of its buffers have signalled;
+ * it runs the command buffer in the file's device address space.  Its
+ * outcome is in DRM_IOCTL_TESSERA_JOB_STATUS under @seq, and in the error
+ * of the fence @out_sync receives: 0, -EFAULT (MMU fault), -EIO (memory,
+ * DMA or device error), -EINVAL (a malformed command), -ETIMEDOUT (the job
+ * hung and was stopped), -ECANCELED (the context was banned or the device
+ * reset under the job too often), -ENODEV (the device went away).
+ */
+struct drm_tessera_submit {
+	/** @flags: in, DRM_TESSERA_SUBMIT_* flags. */
+	__u32 flags;
+	/** @queue: in, hardware queue, below drm_tessera_info.num_queues. */
+	__u32 queue;
+	/** @priority: in, DRM_TESSERA_PRIORITY_*. */
+	__u32 priority;
+	/** @cmdbuf_handle: in, buffer object holding the commands. */
+	__u32 cmdbuf_handle;
+	/** @cmdbuf_offset: in, byte offset of the first command, 8-aligned. */
+	__u64 cmdbuf_offset;
+	/**
+	 * @cmdbuf_size: in, bytes of commands: a non-zero multiple of 8, at
+	 * most DRM_TESSERA_MAX_CMDBUF_SIZE, within the buffer.
+	 */
+	__u32 cmdbuf_size;
+	/** @bo_count: in, entries in @bos, at most DRM_TESSERA_MAX_BOS. */
+	__u32 bo_count;
+	/**
+	 * @bos: in, user pointer to @bo_count struct drm_tessera_submit_bo:
+	 * the buffers besides the command buffer that the job uses.
+	 */
+	__u64 bos;
+	/** @in_sync_count: in, entries in @in_syncs, at most DRM_TESSERA_MAX_SYNCS. */
+	__u32 in_sync_count;
+	/** @pad: in, must be zero. */
+	__u32 pad;
+	/** @in_syncs: in, user pointer to struct drm_tessera_sync to wait for. */
+	__u64 in_syncs;
+	/** @out_sync: in, with DRM_TESSERA_SUBMIT_OUT_SYNC: what to signal. */
+	struct drm_tessera_sync out_sync;
+	/** @seq: out, the job's sequence number in this file, from 1. */
+	__u64 seq;
+};
+
+/* Values of drm_tessera_job_status.state. */
+#define DRM_TESSERA_JOB_PENDING		1	/* queued or running */
+#define DRM_TESSERA_JOB_DONE		2	/* ran to the end */
+#define DRM_TESSERA_JOB_FAILED		3	/* see error and fence_error */
+
+/* Job statuses are kept for the last this many jobs of a file. */
+#define DRM_TESSERA_JOB_HISTORY		1024
+
+/**
+ * struct drm_tessera_job_status - how a job went (DRM_IOCTL_TESSERA_JOB_STATUS)
+ *
+ * Fails with -EINVAL for a @seq not yet handed out and -ENOENT for one
+ * more than DRM_TESSERA_JOB_HISTORY jobs old.
+ */
+struct drm_tessera_job_status {
+	/** @seq: in, the sequence number SUBMIT returned. */
+	__u64 seq;
+	/** @flags: in, must be zero. */
+	__u32 flags;
+	/** @state: out, DRM_TESSERA_JOB_*. */
+	__u32 state;
+	/** @error: out, the chip's TSR_ERR_* code, 0 if the chip reported none. */
+	__u32 error;
+	/** @fence_error: out, negative errno of the job's fence, 0 on success. */
+	__s32 fence_error;
+	/** @failed_cmd: out, index of the failing command or TSR_NO_COMMAND. */
+	__u32 failed_cmd;
+	/** @queue: out, the hardware queue that ran the job. */
+	__u32 queue;
+	/** @fault_va: out, device VA of an MMU or memory fault. */
+	__u64 fault_va;
+	/** @start_cycle: out, modeled device clock when the job started. */
+	__u64 start_cycle;
+	/** @end_cycle: out, modeled device clock when it ended. */
+	__u64 end_cycle;
+	/** @mxu_cycles: out, modeled cycles the MXUs were busy. */
+	__u64 mxu_cycles;
+	/** @vpu_cycles: out, modeled cycles the VPU was busy. */
+	__u64 vpu_cycles;
+	/** @dma_cycles: out, modeled cycles the DMA engines were busy. */
+	__u64 dma_cycles;
+	/** @duration_ns: out, host time from the job reaching the chip to its end. */
+	__u64 duration_ns;
+};
+
+/**
+ * struct drm_tessera_counters - device and driver counters
+ * (DRM_IOCTL_TESSERA_GET_COUNTERS)
+ *
+ * Device counters are read from the chip and restart from zero when the
+ * chip resets; driver counters count from the driver binding.
+ */
+struct drm_tessera_counters {
+	/** @flags: in, must be zero. */
+	__u32 flags;
+	/** @pad: in, must be zero. */
+	__u32 pad;
+	/** @mxu_busy_cycles: out, chip: modeled MXU busy cycles. */
+	__u64 mxu_busy_cycles;
+	/** @vpu_busy_cycles: out, chip: modeled VPU busy cycles. */
+	__u64 vpu_busy_cycles;
+	/** @dma_busy_cycles: out, chip: modeled DMA busy cycles. */
+	__u64 dma_busy_cycles;
+	/** @chip_jobs: out, chip: jobs run. */
+	__u64 chip_jobs;
+	/** @chip_commands: out, chip: commands run. */
+	__u64 chip_commands;
+	/** @hbm_read_bytes: out, chip: HBM bytes read. */
+	__u64 hbm_read_bytes;
+	/** @hbm_write_bytes: out, chip: HBM bytes written. */
+	__u64 hbm_write_bytes;
+	/** @clock_cycles: out, chip: the modeled device clock. */
+	__u64 clock_cycles;
+	/** @jobs_submitted: out, driver: jobs accepted by SUBMIT. */
+	__u64 jobs_submitted;
+	/** @jobs_completed: out, driver: jobs that succeeded. */
+	__u64 jobs_completed;
+	/** @jobs_failed: out, driver: jobs that failed, for any reason. */
+	__u64 jobs_failed;
+	/** @mmu_faults: out, driver: jobs that ended in an MMU fault. */
+	__u64 mmu_faults;
+	/** @ecc_correctable: out, driver: correctable HBM errors reported. */
+	__u64 ecc_correctable;
+	/** @ecc_uncorrectable: out, driver: uncorrectable HBM errors reported. */
+	__u64 ecc_uncorrectable;
+	/** @timeouts: out, driver: jobs that hung and were stopped. */
+	__u64 timeouts;
+	/** @lost_irqs: out, driver: completions found without their interrupt. */
+	__u64 lost_irqs;
+	/** @queue_resets: out, driver: single-queue resets. */
+	__u64 queue_resets;
+	/** @device_resets: out, driver: whole-chip resets. */
+	__u64 device_resets;
+	/** @fatal_errors: out, driver: fatal errors the chip reported. */
+	__u64 fatal_errors;
+	/** @banned_contexts: out, driver: contexts banned for repeated faults. */
+	__u64 banned_contexts;
 };
 
 #if defined(__cplusplus)

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Tessera debugfs, in /sys/kernel/debug/accel/<pci address>/:
+ *
+ *   registers          the chip's registers
+ *   queues             each hardware queue as the driver and the chip see it
+ *   contexts           open contexts and the buffers mapped into them
+ *   force_recovery     write 1: reset the chip as after a fatal error
+ *   fail_bo_alloc      fail the next N BO_CREATEs with -ENOMEM
+ *   fail_submit        fail the next N SUBMITs with -ENOMEM, late
+ *   fault_*            the chip's debug fault-injection block, when present
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+
+#include <drm/drm_debugfs.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_managed.h>
+
+#include "tessera_debugfs.h"
+#include "tessera_gem.h"
+#include "tessera_hw.h"
+#include "tessera_mmu.h"
+#include "tessera_reset.h"
+
+static struct tessera_device *seq_tdev(struct seq_file *m)
+{
+	struct drm_debugfs_entry *entry = m->private;
+
+	return to_tessera_device(entry->dev);
+}
+
+static int registers_show(struct seq_file *m, void *unused)
+{
+	static const struct {
+		const char *name;
+		u32 reg;
+	} regs[] = {
+		{ "CHIP_ID", TSR_REG_CHIP_ID },
+		{ "DEVICE_VERSION", TSR_REG_DEVICE_VERSION },
+		{ "CAPS", TSR_REG_CAPS },
+		{ "PRESET", TSR_REG_PRESET },
+		{ "STATUS", TSR_REG_STATUS },
+		{ "CLOCK_LO", TSR_REG_CLOCK_LO },
+		{ "CLOCK_HI", TSR_REG_CLOCK_HI },
+		{ "IRQ_STATUS", TSR_REG_IRQ_STATUS },
+		{ "IRQ_ENABLE", TSR_REG_IRQ_ENABLE },
+		{ "PING_COUNT", TSR_REG_PING_COUNT },
+		{ "MMU_CTX_TABLE_LO", TSR_REG_MMU_CTX_TABLE_LO },
+		{ "MMU_CTX_TABLE_HI", TSR_REG_MMU_CTX_TABLE_HI },
+		{ "MMU_CTX_COUNT", TSR_REG_MMU_CTX_COUNT },
+		{ "MMU_FAULT_CONTEXT", TSR_REG_MMU_FAULT_CONTEXT },
+		{ "MMU_FAULT_VA_LO", TSR_REG_MMU_FAULT_VA_LO },
+		{ "MMU_FAULT_VA_HI", TSR_REG_MMU_FAULT_VA_HI },
+		{ "MMU_FAULT_REASON", TSR_REG_MMU_FAULT_REASON },
+		{ "MMU_FAULT_COUNT", TSR_REG_MMU_FAULT_COUNT },
+	};
+	static const struct {
+		const char *name;
+		u32 reg;
+	} qregs[] = {
+		{ "CONTROL", TSR_QREG_CONTROL },
+		{ "STATUS", TSR_QREG_STATUS },
+		{ "HEAD", TSR_QREG_HEAD },
+		{ "TAIL", TSR_QREG_TAIL },
+		{ "FENCE_LO", TSR_QREG_FENCE_LO },
+		{ "JOBS_DONE", TSR_QREG_JOBS_DONE },
+		{ "JOBS_FAILED", TSR_QREG_JOBS_FAILED },
+		{ "IRQ_STATUS", TSR_QREG_IRQ_STATUS },
+		{ "LAST_ERROR", TSR_QREG_LAST_ERROR },
+	};
+	struct tessera_device *tdev = seq_tdev(m);
+	unsigned int i, q;
+	int idx;
+
+	if (!drm_dev_enter(&tdev->drm, &idx))
+		return -ENODEV;
+	for (i = 0; i < ARRAY_SIZE(regs); i++)
+		seq_printf(m, "%-20s 0x%04x 0x%08x\n", regs[i].name, regs[i].reg,
+			   tessera_reg_read(tdev, regs[i].reg));
+	for (q = 0; q < tdev->num_queues; q++)
+		for (i = 0; i < ARRAY_SIZE(qregs); i++)
+			seq_printf(m, "Q%u_%-17s 0x%04x 0x%08x\n", q, qregs[i].name,
+				   TSR_QUEUE_BASE(q) + qregs[i].reg,
+				   tessera_reg_read(tdev, TSR_QUEUE_BASE(q) +
+						    qregs[i].reg));
+	drm_dev_exit(idx);
+	return 0;
+}
+
+static int queues_show(struct seq_file *m, void *unused)
+{
+	struct tessera_device *tdev = seq_tdev(m);
+	unsigned int i;
+
+	for (i = 0; i < tdev->num_queues; i++) {
+		struct tessera_queue *q = &tdev->queues[i];
+		struct list_head *pos;
+		unsigned int inflight = 0;
+		unsigned long flags;
+		u64 seqno, fence;
+		u32 tail;
+
+		spin_lock_irqsave(&q->lock, flags);
+		list_for_each(pos, &q->inflight)
+			inflight++;
+		seqno = q->seqno;
+		tail = q->tail;
+		fence = le64_to_cpu(READ_ONCE(*q->fence_cpu));
+		spin_unlock_irqrestore(&q->lock, flags);
+		seq_printf(m, "queue %u: tail %u seqno %llu fence %llu inflight %u credits %u/%u\n",
+			   i, tail, seqno, fence, inflight,
+			   atomic_read(&q->sched.credit_count),
+			   q->sched.credit_limit);
+	}
+	return 0;
+}
+
+static int contexts_show(struct seq_file *m, void *unused)
+{
+	struct tessera_device *tdev = seq_tdev(m);
+	struct tessera_mapping *map;
+	struct tessera_ctx *ctx;
+	struct tessera_bo *bo;
+
+	mutex_lock(&tdev->ctx_lock);
+	list_for_each_entry(ctx, &tdev->contexts, link) {
+		seq_printf(m, "context %u: pid %d jobs %lld faults %d%s\n",
+			   ctx->id, ctx->pid, atomic64_read(&ctx->jobs),
+			   atomic_read(&ctx->faults),
+			   READ_ONCE(ctx->banned) ? " banned" : "");
+		mutex_lock(&tdev->map_lock);
+		list_for_each_entry(map, &ctx->mappings, ctx_link) {
+			bo = map->bo;
+			seq_printf(m, "  va 0x%010llx size %zu %s%s refs %u\n",
+				   map->va.start, bo->base.base.size,
+				   bo->hbm ? "hbm" : "host",
+				   bo->base.base.import_attach ? " imported" : "",
+				   kref_read(&map->ref));
+		}
+		mutex_unlock(&tdev->map_lock);
+	}
+	mutex_unlock(&tdev->ctx_lock);
+	return 0;
+}
+
+static const struct drm_debugfs_info tessera_debugfs_list[] = {
+	{ "registers", registers_show, 0 },
+	{ "queues", queues_show, 0 },
+	{ "contexts", contexts_show, 0 },
+};
+
+static ssize_t force_recovery_write(struct file *file, const char __user *buf,
+				    size_t len, loff_t *ppos)
+{
+	struct tessera_device *tdev = file->private_data;
+	bool reset;
+	int ret;
+
+	ret = kstrtobool_from_user(buf, len, &reset);
+	if (ret)
+		return ret;
+	if (reset)
+		tessera_force_recovery(tdev);
+	return len;
+}
+
+static const struct file_operations force_recovery_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = force_recovery_write,
+};
+
+/* One file per register of the chip's debug block. */
+struct tessera_dbg_reg {
+	const char *name;
+	u32 reg;
+	bool write_only;
+};
+
+static const struct tessera_dbg_reg tessera_dbg_regs[] = {
+	{ "fault_hang_queues", TSR_REG_DBG_HANG_QUEUES },
+	{ "fault_fail_dma", TSR_REG_DBG_FAIL_DMA },
+	{ "fault_poison_lo", TSR_REG_DBG_POISON_LO },
+	{ "fault_poison_hi", TSR_REG_DBG_POISON_HI },
+	{ "fault_poison_size", TSR_REG_DBG_POISON_SIZE },
+	{ "fault_ecc_correctable", TSR_REG_DBG_ECC_CORRECTABLE },
+	{ "fault_drop_irqs", TSR_REG_DBG_DROP_IRQS },
+	{ "fault_fatal", TSR_REG_DBG_FATAL, true },
+};
+
+struct tessera_dbg_file {
+	struct tessera_device *tdev;
+	const struct tessera_dbg_reg *reg;
+};
+
+static int dbg_reg_get(void *data, u64 *val)
+{
+	struct tessera_dbg_file *f = data;
+	int idx;
+
+	if (!drm_dev_enter(&f->tdev->drm, &idx))
+		return -ENODEV;
+	*val = f->reg->write_only ? 0 : tessera_reg_read(f->tdev, f->reg->reg);
+	drm_dev_exit(idx);
+	return 0;
+}
+
+static int dbg_reg_set(void *data, u64 val)
+{
+	struct tessera_dbg_file *f = data;
+	int idx;
+
+	if (val > U32_MAX)
+		return -EINVAL;
+	if (!drm_dev_enter(&f->tdev->drm, &idx))
+		return -ENODEV;
+	tessera_reg_write(f->tdev, f->reg->reg, val);
+	drm_dev_exit(idx);
+	return 0;
+}
+
+DEFINE_DEBUGFS_ATTRIBUTE(dbg_reg_fops, dbg_reg_get, dbg_reg_set, "0x%llx\n");
+
+void tessera_debugfs_init(struct tessera_device *tdev)
+{
+	struct dentry *root = tdev->drm.debugfs_root;
+	struct tessera_dbg_file *files;
+	unsigned int i;
+
+	drm_debugfs_add_files(&tdev->drm, tessera_debugfs_list,
+			      ARRAY_SIZE(tessera_debugfs_list));
+	debugfs_create_file("force_recovery", 0200, root, tdev,
+			    &force_recovery_fops);
+	debugfs_create_atomic_t("fail_bo_alloc", 0600, root,
+				&tdev->inject_bo_failures);
+	debugfs_create_atomic_t("fail_submit", 0600, root,
+				&tdev->inject_submit_failures);
+
+	if (!(tessera_reg_read(tdev, TSR_REG_CAPS) & TSR_CAP_DEBUG_REGS))
+		return;
+	files = drmm_kcalloc(&tdev->drm, ARRAY_SIZE(tessera_dbg_regs),
+			     sizeof(*files), GFP_KERNEL);
+	if (!files)
+		return;
+	for (i = 0; i < ARRAY_SIZE(tessera_dbg_regs); i++) {
+		files[i].tdev = tdev;
+		files[i].reg = &tessera_dbg_regs[i];
+		debugfs_create_file_unsafe(tessera_dbg_regs[i].name,
+					   tessera_dbg_regs[i].write_only ? 0200 : 0600,
+					   root, &files[i], &dbg_reg_fops);
+	}
+}

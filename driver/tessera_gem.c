@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Tessera buffer objects: system memory through the GEM shmem helpers,
+ * HBM from a drm_mm allocator over the chip's memory, and their mappings
+ * into device contexts.
+ *
+ * A buffer is mapped into a context when a file of that context first gets
+ * a handle to it (creation, PRIME import) and unmapped when the last handle
+ * is closed and no job of the context still uses it.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+
+#include <linux/io.h>
+#include <linux/mm.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_managed.h>
+#include <drm/drm_print.h>
+#include <drm/drm_vma_manager.h>
+#include <drm/tessera_accel.h>
+
+#include "tessera_drv.h"
+#include "tessera_gem.h"
+
+/* Buffers of at least this size start on a 2 MiB boundary (large pages). */
+#define TESSERA_LARGE_ALIGN_MIN		TSR_LARGE_PAGE_SIZE
+
+static u64 bo_alignment(u64 size)
+{
+	return size >= TESSERA_LARGE_ALIGN_MIN ? TSR_LARGE_PAGE_SIZE : PAGE_SIZE;
+}
+
+/* ------------------------------------------------------------ mappings */
+
+static struct tessera_mapping *mapping_find(struct tessera_bo *bo,
+					    struct tessera_ctx *ctx)
+{
+	struct tessera_mapping *map;
+
+	list_for_each_entry(map, &bo->mappings, bo_link)
+		if (map->ctx == ctx)
+			return map;
+	return NULL;
+}
+
+/* Map @bo into @ctx; called with tdev->map_lock held. */
+static struct tessera_mapping *mapping_create(struct tessera_bo *bo,
+					      struct tessera_ctx *ctx)
+{
+	struct drm_gem_object *obj = &bo->base.base;
+	u64 size = obj->size, prot = TESSERA_MAP_READ | TESSERA_MAP_WRITE;
+	struct tessera_mapping *map;
+	struct sg_table *sgt = NULL;
+	int ret;
+
+	if (!bo->hbm) {
+		sgt = drm_gem_shmem_get_pages_sgt(&bo->base);
+		if (IS_ERR(sgt))
+			return ERR_CAST(sgt);
+	}
+
+	map = kzalloc(sizeof(*map), GFP_KERNEL);
+	if (!map)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&map->ref);
+	map->bo = bo;
+
+	/* One unmapped guard page after each buffer catches overruns. */
+	mutex_lock(&ctx->lock);
+	ret = drm_mm_insert_node_generic(&ctx->va, &map->va, size + PAGE_SIZE,
+					 bo_alignment(size), 0,
+					 DRM_MM_INSERT_BEST);
+	mutex_unlock(&ctx->lock);
+	if (ret) {
+		kfree(map);
+		return ERR_PTR(ret == -ENOSPC ? -ENOMEM : ret);
+	}
+
+	if (bo->hbm)
+		ret = tessera_mmu_map_hbm(ctx, map->va.start, bo->hbm_node.start,
+					  size, prot);
+	else
+		ret = tessera_mmu_map_sgt(ctx, map->va.start, sgt, size, prot);
+	if (ret) {
+		mutex_lock(&ctx->lock);
+		drm_mm_remove_node(&map->va);
+		mutex_unlock(&ctx->lock);
+		kfree(map);
+		return ERR_PTR(ret);
+	}
+
+	map->ctx = tessera_ctx_get(ctx);
+	list_add_tail(&map->bo_link, &bo->mappings);
+	list_add_tail(&map->ctx_link, &ctx->mappings);
+	return map;
+}
+
+static void mapping_release(struct kref *ref)
+{
+	struct tessera_mapping *map = container_of(ref, struct tessera_mapping,
+						   ref);
+	struct tessera_ctx *ctx = map->ctx;
+
+	/* Called with tdev->map_lock held, by kref_put_mutex(). */
+	list_del(&map->bo_link);
+	list_del(&map->ctx_link);
+	tessera_mmu_unmap(ctx, map->va.start, map->bo->base.base.size);
+	mutex_lock(&ctx->lock);
+	drm_mm_remove_node(&map->va);
+	mutex_unlock(&ctx->lock);
+	mutex_unlock(&ctx->tdev->map_lock);
+
+	tessera_ctx_put(ctx);
+	kfree(map);
+}
+
+/**
+ * tessera_mapping_get() - a reference to @bo's mapping in @ctx
+ * @bo: the buffer
+ * @ctx: the context
+ *
+ * Return: the mapping, or NULL if @ctx holds no handle to @bo.
+ */
+struct tessera_mapping *tessera_mapping_get(struct tessera_bo *bo,
+					    struct tessera_ctx *ctx)
+{
+	struct tessera_device *tdev = ctx->tdev;
+	struct tessera_mapping *map;
+
+	mutex_lock(&tdev->map_lock);
+	map = mapping_find(bo, ctx);
+	if (map)
+		kref_get(&map->ref);
+	mutex_unlock(&tdev->map_lock);
+	return map;
+}
+
+void tessera_mapping_put(struct tessera_mapping *map)
+{
+	struct tessera_device *tdev = map->ctx->tdev;
+
+	kref_put_mutex(&map->ref, mapping_release, &tdev->map_lock);
+}
+
+/* ------------------------------------------------------- object hooks */
+
+static int tessera_bo_open(struct drm_gem_object *obj, struct drm_file *file)
+{
+	struct tessera_device *tdev = to_tessera_device(obj->dev);
+	struct tessera_file *tfile = file->driver_priv;
+	struct tessera_bo *bo = to_tessera_bo(obj);
+	struct tessera_mapping *map;
+	int ret = 0;
+
+	mutex_lock(&tdev->map_lock);
+	map = mapping_find(bo, tfile->ctx);
+	if (map) {
+		kref_get(&map->ref);
+	} else {
+		map = mapping_create(bo, tfile->ctx);
+		if (IS_ERR(map))
+			ret = PTR_ERR(map);
+	}
+	mutex_unlock(&tdev->map_lock);
+	return ret;
+}
+
+static void tessera_bo_close(struct drm_gem_object *obj, struct drm_file *file)
+{
+	struct tessera_device *tdev = to_tessera_device(obj->dev);
+	struct tessera_file *tfile = file->driver_priv;
+	struct tessera_mapping *map;
+
+	mutex_lock(&tdev->map_lock);
+	map = mapping_find(to_tessera_bo(obj), tfile->ctx);
+	mutex_unlock(&tdev->map_lock);
+	/* The handle's own reference keeps @map alive until this put. */
+	if (!WARN_ON(!map))
+		tessera_mapping_put(map);
+}
+
+static void tessera_shmem_free(struct drm_gem_object *obj)
+{
+	struct tessera_bo *bo = to_tessera_bo(obj);
+
+	WARN_ON(!list_empty(&bo->mappings));
+	drm_gem_shmem_free(&bo->base);
+}
+
+static enum drm_gem_object_status tessera_shmem_status(struct drm_gem_object *obj)
+{
+	return to_drm_gem_shmem_obj(obj)->pages ? DRM_GEM_OBJECT_RESIDENT : 0;
+}
+
+static const struct drm_gem_object_funcs tessera_shmem_funcs = {
+	.free = tessera_shmem_free,
+	.open = tessera_bo_open,
+	.close = tessera_bo_close,
+	.print_info = drm_gem_shmem_object_print_info,
+	.pin = drm_gem_shmem_object_pin,
+	.unpin = drm_gem_shmem_object_unpin,
+	.get_sg_table = drm_gem_shmem_object_get_sg_table,
+	.vmap = drm_gem_shmem_object_vmap,
+	.vunmap = drm_gem_shmem_object_vunmap,
+	.mmap = drm_gem_shmem_object_mmap,
+	.status = tessera_shmem_status,
+	.vm_ops = &drm_gem_shmem_vm_ops,
+};
+
+/* drm_driver.gem_create_object: system-memory buffers, made or imported. */
+struct drm_gem_object *tessera_gem_create_object(struct drm_device *drm,
+						 size_t size)
+{
+	struct tessera_bo *bo;
+
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	if (!bo)
+		return ERR_PTR(-ENOMEM);
+	INIT_LIST_HEAD(&bo->mappings);
+	bo->base.base.funcs = &tessera_shmem_funcs;
+	return &bo->base.base;
+}
+
+/* --------------------------------------------------------------- HBM */
+
+static void tessera_hbm_bo_free(struct drm_gem_object *obj)
+{
+	struct tessera_device *tdev = to_tessera_device(obj->dev);
+	struct tessera_bo *bo = to_tessera_bo(obj);
+
+	WARN_ON(!list_empty(&bo->mappings));
+	mutex_lock(&tdev->hbm_lock);
+	drm_mm_remove_node(&bo->hbm_node);
+	tdev->hbm_used -= obj->size;
+	mutex_unlock(&tdev->hbm_lock);
+	drm_gem_object_release(obj);
+	kfree(bo);
+}
+
+static int tessera_hbm_mmap(struct drm_gem_object *obj,
+			    struct vm_area_struct *vma)
+{
+	struct tessera_device *tdev = to_tessera_device(obj->dev);
+	struct tessera_bo *bo = to_tessera_bo(obj);
+	int idx, ret;
+
+	if (!drm_dev_enter(obj->dev, &idx))
+		return -ENODEV;
+	/* drm_gem_mmap_obj() has checked the size; the offset is the object's. */
+	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
+	ret = io_remap_pfn_range(vma, vma->vm_start,
+				 (tdev->hbm_bus + bo->hbm_node.start) >> PAGE_SHIFT,
+				 vma->vm_end - vma->vm_start, vma->vm_page_prot);
+	drm_dev_exit(idx);
+	return ret;
+}
+
+static struct dma_buf *tessera_hbm_export(struct drm_gem_object *obj,
+					  int flags)
+{
+	drm_dbg(obj->dev, "HBM buffers cannot be exported\n");
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static void tessera_hbm_print_info(struct drm_printer *p, unsigned int indent,
+				   const struct drm_gem_object *obj)
+{
+	const struct tessera_bo *bo =
+		container_of(obj, struct tessera_bo, base.base);
+
+	drm_printf_indent(p, indent, "hbm_offset=0x%llx\n", bo->hbm_node.start);
+}
+
+static enum drm_gem_object_status tessera_hbm_status(struct drm_gem_object *obj)
+{
+	return DRM_GEM_OBJECT_RESIDENT;
+}
+
+static const struct vm_operations_struct tessera_hbm_vm_ops = {
+	.open = drm_gem_vm_open,
+	.close = drm_gem_vm_close,
+};
+
+static const struct drm_gem_object_funcs tessera_hbm_funcs = {
+	.free = tessera_hbm_bo_free,
+	.open = tessera_bo_open,
+	.close = tessera_bo_close,
+	.print_info = tessera_hbm_print_info,
+	.export = tessera_hbm_export,
+	.mmap = tessera_hbm_mmap,
+	.status = tessera_hbm_status,
+	.vm_ops = &tessera_hbm_vm_ops,
+};
+
+static struct drm_gem_object *tessera_hbm_bo_create(struct tessera_device *tdev,
+						    u64 size)
+{
+	struct tessera_bo *bo;
+	struct drm_gem_object *obj;
+	int ret;
+
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	if (!bo)
+		return ERR_PTR(-ENOMEM);
+	INIT_LIST_HEAD(&bo->mappings);
+	bo->hbm = true;
+	obj = &bo->base.base;
+
+	mutex_lock(&tdev->hbm_lock);
+	ret = drm_mm_insert_node_generic(&tdev->hbm_mm, &bo->hbm_node, size,
+					 bo_alignment(size), 0,
+					 DRM_MM_INSERT_BEST);
+	if (!ret)
+		tdev->hbm_used += size;
+	mutex_unlock(&tdev->hbm_lock);
+	if (ret) {
+		drm_dbg(&tdev->drm, "no %llu bytes of HBM free\n", size);
+		kfree(bo);
+		return ERR_PTR(-ENOMEM);
+	}
+	/* No buffer sees what the previous owner of its HBM left there. */
+	memset_io(tdev->hbm + bo->hbm_node.start, 0, size);
+
+	obj->funcs = &tessera_hbm_funcs;
+	drm_gem_private_object_init(&tdev->drm, obj, size);
+	ret = drm_gem_create_mmap_offset(obj);
+	if (ret) {
+		drm_gem_object_put(obj);
+		return ERR_PTR(ret);
+	}
+	return obj;
+}
+
+u64 tessera_hbm_free(struct tessera_device *tdev)
+{
+	u64 used;
+
+	mutex_lock(&tdev->hbm_lock);
+	used = tdev->hbm_used;
+	mutex_unlock(&tdev->hbm_lock);
+	return tdev->hbm_size - used;
+}
+
+static void tessera_hbm_release(struct drm_device *drm, void *arg)
+{
+	struct tessera_device *tdev = to_tessera_device(drm);
+
+	drm_mm_takedown(&tdev->hbm_mm);
+}
+
+int tessera_hbm_init(struct tessera_device *tdev)
+{
+	int ret;
+
+	ret = drmm_mutex_init(&tdev->drm, &tdev->hbm_lock);
+	if (ret)
+		return ret;
+	drm_mm_init(&tdev->hbm_mm, 0, tdev->hbm_size);
+	return drmm_add_action_or_reset(&tdev->drm, tessera_hbm_release, NULL);
+}
+
+/* -------------------------------------------------------------- ioctls */
+
+int tessera_ioctl_bo_create(struct drm_device *drm, void *data,
+			    struct drm_file *file)
+{
+	struct tessera_device *tdev = to_tessera_device(drm);
+	struct drm_tessera_bo_create *args = data;
+	struct drm_gem_object *obj;
+	u64 size;
+	int idx, ret;
+
+	if (args->flags & ~DRM_TESSERA_BO_FLAGS_ALL) {
+		drm_dbg(drm, "BO_CREATE: unknown flags 0x%x\n", args->flags);
+		return -EINVAL;
+	}
+	if (!args->size || args->size > DRM_TESSERA_BO_MAX_SIZE) {
+		drm_dbg(drm, "BO_CREATE: size %llu not in 1..%llu\n", args->size,
+			DRM_TESSERA_BO_MAX_SIZE);
+		return -EINVAL;
+	}
+	size = PAGE_ALIGN(args->size);
+	if (tessera_inject(&tdev->inject_bo_failures)) {
+		drm_dbg(drm, "BO_CREATE: injected allocation failure\n");
+		return -ENOMEM;
+	}
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+
+	if (args->flags & DRM_TESSERA_BO_HBM) {
+		obj = tessera_hbm_bo_create(tdev, size);
+	} else {
+		struct drm_gem_shmem_object *shmem;
+
+		shmem = drm_gem_shmem_create(drm, size);
+		obj = IS_ERR(shmem) ? ERR_CAST(shmem) : &shmem->base;
+	}
+	if (IS_ERR(obj)) {
+		ret = PTR_ERR(obj);
+		goto out;
+	}
+	ret = drm_gem_handle_create(file, obj, &args->handle);
+	drm_gem_object_put(obj);
+out:
+	drm_dev_exit(idx);
+	return ret;
+}
+
+int tessera_ioctl_bo_info(struct drm_device *drm, void *data,
+			  struct drm_file *file)
+{
+	struct tessera_file *tfile = file->driver_priv;
+	struct drm_tessera_bo_info *args = data;
+	struct tessera_mapping *map;
+	struct drm_gem_object *obj;
+	struct tessera_bo *bo;
+	int ret;
+
+	if (args->flags) {
+		drm_dbg(drm, "BO_INFO: flags 0x%x must be zero\n", args->flags);
+		return -EINVAL;
+	}
+	obj = drm_gem_object_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+	bo = to_tessera_bo(obj);
+
+	ret = drm_gem_create_mmap_offset(obj);
+	if (ret)
+		goto out;
+	map = tessera_mapping_get(bo, tfile->ctx);
+	if (WARN_ON(!map)) {
+		ret = -ENOENT;
+		goto out;
+	}
+	args->device_va = map->va.start;
+	tessera_mapping_put(map);
+
+	args->mmap_offset = drm_vma_node_offset_addr(&obj->vma_node);
+	args->size = obj->size;
+	args->placement = bo->hbm ? DRM_TESSERA_BO_HBM : 0;
+	args->pad = 0;
+out:
+	drm_gem_object_put(obj);
+	return ret;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#ifndef __TESSERA_GEM_H__
+#define __TESSERA_GEM_H__
+
+#include <linux/kref.h>
+#include <drm/drm_gem_shmem_helper.h>
+#include <drm/drm_mm.h>
+
+#include "tessera_mmu.h"
+
+/**
+ * struct tessera_bo - a buffer object in system memory or HBM
+ * @base: shmem object; for HBM buffers only its GEM object is used
+ * @hbm: the buffer lives in HBM at @hbm_node
+ * @hbm_node: the buffer's range of HBM
+ * @mappings: its mappings into contexts (tdev->map_lock)
+ */
+struct tessera_bo {
+	struct drm_gem_shmem_object base;
+	bool hbm;
+	struct drm_mm_node hbm_node;
+	struct list_head mappings;
+};
+
+/**
+ * struct tessera_mapping - a buffer object mapped into one context
+ * @ref: held by each handle of the buffer in the context's file and by
+ *	each job that uses it
+ * @bo: the buffer (not a reference: every holder of @ref holds one)
+ * @ctx: the context (a reference)
+ * @va: the range of device VA, one guard page longer than the buffer
+ * @bo_link: entry in bo->mappings (tdev->map_lock)
+ * @ctx_link: entry in ctx->mappings (tdev->map_lock)
+ */
+struct tessera_mapping {
+	struct kref ref;
+	struct tessera_bo *bo;
+	struct tessera_ctx *ctx;
+	struct drm_mm_node va;
+	struct list_head bo_link;
+	struct list_head ctx_link;
+};
+
+static inline struct tessera_bo *to_tessera_bo(struct drm_gem_object *obj)
+{
+	return container_of(to_drm_gem_shmem_obj(obj), struct tessera_bo, base);
+}
+
+struct drm_gem_object *tessera_gem_create_object(struct drm_device *drm,
+						 size_t size);
+struct tessera_mapping *tessera_mapping_get(struct tessera_bo *bo,
+					    struct tessera_ctx *ctx);
+void tessera_mapping_put(struct tessera_mapping *map);
+
+int tessera_hbm_init(struct tessera_device *tdev);
+u64 tessera_hbm_free(struct tessera_device *tdev);
+
+int tessera_ioctl_bo_create(struct drm_device *drm, void *data,
+			    struct drm_file *file);
+int tessera_ioctl_bo_info(struct drm_device *drm, void *data,
+			  struct drm_file *file);
+
+#endif /* __TESSERA_GEM_H__ */

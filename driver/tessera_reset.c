@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Tessera recovery: job timeouts, fatal chip errors, context bans, unplug.
+ *
+ * A job that outlives the job_timeout module parameter is stopped by
+ * resetting its queue alone: jobs on other queues never notice.  A fatal
+ * chip error resets the whole chip.  Either way the schedulers of the
+ * queues concerned are stopped, jobs the chip finished before the reset
+ * are retired normally, the guilty job (if any) fails with -ETIMEDOUT, the
+ * other jobs are put back on the rings, and the schedulers restart.  Every
+ * reset is counted and announced with a uevent.  Timeouts and resets run
+ * one at a time on tdev->reset_wq.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+
+#include <linux/kobject.h>
+
+#include <drm/drm_drv.h>
+#include <drm/drm_print.h>
+
+#include "tessera_hw.h"
+#include "tessera_job.h"
+#include "tessera_mmu.h"
+#include "tessera_reset.h"
+
+/**
+ * tessera_ctx_fault() - count a hang or MMU fault against a context
+ * @ctx: the context whose job it was
+ *
+ * After tessera_ban_threshold of them the context is banned: its queued
+ * jobs and later submits fail with -ECANCELED.
+ */
+void tessera_ctx_fault(struct tessera_ctx *ctx)
+{
+	int faults = atomic_inc_return(&ctx->faults);
+
+	if (!tessera_ban_threshold || faults < tessera_ban_threshold ||
+	    xchg(&ctx->banned, true))
+		return;
+	tessera_count(ctx->tdev, TESSERA_CNT_BANNED_CONTEXTS);
+	drm_info(&ctx->tdev->drm, "context %u (pid %d) banned after %d faults\n",
+		 ctx->id, ctx->pid, faults);
+}
+
+static void tessera_reset_uevent(struct tessera_device *tdev, const char *kind,
+				 int queue)
+{
+	char event[32], q[32];
+	char *envp[3] = { event, q, NULL };
+
+	snprintf(event, sizeof(event), "TESSERA_RESET=%s", kind);
+	snprintf(q, sizeof(q), "TESSERA_QUEUE=%d", queue);
+	kobject_uevent_env(&tdev->drm.dev->kobj, KOBJ_CHANGE, envp);
+}
+
+/*
+ * Reset the queues in @mask (the whole chip if @chip) and restart them.
+ * The caller holds reset_lock and has marked the guilty job, if any.
+ */
+static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
+			    bool chip)
+{
+	struct tessera_job *job, *tmp;
+	unsigned long flags;
+	unsigned int i;
+
+	lockdep_assert_held(&tdev->reset_lock);
+
+	for_each_set_bit(i, &mask, tdev->num_queues)
+		drm_sched_wqueue_stop(&tdev->queues[i].sched);
+
+	if (chip)
+		tessera_hw_reset(tdev);
+	else
+		for_each_set_bit(i, &mask, tdev->num_queues)
+			tessera_hw_queue_reset(&tdev->queues[i]);
+
+	/* The chip is quiet now: retire what it finished before the reset. */
+	for_each_set_bit(i, &mask, tdev->num_queues)
+		tessera_queue_reap(&tdev->queues[i], false);
+
+	for_each_set_bit(i, &mask, tdev->num_queues) {
+		struct tessera_queue *q = &tdev->queues[i];
+
+		/* Detach the hardware fences of every job still pending. */
+		drm_sched_stop(&q->sched, NULL);
+
+		spin_lock_irqsave(&q->lock, flags);
+		list_for_each_entry_safe(job, tmp, &q->inflight, link) {
+			list_del_init(&job->link);
+			if (++job->resets > tessera_max_resets_per_job &&
+			    !job->error)
+				job->error = -EIO;
+		}
+		q->tail = 0;
+		spin_unlock_irqrestore(&q->lock, flags);
+		tessera_queue_hw_init(q);
+	}
+
+	/* Guilty and banned jobs fail in run_job; the others run again. */
+	for_each_set_bit(i, &mask, tdev->num_queues) {
+		drm_sched_resubmit_jobs(&tdev->queues[i].sched);
+		drm_sched_start(&tdev->queues[i].sched);
+	}
+
+	if (chip) {
+		tessera_count(tdev, TESSERA_CNT_DEVICE_RESETS);
+		tessera_reset_uevent(tdev, "chip", -1);
+	} else {
+		tessera_count(tdev, TESSERA_CNT_QUEUE_RESETS);
+		tessera_reset_uevent(tdev, "queue", (int)__ffs(mask));
+	}
+}
+
+/**
+ * tessera_job_timedout() - a job outlived the timeout
+ * @job: the oldest job of its queue, back in the scheduler's pending list
+ *
+ * Return: DRM_GPU_SCHED_STAT_NOMINAL, or DRM_GPU_SCHED_STAT_ENODEV once
+ * the device is gone.
+ */
+enum drm_gpu_sched_stat tessera_job_timedout(struct tessera_job *job)
+{
+	struct tessera_device *tdev = job->tdev;
+	struct tessera_queue *q = job->q;
+	int idx;
+
+	if (!drm_dev_enter(&tdev->drm, &idx))
+		return DRM_GPU_SCHED_STAT_ENODEV;
+	mutex_lock(&tdev->reset_lock);
+
+	/* Finished, but its interrupt never came: no reset needed. */
+	tessera_queue_reap(q, true);
+	if (dma_fence_is_signaled(job->hw_fence)) {
+		tessera_count(tdev, TESSERA_CNT_LOST_IRQS);
+		drm_dbg(&tdev->drm, "queue %u: job %llu of context %u finished without an interrupt\n",
+			q->index, job->seq, job->ctx->id);
+		goto out;
+	}
+
+	drm_warn(&tdev->drm, "queue %u: job %llu of context %u (pid %d) timed out; resetting the queue\n",
+		 q->index, job->seq, job->ctx->id, job->ctx->pid);
+	tessera_count(tdev, TESSERA_CNT_TIMEOUTS);
+	job->error = -ETIMEDOUT;
+	tessera_ctx_fault(job->ctx);
+	tessera_recover(tdev, BIT(q->index), false);
+out:
+	mutex_unlock(&tdev->reset_lock);
+	drm_dev_exit(idx);
+	return DRM_GPU_SCHED_STAT_NOMINAL;
+}
+
+static void tessera_chip_recover(struct tessera_device *tdev)
+{
+	mutex_lock(&tdev->reset_lock);
+	tessera_recover(tdev, GENMASK(tdev->num_queues - 1, 0), true);
+	mutex_unlock(&tdev->reset_lock);
+}
+
+static void tessera_fatal_work(struct work_struct *work)
+{
+	struct tessera_device *tdev = container_of(work, struct tessera_device,
+						   fatal_work);
+	int idx;
+
+	if (!drm_dev_enter(&tdev->drm, &idx))
+		return;
+	drm_err(&tdev->drm, "fatal chip error; resetting the chip\n");
+	tessera_chip_recover(tdev);
+	drm_dev_exit(idx);
+}
+
+/* From the device interrupt: the chip reported a fatal error. */
+void tessera_schedule_fatal_recovery(struct tessera_device *tdev)
+{
+	tessera_count(tdev, TESSERA_CNT_FATAL_ERRORS);
+	queue_work(tdev->reset_wq, &tdev->fatal_work);
+}
+
+/* debugfs force_recovery: reset the chip as if it had failed. */
+void tessera_force_recovery(struct tessera_device *tdev)
+{
+	int idx;
+
+	if (!drm_dev_enter(&tdev->drm, &idx))
+		return;
+	drm_info(&tdev->drm, "recovery forced through debugfs\n");
+	tessera_chip_recover(tdev);
+	drm_dev_exit(idx);
+}
+
+void tessera_reset_init(struct tessera_device *tdev)
+{
+	INIT_WORK(&tdev->fatal_work, tessera_fatal_work);
+}
+
+/**
+ * tessera_reset_unplug() - the device is gone: fail every job
+ * @tdev: the device, already unplugged from DRM (drm_dev_enter() fails)
+ *
+ * Jobs on the rings fail with -ENODEV now; jobs still waiting in the
+ * schedulers fail with -ENODEV in run_job.  The schedulers themselves live
+ * until the last file is closed.
+ */
+void tessera_reset_unplug(struct tessera_device *tdev)
+{
+	unsigned int i;
+
+	cancel_work_sync(&tdev->fatal_work);
+	mutex_lock(&tdev->reset_lock);
+	WRITE_ONCE(tdev->unplugged, true);
+	for (i = 0; i < tdev->num_queues; i++)
+		drm_sched_wqueue_stop(&tdev->queues[i].sched);
+	for (i = 0; i < tdev->num_queues; i++)
+		tessera_queue_cancel(&tdev->queues[i], -ENODEV);
+	for (i = 0; i < tdev->num_queues; i++)
+		drm_sched_wqueue_start(&tdev->queues[i].sched);
+	mutex_unlock(&tdev->reset_lock);
+}

@@ -1,0 +1,954 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The tessera driver through its uapi, on the real chip: buffer objects,
+ * submission, job status, syncobjs, isolation between contexts, injected
+ * faults and recovery, many processes at once.
+ *
+ * Expects the VM's chips to have debug-regs=on and the driver a short
+ * job_timeout_ms (tests/run-checks boots it so).
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <linux/netlink.h>
+
+#include "kselftest_harness.h"
+#include "tessera_util.h"
+
+#define KIB 1024u
+#define MIB (1024u * 1024u)
+
+FIXTURE(drv) {
+	int fd;
+	char pci[32];
+	struct drm_tessera_info info;
+	struct tsr_cmds c;
+	struct tsr_bo host, hbm;
+	uint32_t sync;
+};
+
+FIXTURE_SETUP(drv)
+{
+	self->fd = tsr_open(0);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, tsr_info(self->fd, &self->info));
+	ASSERT_EQ(0, tsr_pci_address(0, self->pci, sizeof(self->pci)));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->c.bo));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->host));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, DRM_TESSERA_BO_HBM,
+				   &self->hbm));
+	self->sync = tsr_syncobj(self->fd);
+	ASSERT_LT(0, (int)self->sync);
+}
+
+FIXTURE_TEARDOWN(drv)
+{
+	close(self->fd);
+}
+
+/* Submit the fixture's command buffer on @queue and wait for the job. */
+static int run(struct __test_metadata *_metadata, FIXTURE_DATA(drv) *self,
+	       uint32_t queue, struct drm_tessera_job_status *st)
+{
+	const struct tsr_bo *bos[] = { &self->host, &self->hbm };
+	uint64_t seq;
+	int ret;
+
+	drmSyncobjReset(self->fd, &self->sync, 1);
+	ret = tsr_submit(self->fd, &self->c, queue, bos, 2, self->sync, &seq);
+	if (ret)
+		return ret;
+	ret = tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS);
+	if (ret)
+		return ret;
+	ret = tsr_job_status(self->fd, seq, st);
+	self->c.len = 0;
+	return ret;
+}
+
+#define RUN_OK(q) do { \
+	struct drm_tessera_job_status _st; \
+	ASSERT_EQ(0, run(_metadata, self, (q), &_st)); \
+	ASSERT_EQ(DRM_TESSERA_JOB_DONE, _st.state); \
+} while (0)
+
+/* ---------------------------------------------------------- info */
+
+TEST_F(drv, info_reports_the_configuration)
+{
+	struct drm_tessera_info *i = &self->info;
+
+	/* Again, now that the fixture's buffers exist. */
+	ASSERT_EQ(0, tsr_info(self->fd, i));
+	EXPECT_EQ(DRM_TESSERA_UAPI_VERSION, i->uapi_version);
+	EXPECT_EQ(TSR_PRESET_V4, i->preset);
+	EXPECT_EQ(2, i->tensorcores);
+	EXPECT_EQ(128, i->mxu_dim);
+	EXPECT_EQ(4, i->num_queues);
+	EXPECT_EQ(256ull * MIB, i->hbm_size);
+	EXPECT_GE(i->hbm_size - 64 * KIB, i->hbm_free);
+	EXPECT_EQ(1, i->slice_chips);
+	EXPECT_EQ(1, i->topology[0]);
+	EXPECT_NE(0, i->context_id);
+	EXPECT_NE(0, i->caps & TSR_CAP_DEBUG_REGS);
+}
+
+TEST_F(drv, each_file_is_its_own_context)
+{
+	struct drm_tessera_info other;
+	int fd2 = tsr_open(0);
+
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, tsr_info(fd2, &other));
+	EXPECT_NE(self->info.context_id, other.context_id);
+	close(fd2);
+}
+
+/* ----------------------------------------------------- buffer objects */
+
+TEST_F(drv, buffers_get_distinct_page_aligned_addresses)
+{
+	struct tsr_bo small;
+
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 1, 0, &small));
+	EXPECT_EQ(4096, small.size);
+	EXPECT_EQ(0, small.placement);
+	EXPECT_EQ(DRM_TESSERA_BO_HBM, self->hbm.placement);
+	EXPECT_LE(16ull * MIB, self->c.bo.va);
+	EXPECT_EQ(0, small.va % 4096);
+	/* A guard page separates neighbours. */
+	EXPECT_TRUE(small.va >= self->hbm.va + self->hbm.size + 4096 ||
+		    small.va + small.size + 4096 <= self->c.bo.va);
+	EXPECT_NE(self->host.va, self->hbm.va);
+	tsr_bo_destroy(self->fd, &small);
+}
+
+TEST_F(drv, large_buffers_are_2mib_aligned)
+{
+	struct tsr_bo big;
+
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 4 * MIB, DRM_TESSERA_BO_HBM, &big));
+	EXPECT_EQ(0, big.va % (2 * MIB));
+	tsr_bo_destroy(self->fd, &big);
+}
+
+TEST_F(drv, bo_create_rejects_bad_arguments)
+{
+	struct drm_tessera_bo_create c = { .size = 0 };
+
+	EXPECT_EQ(-EINVAL, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_CREATE, &c));
+	c.size = DRM_TESSERA_BO_MAX_SIZE + 1;
+	EXPECT_EQ(-EINVAL, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_CREATE, &c));
+	c.size = 4096;
+	c.flags = 0x80;
+	EXPECT_EQ(-EINVAL, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_CREATE, &c));
+	/* More HBM than the chip has is a clean ENOMEM. */
+	c.flags = DRM_TESSERA_BO_HBM;
+	c.size = self->info.hbm_size * 2;
+	EXPECT_EQ(-ENOMEM, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_CREATE, &c));
+}
+
+TEST_F(drv, hbm_free_follows_allocations)
+{
+	struct drm_tessera_info before, during, after;
+	struct tsr_bo bo;
+
+	ASSERT_EQ(0, tsr_info(self->fd, &before));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 8 * MIB, DRM_TESSERA_BO_HBM, &bo));
+	ASSERT_EQ(0, tsr_info(self->fd, &during));
+	EXPECT_EQ(before.hbm_free - 8 * MIB, during.hbm_free);
+	tsr_bo_destroy(self->fd, &bo);
+	ASSERT_EQ(0, tsr_info(self->fd, &after));
+	EXPECT_EQ(before.hbm_free, after.hbm_free);
+}
+
+TEST_F(drv, bo_info_rejects_bad_and_foreign_handles)
+{
+	struct drm_tessera_bo_info i = { .handle = 9999 };
+	int fd2 = tsr_open(0);
+
+	EXPECT_EQ(-ENOENT, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_INFO, &i));
+	i.handle = self->host.handle;
+	i.flags = 1;
+	EXPECT_EQ(-EINVAL, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_INFO, &i));
+	/* Handles are per file. */
+	ASSERT_LE(0, fd2);
+	i.flags = 0;
+	i.handle = self->hbm.handle + 100;
+	EXPECT_EQ(-ENOENT, tsr_ioctl(fd2, DRM_IOCTL_TESSERA_BO_INFO, &i));
+	close(fd2);
+}
+
+TEST_F(drv, new_buffers_are_zeroed)
+{
+	struct tsr_bo bo;
+	unsigned int i;
+	uint32_t *p;
+
+	/* Dirty some HBM, free it, allocate it again. */
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 1 * MIB, DRM_TESSERA_BO_HBM, &bo));
+	memset(bo.map, 0xa5, bo.size);
+	tsr_bo_destroy(self->fd, &bo);
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 1 * MIB, DRM_TESSERA_BO_HBM, &bo));
+	p = bo.map;
+	for (i = 0; i < bo.size / 4; i++)
+		if (p[i])
+			break;
+	EXPECT_EQ(bo.size / 4, i);
+	tsr_bo_destroy(self->fd, &bo);
+}
+
+TEST_F(drv, hbm_buffers_cannot_be_exported)
+{
+	int dmabuf = -1;
+
+	EXPECT_NE(0, drmPrimeHandleToFD(self->fd, self->hbm.handle, DRM_CLOEXEC,
+					&dmabuf));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+}
+
+/* ------------------------------------------------ mmap and device DMA */
+
+TEST_F(drv, device_and_cpu_see_the_same_host_and_hbm_memory)
+{
+	uint32_t *host = self->host.map, *hbm = self->hbm.map;
+	unsigned int i;
+
+	for (i = 0; i < 1024; i++)
+		host[i] = i * 2654435761u;
+	/* host -> HBM, then the device fills the rest of HBM. */
+	tsr_emit_copy(&self->c, self->host.va, self->hbm.va, 4096);
+	tsr_emit_fill(&self->c, self->hbm.va + 4096, 0xfeedf00d, 4096);
+	tsr_emit_copy(&self->c, self->hbm.va, self->host.va + 8192, 8192);
+	RUN_OK(0);
+	for (i = 0; i < 1024; i++) {
+		ASSERT_EQ(i * 2654435761u, hbm[i]);
+		ASSERT_EQ(0xfeedf00du, hbm[1024 + i]);
+		ASSERT_EQ(i * 2654435761u, host[2048 + i]);
+		ASSERT_EQ(0xfeedf00du, host[3072 + i]);
+	}
+}
+
+TEST_F(drv, prime_shares_host_buffers_between_files)
+{
+	struct drm_tessera_bo_info info = { 0 };
+	struct tsr_cmds c2 = { 0 };
+	uint32_t handle;
+	int fd2, dmabuf;
+
+	ASSERT_EQ(0, drmPrimeHandleToFD(self->fd, self->host.handle,
+					DRM_CLOEXEC | DRM_RDWR, &dmabuf));
+	fd2 = tsr_open(0);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, drmPrimeFDToHandle(fd2, dmabuf, &handle));
+	info.handle = handle;
+	ASSERT_EQ(0, tsr_ioctl(fd2, DRM_IOCTL_TESSERA_BO_INFO, &info));
+	ASSERT_EQ(self->host.size, info.size);
+
+	/* The second context writes the shared buffer at its own address. */
+	ASSERT_EQ(0, tsr_bo_create(fd2, 4096, 0, &c2.bo));
+	tsr_emit_fill(&c2, info.device_va + 256, 0x5eed5eed, 64);
+	{
+		struct tsr_bo shared = { .handle = handle };
+		const struct tsr_bo *bos[] = { &shared };
+		uint32_t s = tsr_syncobj(fd2);
+
+		ASSERT_EQ(0, tsr_submit(fd2, &c2, 1, bos, 1, s, NULL));
+		ASSERT_EQ(0, tsr_wait(fd2, s, TSR_TEST_WAIT_NS));
+	}
+	EXPECT_EQ(0x5eed5eedu, ((uint32_t *)self->host.map)[64]);
+	close(dmabuf);
+	close(fd2);
+}
+
+/* ---------------------------------------------------------- SUBMIT */
+
+static int submit_raw(int fd, struct drm_tessera_submit *s)
+{
+	return tsr_ioctl(fd, DRM_IOCTL_TESSERA_SUBMIT, s);
+}
+
+TEST_F(drv, submit_rejects_bad_arguments)
+{
+	struct drm_tessera_submit_bo bo = { self->host.handle, DRM_TESSERA_BO_READ };
+	struct drm_tessera_submit_bo dup[2] = { bo, bo };
+	struct drm_tessera_sync sync = { .handle = self->sync };
+	struct drm_tessera_submit good = {
+		.cmdbuf_handle = self->c.bo.handle, .cmdbuf_size = 8,
+	}, s;
+
+	tsr_emit_nop(&self->c);
+	s = good;
+	ASSERT_EQ(0, submit_raw(self->fd, &s));
+#define BAD(err, field, value) do { \
+	s = good; s.field = value; \
+	EXPECT_EQ(err, submit_raw(self->fd, &s)) TH_LOG(#field " = " #value); \
+} while (0)
+	BAD(-EINVAL, flags, 0x100);
+	BAD(-EINVAL, pad, 1);
+	BAD(-EINVAL, queue, self->info.num_queues);
+	BAD(-EINVAL, priority, 3);
+	BAD(-EINVAL, cmdbuf_size, 0);
+	BAD(-EINVAL, cmdbuf_size, 12);
+	BAD(-EINVAL, cmdbuf_size, DRM_TESSERA_MAX_CMDBUF_SIZE + 8);
+	BAD(-EINVAL, cmdbuf_size, self->c.bo.size + 8);
+	BAD(-EINVAL, cmdbuf_offset, 4);
+	BAD(-EINVAL, cmdbuf_offset, self->c.bo.size);
+	BAD(-EINVAL, cmdbuf_offset, ~0ull - 7);
+	BAD(-ENOENT, cmdbuf_handle, 4242);
+	BAD(-EINVAL, bo_count, DRM_TESSERA_MAX_BOS + 1);
+	BAD(-EINVAL, in_sync_count, DRM_TESSERA_MAX_SYNCS + 1);
+	BAD(-EINVAL, out_sync.handle, self->sync);
+	BAD(-EINVAL, out_sync.flags, 1);
+	/* Pointers that do not point at readable memory. */
+	s = good; s.bo_count = 1; s.bos = 8;
+	EXPECT_EQ(-EFAULT, submit_raw(self->fd, &s));
+	s = good; s.in_sync_count = 1; s.in_syncs = 8;
+	EXPECT_EQ(-EFAULT, submit_raw(self->fd, &s));
+	/* Buffer list entries. */
+	s = good; s.bo_count = 1; s.bos = (uintptr_t)&bo; bo.flags = 0;
+	EXPECT_EQ(-EINVAL, submit_raw(self->fd, &s));
+	bo.flags = 4;
+	EXPECT_EQ(-EINVAL, submit_raw(self->fd, &s));
+	bo.flags = DRM_TESSERA_BO_READ; bo.handle = 4242;
+	EXPECT_EQ(-ENOENT, submit_raw(self->fd, &s));
+	s.bo_count = 2; s.bos = (uintptr_t)dup;
+	EXPECT_EQ(-EINVAL, submit_raw(self->fd, &s));
+	/* Syncs. */
+	s = good; s.in_sync_count = 1; s.in_syncs = (uintptr_t)&sync;
+	sync.flags = 1;
+	EXPECT_EQ(-EINVAL, submit_raw(self->fd, &s));
+	sync.flags = 0; sync.handle = 4242;
+	EXPECT_EQ(-ENOENT, submit_raw(self->fd, &s));
+	s = good; s.flags = DRM_TESSERA_SUBMIT_OUT_SYNC; s.out_sync.handle = 4242;
+	EXPECT_EQ(-ENOENT, submit_raw(self->fd, &s));
+#undef BAD
+}
+
+TEST_F(drv, sequence_numbers_count_up_from_one)
+{
+	struct drm_tessera_job_status st;
+	uint64_t a, b;
+	int fd2 = tsr_open(0);
+	struct tsr_cmds c2 = { 0 };
+
+	tsr_emit_nop(&self->c);
+	ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, NULL, 0, 0, &a));
+	ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, NULL, 0, 0, &b));
+	EXPECT_EQ(1, a);
+	EXPECT_EQ(2, b);
+	/* A new file counts from one again. */
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, tsr_bo_create(fd2, 4096, 0, &c2.bo));
+	tsr_emit_nop(&c2);
+	ASSERT_EQ(0, tsr_submit(fd2, &c2, 0, NULL, 0, 0, &a));
+	EXPECT_EQ(1, a);
+	close(fd2);
+	EXPECT_EQ(-EINVAL, tsr_job_status(self->fd, 0, &st));
+	EXPECT_EQ(-EINVAL, tsr_job_status(self->fd, 3, &st));
+	st.seq = 1;
+	st.flags = 1;
+	EXPECT_EQ(-EINVAL, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_JOB_STATUS, &st));
+}
+
+TEST_F(drv, job_status_reports_modeled_cycles)
+{
+	struct drm_tessera_job_status st;
+
+	tsr_emit_fill(&self->c, self->hbm.va, 1, 64 * KIB);
+	ASSERT_EQ(0, run(_metadata, self, 2, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0, st.error);
+	EXPECT_EQ(0, st.fence_error);
+	EXPECT_EQ(2, st.queue);
+	EXPECT_LT(st.start_cycle, st.end_cycle);
+	EXPECT_LT(0, st.dma_cycles);
+	EXPECT_EQ(0, st.mxu_cycles);
+	EXPECT_LT(0, st.duration_ns);
+}
+
+TEST_F(drv, bad_command_fails_its_job_with_the_index)
+{
+	struct drm_tessera_job_status st;
+	struct tsr_cmd_header bad = tsr_hdr(0x7f, 8);
+
+	tsr_emit_nop(&self->c);
+	tsr_emit_nop(&self->c);
+	tsr_emit(&self->c, &bad, sizeof(bad));
+	ASSERT_EQ(0, run(_metadata, self, 0, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, st.state);
+	EXPECT_EQ(TSR_ERR_BAD_OPCODE, st.error);
+	EXPECT_EQ(-EINVAL, st.fence_error);
+	EXPECT_EQ(2, st.failed_cmd);
+	/* The queue goes on. */
+	tsr_emit_nop(&self->c);
+	RUN_OK(0);
+}
+
+TEST_F(drv, unmapped_address_faults_with_the_address)
+{
+	struct drm_tessera_counters before, after;
+	struct drm_tessera_job_status st;
+
+	ASSERT_EQ(0, tsr_counters(self->fd, &before));
+	/* One byte past the buffer: the guard page. */
+	tsr_emit_fill(&self->c, self->host.va + self->host.size, 0, 4);
+	ASSERT_EQ(0, run(_metadata, self, 1, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, st.state);
+	EXPECT_EQ(TSR_ERR_MMU_UNMAPPED, st.error);
+	EXPECT_EQ(-EFAULT, st.fence_error);
+	EXPECT_EQ(self->host.va + self->host.size, st.fault_va);
+	EXPECT_EQ(0, st.failed_cmd);
+	ASSERT_EQ(0, tsr_counters(self->fd, &after));
+	EXPECT_EQ(before.mmu_faults + 1, after.mmu_faults);
+}
+
+TEST_F(drv, closed_buffer_is_unmapped)
+{
+	struct drm_tessera_job_status st;
+	struct tsr_bo bo;
+	uint64_t va;
+
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 4096, 0, &bo));
+	va = bo.va;
+	tsr_bo_destroy(self->fd, &bo);
+	tsr_emit_fill(&self->c, va, 0, 4);
+	ASSERT_EQ(0, run(_metadata, self, 0, &st));
+	EXPECT_EQ(TSR_ERR_MMU_UNMAPPED, st.error);
+	EXPECT_EQ(va, st.fault_va);
+}
+
+/* ------------------------------------------------------- isolation */
+
+TEST_F(drv, another_contexts_addresses_fault_in_the_intruder_only)
+{
+	struct drm_tessera_job_status st;
+	struct tsr_cmds evil = { 0 };
+	uint32_t s2, *victim = self->hbm.map;
+	uint64_t seq;
+	int fd2;
+
+	memset(self->hbm.map, 0x11, self->hbm.size);
+	fd2 = tsr_open(0);
+	ASSERT_LE(0, fd2);
+	/* The intruder's only buffer is its command buffer, at 16 MiB. */
+	ASSERT_EQ(0, tsr_bo_create(fd2, 4096, 0, &evil.bo));
+	ASSERT_NE(evil.bo.va, self->hbm.va);
+	tsr_emit_fill(&evil, self->hbm.va, 0xbadbad, 4096);
+	s2 = tsr_syncobj(fd2);
+	ASSERT_EQ(0, tsr_submit(fd2, &evil, 0, NULL, 0, s2, &seq));
+
+	/* Meanwhile the owner's job on the same queue works. */
+	tsr_emit_fill(&self->c, self->hbm.va + 8192, 0x22222222, 4096);
+	RUN_OK(0);
+
+	ASSERT_EQ(0, tsr_wait(fd2, s2, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(fd2, seq, &st));
+	EXPECT_EQ(TSR_ERR_MMU_UNMAPPED, st.error);
+	EXPECT_EQ(self->hbm.va, st.fault_va);
+	EXPECT_EQ(0x11111111u, victim[0]);
+	EXPECT_EQ(0x11111111u, victim[1023]);
+	EXPECT_EQ(0x22222222u, victim[2048]);
+	close(fd2);
+}
+
+/* ------------------------------------------------------- syncobjs */
+
+TEST_F(drv, syncobj_orders_jobs_across_queues)
+{
+	uint32_t a = tsr_syncobj(self->fd), b = tsr_syncobj(self->fd);
+	struct drm_tessera_sync in = { .handle = a };
+	struct drm_tessera_submit_bo bos[] = {
+		{ self->host.handle, DRM_TESSERA_BO_WRITE },
+	};
+	struct drm_tessera_submit s = {
+		.cmdbuf_handle = self->c.bo.handle,
+		.bo_count = 1, .bos = (uintptr_t)bos,
+		.flags = DRM_TESSERA_SUBMIT_OUT_SYNC,
+	};
+	uint64_t *sem = self->host.map;
+	uint64_t seq1, seq2;
+	struct drm_tessera_job_status st;
+
+	/* Job 1 (queue 0) waits on a semaphore the CPU sets later. */
+	sem[0] = 0;
+	tsr_emit_sem(&self->c, TSR_OP_SEM_WAIT, self->host.va, 1);
+	tsr_emit_fill(&self->c, self->host.va + 64, 0x1, 4);
+	s.cmdbuf_size = self->c.len;
+	s.out_sync.handle = a;
+	ASSERT_EQ(0, submit_raw(self->fd, &s));
+	seq1 = s.seq;
+
+	/* Job 2 (queue 1) depends on job 1 through syncobj a. */
+	s.cmdbuf_offset = self->c.len;
+	tsr_emit_copy(&self->c, self->host.va + 64, self->host.va + 128, 4);
+	s.cmdbuf_size = self->c.len - s.cmdbuf_offset;
+	s.queue = 1;
+	s.in_sync_count = 1;
+	s.in_syncs = (uintptr_t)&in;
+	s.out_sync.handle = b;
+	ASSERT_EQ(0, submit_raw(self->fd, &s));
+	seq2 = s.seq;
+
+	EXPECT_EQ(-ETIME, tsr_wait(self->fd, b, 200 * 1000 * 1000ull));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq2, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_PENDING, st.state);
+
+	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
+	ASSERT_EQ(0, tsr_wait(self->fd, b, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq1, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(1u, ((uint32_t *)self->host.map)[32]);
+}
+
+TEST_F(drv, implicit_fences_order_jobs_sharing_a_buffer)
+{
+	struct drm_tessera_job_status st;
+	struct tsr_cmds c2 = { 0 };
+	uint64_t *sem = self->host.map;
+	const struct tsr_bo *bos[] = { &self->host };
+	uint64_t seq1, seq2;
+
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 4096, 0, &c2.bo));
+	sem[0] = 0;
+	tsr_emit_sem(&self->c, TSR_OP_SEM_WAIT, self->host.va, 1);
+	tsr_emit_fill(&self->c, self->host.va + 64, 0xaaaa, 4);
+	ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, bos, 1, 0, &seq1));
+	/* No syncobj: the second job waits because both write the buffer. */
+	tsr_emit_copy(&c2, self->host.va + 64, self->host.va + 128, 4);
+	ASSERT_EQ(0, tsr_submit(self->fd, &c2, 1, bos, 1, self->sync, &seq2));
+	EXPECT_EQ(-ETIME, tsr_wait(self->fd, self->sync, 200 * 1000 * 1000ull));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq2, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_PENDING, st.state);
+	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	EXPECT_EQ(0xaaaau, ((uint32_t *)self->host.map)[32]);
+}
+
+TEST_F(drv, timeline_points_signal_in_order)
+{
+	uint32_t tl;
+	uint64_t points[3] = { 1, 2, 3 }, value = 0;
+	unsigned int i;
+
+	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &tl));
+	tsr_emit_nop(&self->c);
+	for (i = 0; i < 3; i++) {
+		struct drm_tessera_submit s = {
+			.queue = i,
+			.cmdbuf_handle = self->c.bo.handle,
+			.cmdbuf_size = self->c.len,
+			.flags = DRM_TESSERA_SUBMIT_OUT_SYNC,
+			.out_sync = { .handle = tl, .point = points[i] },
+		};
+
+		ASSERT_EQ(0, submit_raw(self->fd, &s));
+	}
+	ASSERT_EQ(0, drmSyncobjTimelineWait(self->fd, &tl, &points[2], 1,
+					    tsr_now_ns() + TSR_TEST_WAIT_NS,
+					    DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
+					    NULL));
+	ASSERT_EQ(0, drmSyncobjQuery(self->fd, &tl, &value, 1));
+	EXPECT_EQ(3, value);
+}
+
+TEST_F(drv, syncobj_chains_across_processes)
+{
+	uint64_t *sem = self->host.map;
+	int sfd, status;
+	pid_t child;
+
+	/* Job in the parent waits on a semaphore; the child's job waits on it. */
+	sem[0] = 0;
+	tsr_emit_sem(&self->c, TSR_OP_SEM_WAIT, self->host.va, 1);
+	{
+		const struct tsr_bo *bos[] = { &self->host };
+
+		ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, bos, 1, self->sync,
+					NULL));
+	}
+	ASSERT_EQ(0, drmSyncobjHandleToFD(self->fd, self->sync, &sfd));
+
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		int fd = tsr_open(0);
+		uint32_t in, out;
+		struct tsr_cmds c = { 0 };
+		struct drm_tessera_sync sync;
+		struct drm_tessera_submit s = { 0 };
+
+		if (fd < 0 || drmSyncobjFDToHandle(fd, sfd, &in) ||
+		    tsr_bo_create(fd, 4096, 0, &c.bo))
+			_exit(10);
+		out = tsr_syncobj(fd);
+		tsr_emit_nop(&c);
+		sync = (struct drm_tessera_sync){ .handle = in };
+		s.queue = 3;
+		s.cmdbuf_handle = c.bo.handle;
+		s.cmdbuf_size = c.len;
+		s.in_sync_count = 1;
+		s.in_syncs = (uintptr_t)&sync;
+		s.flags = DRM_TESSERA_SUBMIT_OUT_SYNC;
+		s.out_sync.handle = out;
+		if (tsr_ioctl(fd, DRM_IOCTL_TESSERA_SUBMIT, &s))
+			_exit(11);
+		/* Blocked behind the parent's job. */
+		if (tsr_wait(fd, out, 200 * 1000 * 1000ull) != -ETIME)
+			_exit(12);
+		kill(getppid(), SIGUSR1);
+		if (tsr_wait(fd, out, TSR_TEST_WAIT_NS))
+			_exit(13);
+		_exit(0);
+	}
+	{
+		sigset_t set;
+		int sig;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		/* The child says when it has seen its job blocked. */
+		ASSERT_EQ(0, sigwait(&set, &sig));
+	}
+	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(sfd);
+}
+
+/* --------------------------------------------------- fault recovery */
+
+static long long counter(FIXTURE_DATA(drv) *self, const char *name)
+{
+	return tsr_sysfs_counter(self->pci, name);
+}
+
+static int uevent_socket(void)
+{
+	struct sockaddr_nl addr = {
+		.nl_family = AF_NETLINK, .nl_groups = 1,
+	};
+	int s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC,
+		       NETLINK_KOBJECT_UEVENT);
+
+	if (s < 0 || bind(s, (struct sockaddr *)&addr, sizeof(addr))) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* Wait for a uevent carrying @key; 0 when seen. */
+static int uevent_wait(int s, const char *key, int timeout_ms)
+{
+	uint64_t end = tsr_now_ns() + timeout_ms * 1000000ull;
+	char buf[4096];
+
+	while (tsr_now_ns() < end) {
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		ssize_t n, off;
+
+		if (poll(&p, 1, (end - tsr_now_ns()) / 1000000 + 1) <= 0)
+			continue;
+		n = recv(s, buf, sizeof(buf) - 1, 0);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		for (off = 0; off < n; off += strlen(buf + off) + 1)
+			if (!strcmp(buf + off, key))
+				return 0;
+	}
+	return -ETIME;
+}
+
+TEST_F(drv, hung_queue_is_reset_and_the_others_keep_running)
+{
+	long long resets = counter(self, "queue_resets");
+	long long timeouts = counter(self, "timeouts");
+	struct drm_tessera_job_status st;
+	int ue = uevent_socket();
+
+	ASSERT_LE(0, ue);
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_hang_queues", 1u << 2));
+	/* Queue 1 is unaffected meanwhile. */
+	tsr_emit_fill(&self->c, self->host.va, 0x1234, 64);
+	RUN_OK(1);
+	tsr_emit_nop(&self->c);
+	ASSERT_EQ(0, run(_metadata, self, 2, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, st.state);
+	EXPECT_EQ(-ETIMEDOUT, st.fence_error);
+	EXPECT_EQ(0, uevent_wait(ue, "TESSERA_RESET=queue", 5000));
+	EXPECT_EQ(resets + 1, counter(self, "queue_resets"));
+	EXPECT_EQ(timeouts + 1, counter(self, "timeouts"));
+	/* The reset cleared the hang: the queue works again. */
+	tsr_emit_fill(&self->c, self->host.va, 0x5678, 64);
+	RUN_OK(2);
+	EXPECT_EQ(0x5678u, ((uint32_t *)self->host.map)[0]);
+	close(ue);
+}
+
+TEST_F(drv, failed_dma_fails_the_job_alone)
+{
+	struct drm_tessera_job_status st;
+
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_fail_dma", 1));
+	tsr_emit_fill(&self->c, self->host.va, 0x1, 64);
+	ASSERT_EQ(0, run(_metadata, self, 0, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, st.state);
+	EXPECT_EQ(TSR_ERR_DMA, st.error);
+	EXPECT_EQ(-EIO, st.fence_error);
+	tsr_emit_fill(&self->c, self->host.va, 0x2, 64);
+	RUN_OK(0);
+	EXPECT_EQ(2u, ((uint32_t *)self->host.map)[0]);
+}
+
+TEST_F(drv, poisoned_hbm_fails_the_reading_job_and_is_counted)
+{
+	long long ue = counter(self, "ecc_uncorrectable");
+	struct drm_tessera_job_status st;
+
+	/* Poison all of HBM: the fixture's HBM buffer is somewhere in it. */
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_poison_lo", 0));
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_poison_hi", 0));
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_poison_size",
+				       self->info.hbm_size));
+	tsr_emit_copy(&self->c, self->hbm.va + 256, self->host.va, 64);
+	ASSERT_EQ(0, run(_metadata, self, 0, &st));
+	tsr_debugfs_write(self->pci, "fault_poison_size", 0);
+	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, st.state);
+	EXPECT_EQ(TSR_ERR_ECC, st.error);
+	EXPECT_EQ(-EIO, st.fence_error);
+	EXPECT_EQ(self->hbm.va + 256, st.fault_va);
+	EXPECT_EQ(ue + 1, counter(self, "ecc_uncorrectable"));
+	tsr_emit_copy(&self->c, self->hbm.va + 256, self->host.va, 64);
+	RUN_OK(0);
+}
+
+TEST_F(drv, correctable_ecc_is_counted_and_data_is_right)
+{
+	long long ce = counter(self, "ecc_correctable");
+	struct drm_tessera_ping ping = { .cookie = 1 };
+
+	((uint32_t *)self->hbm.map)[0] = 0xc0ffee;
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_ecc_correctable", 1));
+	tsr_emit_copy(&self->c, self->hbm.va, self->host.va, 4);
+	RUN_OK(0);
+	EXPECT_EQ(0xc0ffeeu, ((uint32_t *)self->host.map)[0]);
+	/* A ping round trip flushes the device interrupt's work. */
+	ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_PING, &ping));
+	EXPECT_EQ(ce + 1, counter(self, "ecc_correctable"));
+}
+
+TEST_F(drv, lost_interrupt_is_found_by_the_timeout)
+{
+	long long lost = counter(self, "lost_irqs");
+	long long resets = counter(self, "queue_resets");
+
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_drop_irqs", 1));
+	tsr_emit_fill(&self->c, self->host.va, 0x77, 64);
+	RUN_OK(3);
+	EXPECT_EQ(0x77u, ((uint32_t *)self->host.map)[0]);
+	EXPECT_EQ(lost + 1, counter(self, "lost_irqs"));
+	EXPECT_EQ(resets, counter(self, "queue_resets"));
+}
+
+TEST_F(drv, fatal_error_resets_the_chip_and_reruns_innocent_jobs)
+{
+	long long resets = counter(self, "device_resets");
+	long long fatal = counter(self, "fatal_errors");
+	uint64_t *sem = self->host.map;
+	int ue = uevent_socket();
+
+	ASSERT_LE(0, ue);
+	/* An innocent job is stuck on a semaphore when the chip fails. */
+	sem[0] = 0;
+	tsr_emit_sem(&self->c, TSR_OP_SEM_WAIT, self->host.va, 1);
+	tsr_emit_fill(&self->c, self->host.va + 64, 0x99, 4);
+	{
+		const struct tsr_bo *bos[] = { &self->host };
+
+		drmSyncobjReset(self->fd, &self->sync, 1);
+		ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, bos, 1, self->sync,
+					NULL));
+	}
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_fatal", 1));
+	EXPECT_EQ(0, uevent_wait(ue, "TESSERA_RESET=chip", 10000));
+	EXPECT_EQ(resets + 1, counter(self, "device_resets"));
+	EXPECT_EQ(fatal + 1, counter(self, "fatal_errors"));
+	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	EXPECT_EQ(0x99u, ((uint32_t *)self->host.map)[16]);
+	self->c.len = 0;
+	tsr_emit_nop(&self->c);
+	RUN_OK(1);
+	close(ue);
+}
+
+TEST_F(drv, force_recovery_resets_the_chip)
+{
+	long long resets = counter(self, "device_resets");
+
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "force_recovery", 1));
+	EXPECT_EQ(resets + 1, counter(self, "device_resets"));
+	tsr_emit_nop(&self->c);
+	RUN_OK(0);
+}
+
+TEST_F(drv, injected_allocation_and_submit_failures)
+{
+	struct drm_tessera_bo_create c = { .size = 4096 };
+	uint64_t seq;
+
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fail_bo_alloc", 1));
+	EXPECT_EQ(-ENOMEM, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_CREATE, &c));
+	EXPECT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_CREATE, &c));
+
+	tsr_emit_nop(&self->c);
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fail_submit", 1));
+	EXPECT_EQ(-ENOMEM, tsr_submit(self->fd, &self->c, 0, NULL, 0, 0, NULL));
+	ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, NULL, 0, 0, &seq));
+	/* The failed submit used no sequence number. */
+	EXPECT_EQ(1, seq);
+}
+
+TEST_F(drv, repeated_faults_ban_the_context_only)
+{
+	struct drm_tessera_job_status st;
+	long long banned = counter(self, "banned_contexts");
+	unsigned int i;
+	int fd2 = tsr_open(0);
+	struct tsr_cmds c2 = { 0 };
+	uint32_t s2;
+
+	for (i = 0; i < 3; i++) {
+		tsr_emit_fill(&self->c, 0x1000, 0, 4);
+		ASSERT_EQ(0, run(_metadata, self, 0, &st));
+		EXPECT_EQ(-EFAULT, st.fence_error);
+	}
+	tsr_emit_nop(&self->c);
+	EXPECT_EQ(-ECANCELED, tsr_submit(self->fd, &self->c, 0, NULL, 0, 0, NULL));
+	EXPECT_EQ(banned + 1, counter(self, "banned_contexts"));
+
+	/* Another context is not affected. */
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, tsr_bo_create(fd2, 4096, 0, &c2.bo));
+	tsr_emit_nop(&c2);
+	s2 = tsr_syncobj(fd2);
+	ASSERT_EQ(0, tsr_submit(fd2, &c2, 0, NULL, 0, s2, NULL));
+	ASSERT_EQ(0, tsr_wait(fd2, s2, TSR_TEST_WAIT_NS));
+	close(fd2);
+}
+
+/* ------------------------------------------------------ many jobs */
+
+#define STRESS_PROCS	4
+#define STRESS_JOBS	1000
+
+/* One process: STRESS_JOBS jobs, each counting itself and writing its slot. */
+static int stress_child(unsigned int id)
+{
+	struct tsr_cmds c = { 0 };
+	struct tsr_bo data;
+	const struct tsr_bo *bos[] = { &data };
+	struct drm_tessera_job_status st;
+	uint32_t tl, *slots;
+	uint64_t last = STRESS_JOBS;
+	unsigned int j;
+	int fd = tsr_open(0);
+
+	if (fd < 0 || tsr_bo_create(fd, 64 * KIB, 0, &c.bo) ||
+	    tsr_bo_create(fd, 8 * KIB, 0, &data) ||
+	    drmSyncobjCreate(fd, 0, &tl))
+		return 10;
+	/* Job j: SEM_INC the counter at 0, fill slot j with j + 1. */
+	for (j = 0; j < STRESS_JOBS; j++) {
+		struct drm_tessera_submit_bo list = {
+			data.handle, DRM_TESSERA_BO_READ | DRM_TESSERA_BO_WRITE,
+		};
+		struct drm_tessera_submit s = {
+			.queue = (j + id) % 4,
+			.cmdbuf_handle = c.bo.handle,
+			.bo_count = 1, .bos = (uintptr_t)&list,
+			.flags = DRM_TESSERA_SUBMIT_OUT_SYNC,
+			.out_sync = { .handle = tl, .point = j + 1 },
+		};
+		size_t start = c.len;
+
+		if (c.len + 128 > c.bo.size)
+			c.len = start = 0;
+		tsr_emit_sem(&c, TSR_OP_SEM_INC, data.va, 1);
+		tsr_emit_fill(&c, data.va + 8 + 4 * j, j + 1, 4);
+		s.cmdbuf_offset = start;
+		s.cmdbuf_size = c.len - start;
+		(void)bos;
+		if (tsr_ioctl(fd, DRM_IOCTL_TESSERA_SUBMIT, &s))
+			return 11;
+		if (s.seq != j + 1)
+			return 12;
+	}
+	if (drmSyncobjTimelineWait(fd, &tl, &last, 1,
+				   tsr_now_ns() + 4 * TSR_TEST_WAIT_NS,
+				   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, NULL))
+		return 13;
+	if (*(uint64_t *)data.map != STRESS_JOBS)
+		return 14;
+	slots = (uint32_t *)((uint8_t *)data.map + 8);
+	for (j = 0; j < STRESS_JOBS; j++)
+		if (slots[j] != j + 1)
+			return 15;
+	/* The last DRM_TESSERA_JOB_HISTORY statuses are all DONE. */
+	for (j = STRESS_JOBS; j > 0 && j > STRESS_JOBS - 100; j--)
+		if (tsr_job_status(fd, j, &st) || st.state != DRM_TESSERA_JOB_DONE)
+			return 16;
+	close(fd);
+	return 0;
+}
+
+TEST(four_processes_a_thousand_jobs_each)
+{
+	pid_t pids[STRESS_PROCS];
+	unsigned int i;
+	int status;
+
+	for (i = 0; i < STRESS_PROCS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (!pids[i])
+			_exit(stress_child(i));
+	}
+	for (i = 0; i < STRESS_PROCS; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("process %u", i);
+	}
+}
+
+TEST(closing_with_jobs_in_flight_is_safe)
+{
+	struct drm_tessera_ping ping = { .cookie = 7 };
+	struct tsr_cmds c = { 0 };
+	unsigned int i;
+	int fd = tsr_open(0);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, tsr_bo_create(fd, 64 * KIB, 0, &c.bo));
+	for (i = 0; i < 64; i++)
+		tsr_emit_fill(&c, c.bo.va + 32 * KIB, i, 16 * KIB);
+	for (i = 0; i < 32; i++)
+		ASSERT_EQ(0, tsr_submit(fd, &c, i % 4, NULL, 0, 0, NULL));
+	munmap(c.bo.map, c.bo.size);
+	close(fd);
+	/* The device still serves a new file. */
+	fd = tsr_open(0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, tsr_ioctl(fd, DRM_IOCTL_TESSERA_PING, &ping));
+	close(fd);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the in-VM driver tests: raw ioctls on the accel node,
+ * buffer objects, command buffers built from the chip's command structs,
+ * syncobjs, and the driver's sysfs and debugfs files.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#ifndef TESSERA_UTIL_H
+#define TESSERA_UTIL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <xf86drm.h>
+#include <drm/tessera_accel.h>
+#include <drm/tessera_chip.h>
+
+/* Longest a test waits for a job: several job timeouts. */
+#define TSR_TEST_WAIT_NS	(30ull * 1000 * 1000 * 1000)
+
+/* ioctl() that returns -errno. */
+static inline int tsr_ioctl(int fd, unsigned long req, void *arg)
+{
+	return drmIoctl(fd, req, arg) ? -errno : 0;
+}
+
+static inline int tsr_open(unsigned int minor)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/dev/accel/accel%u", minor);
+	return open(path, O_RDWR | O_CLOEXEC);
+}
+
+static inline int tsr_info(int fd, struct drm_tessera_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	return tsr_ioctl(fd, DRM_IOCTL_TESSERA_GET_INFO, info);
+}
+
+/* PCI address of accel node @minor, e.g. "0000:00:01.0". */
+static inline int tsr_pci_address(unsigned int minor, char *out, size_t len)
+{
+	char path[64], target[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/class/accel/accel%u/device", minor);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return -errno;
+	target[n] = 0;
+	snprintf(out, len, "%s", basename(target));
+	return 0;
+}
+
+/* A buffer object with its CPU mapping. */
+struct tsr_bo {
+	uint32_t handle;
+	uint64_t size;
+	uint64_t va;
+	uint32_t placement;
+	void *map;
+};
+
+static inline int tsr_bo_create(int fd, uint64_t size, uint32_t flags,
+				struct tsr_bo *bo)
+{
+	struct drm_tessera_bo_create create = { .size = size, .flags = flags };
+	struct drm_tessera_bo_info info = { 0 };
+	int ret;
+
+	memset(bo, 0, sizeof(*bo));
+	ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_BO_CREATE, &create);
+	if (ret)
+		return ret;
+	info.handle = create.handle;
+	ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_BO_INFO, &info);
+	if (ret)
+		return ret;
+	bo->handle = create.handle;
+	bo->size = info.size;
+	bo->va = info.device_va;
+	bo->placement = info.placement;
+	bo->map = mmap(NULL, info.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		       info.mmap_offset);
+	if (bo->map == MAP_FAILED) {
+		bo->map = NULL;
+		return -errno;
+	}
+	return 0;
+}
+
+static inline void tsr_bo_destroy(int fd, struct tsr_bo *bo)
+{
+	struct drm_gem_close close = { .handle = bo->handle };
+
+	if (bo->map)
+		munmap(bo->map, bo->size);
+	drmIoctl(fd, DRM_IOCTL_GEM_CLOSE, &close);
+	memset(bo, 0, sizeof(*bo));
+}
+
+/* A command buffer being written into a buffer object. */
+struct tsr_cmds {
+	struct tsr_bo bo;
+	size_t len;
+};
+
+static inline void tsr_emit(struct tsr_cmds *c, const void *cmd, size_t size)
+{
+	if (c->len + size > c->bo.size)
+		abort();
+	memcpy((uint8_t *)c->bo.map + c->len, cmd, size);
+	c->len += size;
+}
+
+static inline struct tsr_cmd_header tsr_hdr(uint8_t op, size_t size)
+{
+	return (struct tsr_cmd_header){ .opcode = op, .size_qw = size / 8 };
+}
+
+static inline void tsr_emit_nop(struct tsr_cmds *c)
+{
+	struct tsr_cmd_header h = tsr_hdr(TSR_OP_NOP, sizeof(h));
+
+	tsr_emit(c, &h, sizeof(h));
+}
+
+static inline void tsr_emit_fill(struct tsr_cmds *c, uint64_t dst,
+				 uint32_t pattern, uint32_t bytes)
+{
+	struct tsr_cmd_dma d = {
+		.hdr = tsr_hdr(TSR_OP_DMA_FILL, sizeof(d)),
+		.src = pattern, .dst = dst, .size = { bytes, 1, 1 },
+	};
+
+	tsr_emit(c, &d, sizeof(d));
+}
+
+static inline void tsr_emit_copy(struct tsr_cmds *c, uint64_t src,
+				 uint64_t dst, uint32_t bytes)
+{
+	struct tsr_cmd_dma d = {
+		.hdr = tsr_hdr(TSR_OP_DMA_COPY, sizeof(d)),
+		.src = src, .dst = dst, .size = { bytes, 1, 1 },
+	};
+
+	tsr_emit(c, &d, sizeof(d));
+}
+
+static inline void tsr_emit_sem(struct tsr_cmds *c, uint8_t op, uint64_t va,
+				uint64_t value)
+{
+	struct tsr_cmd_sem s = {
+		.hdr = tsr_hdr(op, sizeof(s)), .va = va, .value = value,
+	};
+
+	tsr_emit(c, &s, sizeof(s));
+}
+
+/* Submit @c on @queue using @bos (all read-write); returns -errno. */
+static inline int tsr_submit(int fd, struct tsr_cmds *c, uint32_t queue,
+			     const struct tsr_bo *const *bos, unsigned int nbos,
+			     uint32_t out_sync, uint64_t *seq)
+{
+	struct drm_tessera_submit_bo list[16];
+	struct drm_tessera_submit s = {
+		.queue = queue,
+		.cmdbuf_handle = c->bo.handle,
+		.cmdbuf_size = c->len,
+		.bo_count = nbos,
+		.bos = (uintptr_t)list,
+	};
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < nbos && i < 16; i++)
+		list[i] = (struct drm_tessera_submit_bo){
+			.handle = bos[i]->handle,
+			.flags = DRM_TESSERA_BO_READ | DRM_TESSERA_BO_WRITE,
+		};
+	if (out_sync) {
+		s.flags = DRM_TESSERA_SUBMIT_OUT_SYNC;
+		s.out_sync.handle = out_sync;
+	}
+	ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_SUBMIT, &s);
+	if (!ret && seq)
+		*seq = s.seq;
+	return ret;
+}
+
+static inline uint64_t tsr_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static inline int tsr_syncobj(int fd)
+{
+	uint32_t handle;
+
+	return drmSyncobjCreate(fd, 0, &handle) ? -errno : (int)handle;
+}
+
+/* Wait for a binary syncobj to signal; -ETIME after @timeout_ns. */
+static inline int tsr_wait(int fd, uint32_t syncobj, uint64_t timeout_ns)
+{
+	return drmSyncobjWait(fd, &syncobj, 1, tsr_now_ns() + timeout_ns,
+			      DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, NULL) ?
+		-errno : 0;
+}
+
+static inline int tsr_job_status(int fd, uint64_t seq,
+				 struct drm_tessera_job_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->seq = seq;
+	return tsr_ioctl(fd, DRM_IOCTL_TESSERA_JOB_STATUS, st);
+}
+
+static inline int tsr_counters(int fd, struct drm_tessera_counters *c)
+{
+	memset(c, 0, sizeof(*c));
+	return tsr_ioctl(fd, DRM_IOCTL_TESSERA_GET_COUNTERS, c);
+}
+
+/* Write @value to the debugfs file @name of device @pci. */
+static inline int tsr_debugfs_write(const char *pci, const char *name,
+				    unsigned long long value)
+{
+	char path[128], text[32];
+	int fd, n, ret = 0;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/%s", pci, name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(text, sizeof(text), "%llu\n", value);
+	if (write(fd, text, n) != n)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Read the sysfs counter @name of device @pci, or -1. */
+static inline long long tsr_sysfs_counter(const char *pci, const char *name)
+{
+	char path[128];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/tessera/%s", pci,
+		 name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+#endif /* TESSERA_UTIL_H */
