@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Taking the driver away under its users: unbinding a chip with files
+ * open and jobs in flight, and unloading the module.  Runs last in the VM
+ * (run-tests goes in name order) because it unbinds and reloads the driver.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#include <poll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "tessera_util.h"
+
+#define DRIVER_DIR "/sys/bus/pci/drivers/tessera"
+#define MODULE_PATH "/lib/modules/tessera/tessera.ko"
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -errno;
+}
+
+TEST(unbind_with_jobs_in_flight_fails_them_and_later_ioctls)
+{
+	struct drm_tessera_info info;
+	struct tsr_cmds c = { 0 };
+	struct tsr_bo sem;
+	const struct tsr_bo *bos[] = { &sem };
+	struct pollfd p;
+	char pci[32];
+	uint32_t sync;
+	int fd, fence;
+
+	/* The second chip: the first one keeps serving meanwhile. */
+	ASSERT_EQ(0, tsr_pci_address(1, pci, sizeof(pci)));
+	fd = tsr_open(1);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, tsr_bo_create(fd, 4096, 0, &c.bo));
+	ASSERT_EQ(0, tsr_bo_create(fd, 4096, DRM_TESSERA_BO_HBM, &sem));
+	sync = tsr_syncobj(fd);
+	/* A job that waits for a semaphore nobody will set. */
+	tsr_emit_sem(&c, TSR_OP_SEM_WAIT, sem.va, 1);
+	ASSERT_EQ(0, tsr_submit(fd, &c, 0, bos, 1, sync, NULL));
+	ASSERT_EQ(0, drmSyncobjExportSyncFile(fd, sync, &fence));
+	p = (struct pollfd){ .fd = fence, .events = POLLIN };
+	EXPECT_EQ(0, poll(&p, 1, 100));
+
+	ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", pci));
+
+	/* The job ended with the device. */
+	EXPECT_EQ(1, poll(&p, 1, 10000));
+	EXPECT_EQ(-ENODEV, tsr_info(fd, &info));
+	EXPECT_EQ(-ENODEV, tsr_submit(fd, &c, 0, bos, 1, 0, NULL));
+	close(fence);
+	munmap(sem.map, sem.size);
+	munmap(c.bo.map, c.bo.size);
+	close(fd);
+
+	/* Bound again, the chip serves a new file. */
+	ASSERT_EQ(0, write_file(DRIVER_DIR "/bind", pci));
+	fd = tsr_open(1);
+	ASSERT_LE(0, fd);
+	c.len = 0;
+	ASSERT_EQ(0, tsr_bo_create(fd, 4096, 0, &c.bo));
+	tsr_emit_nop(&c);
+	sync = tsr_syncobj(fd);
+	ASSERT_EQ(0, tsr_submit(fd, &c, 0, NULL, 0, sync, NULL));
+	EXPECT_EQ(0, tsr_wait(fd, sync, TSR_TEST_WAIT_NS));
+	close(fd);
+}
+
+TEST(unload_is_refused_while_a_file_is_open_and_works_after)
+{
+	char params[] = "job_timeout_ms=2000";
+	struct drm_tessera_info info;
+	int fd = tsr_open(0), ko;
+
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, syscall(SYS_delete_module, "tessera", O_NONBLOCK));
+	EXPECT_EQ(EWOULDBLOCK, errno);
+	/* Still working. */
+	EXPECT_EQ(0, tsr_info(fd, &info));
+	close(fd);
+
+	ASSERT_EQ(0, syscall(SYS_delete_module, "tessera", O_NONBLOCK));
+	EXPECT_NE(0, access("/dev/accel/accel0", F_OK));
+	ko = open(MODULE_PATH, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, ko);
+	ASSERT_EQ(0, syscall(SYS_finit_module, ko, params, 0));
+	close(ko);
+	fd = tsr_open(0);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, tsr_info(fd, &info));
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
