@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/*
+ * job_bench: the whole stack's job path, run inside a VM by tools/tessera-bench.
+ *
+ *   null job round trip   submit one NOP job, wait for its syncobj, repeat
+ *   pipelined jobs        NOP jobs with 64 in flight (timeline points)
+ *   matmul                one 2048^3 bf16 MATMUL in HBM, wall time
+ *
+ * Prints "BENCH <name> <value> <unit>" lines.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#include "tessera_util.h"
+
+#define DEPTH		64
+#define ROUND_TRIPS	400
+#define PIPELINED	4000
+#define MM		2048
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "job_bench: %s: %s\n", what, strerror(-err));
+	exit(1);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void bench_round_trip(int fd, struct tsr_cmds *c)
+{
+	static uint64_t ns[ROUND_TRIPS];
+	uint32_t sync = tsr_syncobj(fd);
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < ROUND_TRIPS; i++) {
+		uint64_t t0 = tsr_now_ns();
+
+		ret = tsr_submit(fd, c, 0, NULL, 0, sync, NULL);
+		if (!ret)
+			ret = tsr_wait(fd, sync, TSR_TEST_WAIT_NS);
+		if (ret)
+			die("null job", ret);
+		ns[i] = tsr_now_ns() - t0;
+		drmSyncobjReset(fd, &sync, 1);
+	}
+	qsort(ns, ROUND_TRIPS, sizeof(ns[0]), cmp_u64);
+	printf("BENCH vm_null_job_latency %.3f us\n", ns[ROUND_TRIPS / 2] / 1e3);
+	fflush(stdout);
+}
+
+static void bench_pipelined(int fd, struct tsr_cmds *c)
+{
+	uint32_t tl;
+	uint64_t t0, point;
+	unsigned int i;
+	int ret;
+
+	if (drmSyncobjCreate(fd, 0, &tl))
+		die("syncobj", -errno);
+	t0 = tsr_now_ns();
+	for (i = 1; i <= PIPELINED; i++) {
+		struct drm_tessera_submit s = {
+			.queue = 0,
+			.cmdbuf_handle = c->bo.handle,
+			.cmdbuf_size = c->len,
+			.flags = DRM_TESSERA_SUBMIT_OUT_SYNC,
+			.out_sync = { .handle = tl, .point = i },
+		};
+
+		if (i > DEPTH) {
+			point = i - DEPTH;
+			if (drmSyncobjTimelineWait(fd, &tl, &point, 1,
+						   tsr_now_ns() + TSR_TEST_WAIT_NS,
+						   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
+						   NULL))
+				die("timeline wait", -errno);
+		}
+		ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_SUBMIT, &s);
+		if (ret)
+			die("pipelined submit", ret);
+	}
+	point = PIPELINED;
+	if (drmSyncobjTimelineWait(fd, &tl, &point, 1,
+				   tsr_now_ns() + TSR_TEST_WAIT_NS,
+				   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, NULL))
+		die("timeline wait", -errno);
+	printf("BENCH vm_pipelined_jobs %.0f jobs/s\n",
+	       PIPELINED / ((tsr_now_ns() - t0) / 1e9));
+	fflush(stdout);
+}
+
+static struct tsr_tensor tensor(uint64_t va, uint32_t rows, uint32_t cols,
+				uint16_t dtype)
+{
+	return (struct tsr_tensor){
+		.va = va, .rows = rows, .cols = cols, .stride = cols,
+		.dtype = dtype,
+	};
+}
+
+static void bench_matmul(int fd, const struct drm_tessera_info *info)
+{
+	struct tsr_bo a, b, out;
+	struct tsr_cmds c = { 0 };
+	const struct tsr_bo *bos[] = { &a, &b, &out };
+	struct drm_tessera_job_status st;
+	struct tsr_cmd_matmul mm = { .hdr = tsr_hdr(TSR_OP_MATMUL, sizeof(mm)) };
+	uint16_t *pa, *pb;
+	uint32_t sync = tsr_syncobj(fd);
+	uint64_t t0, ns, seq;
+	size_t i;
+	int ret;
+
+	if ((ret = tsr_bo_create(fd, 4096, 0, &c.bo)) ||
+	    (ret = tsr_bo_create(fd, MM * MM * 2, DRM_TESSERA_BO_HBM, &a)) ||
+	    (ret = tsr_bo_create(fd, MM * MM * 2, DRM_TESSERA_BO_HBM, &b)) ||
+	    (ret = tsr_bo_create(fd, MM * MM * 4, DRM_TESSERA_BO_HBM, &out)))
+		die("matmul buffers", ret);
+	pa = a.map;
+	pb = b.map;
+	/* bf16 values 1.0 and 0.5: the top halves of 0x3f800000, 0x3f000000. */
+	for (i = 0; i < (size_t)MM * MM; i++) {
+		pa[i] = 0x3f80;
+		pb[i] = 0x3f00;
+	}
+	mm.a = tensor(a.va, MM, MM, TSR_DTYPE_BF16);
+	mm.b = tensor(b.va, MM, MM, TSR_DTYPE_BF16);
+	mm.c = tensor(out.va, MM, MM, TSR_DTYPE_F32);
+	tsr_emit(&c, &mm, sizeof(mm));
+
+	t0 = tsr_now_ns();
+	ret = tsr_submit(fd, &c, 0, bos, 3, sync, &seq);
+	if (!ret)
+		ret = tsr_wait(fd, sync, 4 * TSR_TEST_WAIT_NS);
+	if (ret)
+		die("matmul", ret);
+	ns = tsr_now_ns() - t0;
+	if (tsr_job_status(fd, seq, &st) || st.state != DRM_TESSERA_JOB_DONE) {
+		fprintf(stderr, "job_bench: matmul failed: error %u\n", st.error);
+		exit(1);
+	}
+	if (((float *)out.map)[MM * MM - 1] != MM * 0.5f) {
+		fprintf(stderr, "job_bench: matmul result %f, expected %f\n",
+			((float *)out.map)[MM * MM - 1], MM * 0.5f);
+		exit(1);
+	}
+	printf("BENCH vm_matmul_gflops %.3f GFLOP/s\n",
+	       2.0 * MM * MM * MM / ns);
+	/* The device's own account: modeled cycles at the modeled clock. */
+	printf("BENCH vm_matmul_modeled_tflops %.3f TFLOP/s\n",
+	       2.0 * MM * MM * MM * info->clock_mhz * 1e6 /
+	       (st.end_cycle - st.start_cycle) / 1e12);
+	fflush(stdout);
+}
+
+int main(void)
+{
+	struct drm_tessera_info info;
+	struct tsr_cmds c = { 0 };
+	int fd = tsr_open(0), ret;
+
+	if (fd < 0)
+		die("open /dev/accel/accel0", -errno);
+	ret = tsr_info(fd, &info);
+	if (ret)
+		die("GET_INFO", ret);
+	ret = tsr_bo_create(fd, 4096, 0, &c.bo);
+	if (ret)
+		die("command buffer", ret);
+	tsr_emit_nop(&c);
+	bench_round_trip(fd, &c);
+	bench_pipelined(fd, &c);
+	bench_matmul(fd, &info);
+	return 0;
+}
