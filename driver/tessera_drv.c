@@ -32,7 +32,7 @@
 unsigned int tessera_job_timeout_ms = 5000;
 module_param_named(job_timeout_ms, tessera_job_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(job_timeout_ms,
-		 "Time a job may run before its queue is reset, ms (default 5000)");
+		 "Time a job may run before its queue is reset, ms, 0 never (default 5000)");
 
 unsigned int tessera_ban_threshold = 3;
 module_param_named(ban_threshold, tessera_ban_threshold, uint, 0644);

@@ -66,6 +66,7 @@ struct tessera_device;
  * @tdev: owning device
  * @index: queue number
  * @sched: the drm_sched instance feeding this queue
+ * @sched_ready: @sched was initialised (and must be finalised)
  * @lock: protects @tail, @inflight and the ring contents
  * @fence_lock: lock of the hardware fences of this queue
  * @ring: descriptor ring (coherent memory the chip reads)
@@ -109,13 +110,13 @@ struct tessera_queue {
  * @msix_vectors: MSI-X vectors enabled
  * @num_queues: hardware queues
  * @max_contexts: context table entries in use, including the unused 0
- * @irq_count: device interrupts handled
+ * @irq_count: interrupts handled, device and queue vectors
  * @ping_lock: serialises pings; the chip has one ping register
  * @ping_done: completed by the interrupt handler when a ping is acknowledged
  * @ping_ack: cookie the chip acknowledged, valid once @ping_done completes
  * @queues: the hardware queues
  * @reset_wq: ordered queue running timeouts and resets one at a time
- * @fatal_work: recovery after a fatal chip error
+ * @chip_reset_work: whole-chip recovery (fatal error, forced)
  * @reset_lock: held while the chip is being reset
  * @ctx_table: context table (coherent memory the chip reads)
  * @ctx_table_dma: bus address of @ctx_table
@@ -129,7 +130,6 @@ struct tessera_queue {
  * @counters: driver counters, enum tessera_counter
  * @inject_bo_failures: fail this many coming buffer allocations (debugfs)
  * @inject_submit_failures: fail this many coming submits (debugfs)
- * @unplugged: the device is gone; every job fails with -ENODEV
  */
 struct tessera_device {
 	struct drm_device drm;
@@ -149,7 +149,7 @@ struct tessera_device {
 
 	struct tessera_queue queues[TSR_MAX_QUEUES];
 	struct workqueue_struct *reset_wq;
-	struct work_struct fatal_work;
+	struct work_struct chip_reset_work;
 	/* held while queues or the chip are reset */
 	struct mutex reset_lock;
 
@@ -171,7 +171,6 @@ struct tessera_device {
 	atomic64_t counters[TESSERA_CNT_COUNT];
 	atomic_t inject_bo_failures;
 	atomic_t inject_submit_failures;
-	bool unplugged;
 };
 
 /* Scheduler priorities a file can submit at: DRM_TESSERA_PRIORITY_*. */

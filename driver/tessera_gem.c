@@ -249,6 +249,9 @@ static int tessera_hbm_mmap(struct drm_gem_object *obj,
 	struct tessera_bo *bo = to_tessera_bo(obj);
 	int idx, ret;
 
+	/* A private copy of device memory would silently miss the device. */
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
 	if (!drm_dev_enter(obj->dev, &idx))
 		return -ENODEV;
 	/* drm_gem_mmap_obj() has checked the size; the offset is the object's. */

@@ -252,8 +252,11 @@ static struct dma_fence *tessera_run_job(struct drm_sched_job *sched_job)
 	job->prealloc = NULL;
 	if (!fence) {
 		fence = kzalloc(sizeof(*fence), GFP_NOWAIT);
-		if (!fence)
+		if (!fence) {
+			job->start = 0;
+			job_record_end(job, NULL, TSR_ERR_NONE, -ENOMEM);
 			return ERR_PTR(-ENOMEM);
+		}
 	}
 	if (job->hw_fence)
 		dma_fence_put(job->hw_fence);
@@ -418,7 +421,9 @@ int tessera_sched_init(struct tessera_device *tdev)
 			.timeout_wq = tdev->reset_wq,
 			.num_rqs = DRM_SCHED_PRIORITY_COUNT,
 			.credit_limit = TESSERA_RING_JOBS,
-			.timeout = msecs_to_jiffies(tessera_job_timeout_ms),
+			.timeout = tessera_job_timeout_ms ?
+				   msecs_to_jiffies(tessera_job_timeout_ms) :
+				   MAX_SCHEDULE_TIMEOUT,
 			.name = q->name,
 			.dev = drm->dev,
 		};

@@ -47,7 +47,7 @@ struct tessera_pt;
  * @faults: jobs of this context that hung or faulted
  * @banned: later submits fail with -ECANCELED
  * @engine_ns: time jobs of this context spent on each queue
- * @jobs: jobs completed, for debugfs
+ * @jobs: jobs that ended, successfully or not, for debugfs
  * @link: entry in the device's context list
  * @pid: process that opened the file, for debugfs
  */

@@ -130,6 +130,14 @@ enum drm_gpu_sched_stat tessera_job_timedout(struct tessera_job *job)
 		return DRM_GPU_SCHED_STAT_ENODEV;
 	mutex_lock(&tdev->reset_lock);
 
+	/* A fatal error whose interrupt was lost: reset the chip, blame no one. */
+	if (tessera_reg_read(tdev, TSR_REG_STATUS) & TSR_STATUS_FATAL) {
+		drm_err(&tdev->drm, "chip in a fatal state, found by a timeout; resetting the chip\n");
+		tessera_count(tdev, TESSERA_CNT_FATAL_ERRORS);
+		tessera_recover(tdev, GENMASK(tdev->num_queues - 1, 0), true);
+		goto out;
+	}
+
 	/* Finished, but its interrupt never came: no reset needed. */
 	tessera_queue_reap(q, true);
 	if (dma_fence_is_signaled(job->hw_fence)) {
@@ -151,23 +159,18 @@ out:
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 }
 
-static void tessera_chip_recover(struct tessera_device *tdev)
-{
-	mutex_lock(&tdev->reset_lock);
-	tessera_recover(tdev, GENMASK(tdev->num_queues - 1, 0), true);
-	mutex_unlock(&tdev->reset_lock);
-}
-
-static void tessera_fatal_work(struct work_struct *work)
+/* Reset the whole chip; runs on reset_wq, after or before any timeout. */
+static void tessera_chip_reset_work(struct work_struct *work)
 {
 	struct tessera_device *tdev = container_of(work, struct tessera_device,
-						   fatal_work);
+						   chip_reset_work);
 	int idx;
 
 	if (!drm_dev_enter(&tdev->drm, &idx))
 		return;
-	drm_err(&tdev->drm, "fatal chip error; resetting the chip\n");
-	tessera_chip_recover(tdev);
+	mutex_lock(&tdev->reset_lock);
+	tessera_recover(tdev, GENMASK(tdev->num_queues - 1, 0), true);
+	mutex_unlock(&tdev->reset_lock);
 	drm_dev_exit(idx);
 }
 
@@ -175,24 +178,21 @@ static void tessera_fatal_work(struct work_struct *work)
 void tessera_schedule_fatal_recovery(struct tessera_device *tdev)
 {
 	tessera_count(tdev, TESSERA_CNT_FATAL_ERRORS);
-	queue_work(tdev->reset_wq, &tdev->fatal_work);
+	drm_err(&tdev->drm, "fatal chip error; resetting the chip\n");
+	queue_work(tdev->reset_wq, &tdev->chip_reset_work);
 }
 
-/* debugfs force_recovery: reset the chip as if it had failed. */
+/* debugfs force_recovery: reset the chip as if it had failed, and wait. */
 void tessera_force_recovery(struct tessera_device *tdev)
 {
-	int idx;
-
-	if (!drm_dev_enter(&tdev->drm, &idx))
-		return;
 	drm_info(&tdev->drm, "recovery forced through debugfs\n");
-	tessera_chip_recover(tdev);
-	drm_dev_exit(idx);
+	queue_work(tdev->reset_wq, &tdev->chip_reset_work);
+	flush_work(&tdev->chip_reset_work);
 }
 
 void tessera_reset_init(struct tessera_device *tdev)
 {
-	INIT_WORK(&tdev->fatal_work, tessera_fatal_work);
+	INIT_WORK(&tdev->chip_reset_work, tessera_chip_reset_work);
 }
 
 /**
@@ -207,13 +207,15 @@ void tessera_reset_unplug(struct tessera_device *tdev)
 {
 	unsigned int i;
 
-	cancel_work_sync(&tdev->fatal_work);
+	cancel_work_sync(&tdev->chip_reset_work);
 	mutex_lock(&tdev->reset_lock);
-	WRITE_ONCE(tdev->unplugged, true);
 	for (i = 0; i < tdev->num_queues; i++)
 		drm_sched_wqueue_stop(&tdev->queues[i].sched);
-	for (i = 0; i < tdev->num_queues; i++)
+	/* Jobs the chip finished before it went keep their results. */
+	for (i = 0; i < tdev->num_queues; i++) {
+		tessera_queue_reap(&tdev->queues[i], false);
 		tessera_queue_cancel(&tdev->queues[i], -ENODEV);
+	}
 	for (i = 0; i < tdev->num_queues; i++)
 		drm_sched_wqueue_start(&tdev->queues[i].sched);
 	mutex_unlock(&tdev->reset_lock);

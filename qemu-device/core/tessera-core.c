@@ -520,8 +520,14 @@ static void mmu_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
     case TSR_REG_MMU_CTX_COUNT:
         core->mmu_ctx_count = value <= TSR_MAX_CONTEXTS ? value : 0;
         break;
+    case TSR_REG_MMU_INVALIDATE:
+        /*
+         * Every running job drops its walk cache at its next translation;
+         * dropping other contexts' too is allowed, and simpler.
+         */
+        __atomic_add_fetch(&core->mmu_generation, 1, __ATOMIC_RELEASE);
+        break;
     default:
-        /* TSR_REG_MMU_INVALIDATE: translations live only within a job. */
         break;
     }
 }

@@ -83,6 +83,8 @@ struct TsrCore {
     uint64_t mmu_fault_va;
     uint32_t mmu_fault_reason;
     uint32_t mmu_fault_count;
+    /* Bumped by every MMU_INVALIDATE; walk caches older than it are dropped. */
+    uint32_t mmu_generation;
 
     uint64_t counters[TSR_CNT_COUNT];
     TsrQueue queue[TSR_MAX_QUEUES];
@@ -148,6 +150,7 @@ typedef struct TsrMem {
         uint64_t leaf;
     } walk[TSR_WALK_CACHE];
     unsigned int walk_next;
+    uint32_t walk_generation;   /* core->mmu_generation the cache is of */
 } TsrMem;
 
 /* Look up @context; TSR_ERR_NONE or TSR_ERR_BAD_CONTEXT/TSR_ERR_DMA. */

@@ -63,18 +63,27 @@ static uint32_t read_pte(TsrMem *mem, uint64_t table, unsigned int index,
 
 /*
  * Find the leaf entry for @va: from the walk cache when @va lies in a
- * 2 MiB region walked before in this job (the level-0 entry is still
- * read, so that validity and permissions are those of the tables), else
- * by a full walk.
+ * 2 MiB region walked before in this job and no MMU_INVALIDATE came since
+ * (the level-0 entry is still read, so that validity and permissions are
+ * those of the tables), else by a full walk.
  */
 static uint32_t find_leaf(TsrMem *mem, uint64_t va, uint64_t *pte,
                           uint64_t *page_size)
 {
     uint64_t tag = (va >> TSR_LARGE_PAGE_SHIFT) + 1;
+    uint32_t generation;
     unsigned int i;
     uint64_t l2, l1;
     uint32_t err;
 
+    /* A driver that changed live tables says so with MMU_INVALIDATE. */
+    generation = __atomic_load_n(&mem->core->mmu_generation, __ATOMIC_ACQUIRE);
+    if (generation != mem->walk_generation) {
+        for (i = 0; i < TSR_WALK_CACHE; i++) {
+            mem->walk[i].tag = 0;
+        }
+        mem->walk_generation = generation;
+    }
     for (i = 0; i < TSR_WALK_CACHE && mem->walk[i].tag != tag; i++) {
         continue;
     }

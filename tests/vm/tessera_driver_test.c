@@ -421,7 +421,82 @@ TEST_F(drv, closed_buffer_is_unmapped)
 	EXPECT_EQ(va, st.fault_va);
 }
 
+/* ---------------------------------------------------------- fdinfo */
+
+/* Value of key @key in the fdinfo of @fd, or -1. */
+static long long fdinfo_value(int fd, const char *key)
+{
+	char path[64], line[256];
+	long long v = -1;
+	size_t n = strlen(key);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n) && line[n] == ':')
+			v = strtoll(line + n + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+TEST_F(drv, fdinfo_reports_memory_per_placement_and_engine_time)
+{
+	struct tsr_bo big;
+
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 4 * MIB, DRM_TESSERA_BO_HBM, &big));
+	/* Sizes are printed in KiB: command buffer + host, HBM + big. */
+	EXPECT_EQ(128, fdinfo_value(self->fd, "drm-total-host"));
+	EXPECT_EQ(64 + 4096, fdinfo_value(self->fd, "drm-total-hbm"));
+	EXPECT_EQ(64 + 4096, fdinfo_value(self->fd, "drm-resident-hbm"));
+	EXPECT_EQ(0, fdinfo_value(self->fd, "drm-engine-q1"));
+	tsr_emit_fill(&self->c, big.va, 3, 4 * MIB);
+	RUN_OK(1);
+	EXPECT_LT(0, fdinfo_value(self->fd, "drm-engine-q1"));
+	EXPECT_EQ(0, fdinfo_value(self->fd, "drm-engine-q2"));
+}
+
 /* ------------------------------------------------------- isolation */
+
+TEST_F(drv, running_job_loses_a_closed_buffer_at_once)
+{
+	struct drm_tessera_job_status st;
+	const struct tsr_bo *bos[] = { &self->host };
+	uint64_t *sem = self->host.map, seq;
+	struct tsr_bo big;
+
+	/* A large page the job reads, waits, then reads again. */
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 2 * MIB, DRM_TESSERA_BO_HBM, &big));
+	sem[0] = 0;
+	tsr_emit_copy(&self->c, big.va, self->host.va + 64, 64);
+	tsr_emit_sem(&self->c, TSR_OP_SEM_WAIT, self->host.va, 1);
+	tsr_emit_copy(&self->c, big.va, self->host.va + 128, 64);
+	drmSyncobjReset(self->fd, &self->sync, 1);
+	/* The job does not list the big buffer: closing it unmaps it. */
+	ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, bos, 1, self->sync, &seq));
+	EXPECT_EQ(-ETIME, tsr_wait(self->fd, self->sync, 100 * 1000 * 1000ull));
+	tsr_bo_destroy(self->fd, &big);
+	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
+	EXPECT_EQ(TSR_ERR_MMU_UNMAPPED, st.error);
+	EXPECT_EQ(2, st.failed_cmd);
+}
+
+TEST_F(drv, hbm_cannot_be_mapped_private)
+{
+	struct drm_tessera_bo_info i = { .handle = self->hbm.handle };
+	void *p;
+
+	ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_INFO, &i));
+	p = mmap(NULL, i.size, PROT_READ | PROT_WRITE, MAP_PRIVATE, self->fd,
+		 i.mmap_offset);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+}
+
 
 TEST_F(drv, another_contexts_addresses_fault_in_the_intruder_only)
 {

@@ -249,9 +249,12 @@ struct drm_tessera_sync {
  * it runs the command buffer in the file's device address space.  Its
  * outcome is in DRM_IOCTL_TESSERA_JOB_STATUS under @seq, and in the error
  * of the fence @out_sync receives: 0, -EFAULT (MMU fault), -EIO (memory,
- * DMA or device error), -EINVAL (a malformed command), -ETIMEDOUT (the job
- * hung and was stopped), -ECANCELED (the context was banned or the device
- * reset under the job too often), -ENODEV (the device went away).
+ * DMA or device error, or resets caught the job too often), -EINVAL (a
+ * malformed command), -E2BIG (an operand beyond the chip's limits),
+ * -ETIMEDOUT (the job hung and was stopped), -ECANCELED (the context was
+ * banned), -ESRCH (the file was closed before the job could start),
+ * -ENOMEM (no memory to run it again after a reset), -ENODEV (the device
+ * went away).
  */
 struct drm_tessera_submit {
 	/** @flags: in, DRM_TESSERA_SUBMIT_* flags. */
