@@ -75,6 +75,7 @@ VM_TESTS := $(patsubst tests/vm/%.c,$(B)/tests/vm/%,$(wildcard tests/vm/*_test.c
 SAMPLES := $(patsubst tools/samples/%.c,$(B)/bin/%,$(wildcard tools/samples/*.c))
 BENCHES := $(patsubst tests/bench/%.c,$(B)/bench/%,$(wildcard tests/bench/*.c))
 GUEST_BENCHES := $(patsubst tests/bench/vm/%.c,$(B)/bench/vm/%,$(wildcard tests/bench/vm/*.c))
+GUEST_PROGS := $(patsubst tests/vm/progs/%.c,$(B)/tests/vm/progs/%,$(wildcard tests/vm/progs/*.c))
 INITRAMFS := $(B)/guest/initramfs.cpio
 
 .PHONY: all deps qemu module libaccel tests samples initramfs \
@@ -145,7 +146,8 @@ $(LIBACCEL_A): $(LIBACCEL_OBJS)
 	$(AR) rcs $@ $^
 
 # ---------------------------------------------------------------- tests
-tests: $(HOST_TESTS) $(VM_TESTS) $(B)/tests/vm/run-tests $(BENCHES) $(GUEST_BENCHES)
+tests: $(HOST_TESTS) $(VM_TESTS) $(B)/tests/vm/run-tests $(BENCHES) $(GUEST_BENCHES) \
+	$(GUEST_PROGS)
 
 $(CORE_TESTS): $(B)/tests/host/%: tests/host/%.c tests/host/tessera_chip.h $(CORE_SRCS) \
 		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
@@ -169,8 +171,12 @@ $(B)/tests/vm/%_test: tests/vm/%_test.c tests/vm/tessera_util.h $(LIBACCEL_SO) \
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< \
 		-L$(B)/lib -laccel $(DRM_LIBS)
 
-# Benchmarks that run in the guest, through the driver.
+# Benchmarks and helper programs that run in the guest, on the raw uapi.
 $(B)/bench/vm/%: tests/bench/vm/%.c tests/vm/tessera_util.h $(USER_HEADERS) $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(UAPI_CFLAGS) $(DRM_CFLAGS) -Itests/vm -o $@ $< $(DRM_LIBS)
+
+$(B)/tests/vm/progs/%: tests/vm/progs/%.c tests/vm/tessera_util.h $(USER_HEADERS) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(UAPI_CFLAGS) $(DRM_CFLAGS) -Itests/vm -o $@ $< $(DRM_LIBS)
 
@@ -188,7 +194,7 @@ $(B)/bin/%: tools/samples/%.c $(LIBACCEL_SO) $(USER_HEADERS)
 # ---------------------------------------------------------------- guest
 initramfs: $(INITRAMFS)
 
-GUEST_FILES := $(VM_TESTS) $(B)/tests/vm/run-tests $(SAMPLES) $(GUEST_BENCHES) \
+GUEST_FILES := $(VM_TESTS) $(B)/tests/vm/run-tests $(SAMPLES) $(GUEST_BENCHES) $(GUEST_PROGS) \
 	$(B)/lib/$(LIBACCEL_SONAME) $(LIBACCEL_SO)
 
 $(INITRAMFS): mk/initramfs tools/guest/init $(TESSERA_KO) $(GUEST_FILES) $(DEPS_STAMP)

@@ -937,7 +937,8 @@ static int stress_child(unsigned int id)
 	unsigned int j;
 	int fd = tsr_open(0);
 
-	if (fd < 0 || tsr_bo_create(fd, 64 * KIB, 0, &c.bo) ||
+	/* Room for every job's commands: none is overwritten while queued. */
+	if (fd < 0 || tsr_bo_create(fd, 128 * KIB, 0, &c.bo) ||
 	    tsr_bo_create(fd, 8 * KIB, 0, &data) ||
 	    drmSyncobjCreate(fd, 0, &tl))
 		return 10;
@@ -955,8 +956,6 @@ static int stress_child(unsigned int id)
 		};
 		size_t start = c.len;
 
-		if (c.len + 128 > c.bo.size)
-			c.len = start = 0;
 		tsr_emit_sem(&c, TSR_OP_SEM_INC, data.va, 1);
 		tsr_emit_fill(&c, data.va + 8 + 4 * j, j + 1, 4);
 		s.cmdbuf_offset = start;
