@@ -328,6 +328,36 @@ TEST_F(drv, submit_rejects_bad_arguments)
 #undef BAD
 }
 
+TEST_F(drv, priorities_high_needs_cap_sys_nice)
+{
+	struct drm_tessera_submit s = {
+		.cmdbuf_handle = self->c.bo.handle, .cmdbuf_size = 8,
+	};
+	unsigned int p;
+	int status;
+	pid_t child;
+
+	tsr_emit_nop(&self->c);
+	for (p = DRM_TESSERA_PRIORITY_NORMAL; p <= DRM_TESSERA_PRIORITY_HIGH; p++) {
+		s.priority = p;
+		EXPECT_EQ(0, submit_raw(self->fd, &s)) TH_LOG("priority %u", p);
+	}
+	/* An unprivileged user keeps the file but not the high priority. */
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		if (setresuid(65534, 65534, 65534))
+			_exit(10);
+		s.priority = DRM_TESSERA_PRIORITY_HIGH;
+		if (submit_raw(self->fd, &s) != -EPERM)
+			_exit(11);
+		s.priority = DRM_TESSERA_PRIORITY_LOW;
+		_exit(submit_raw(self->fd, &s) ? 12 : 0);
+	}
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
 TEST_F(drv, sequence_numbers_count_up_from_one)
 {
 	struct drm_tessera_job_status st;
