@@ -895,6 +895,43 @@ TEST_F(drv, fatal_error_resets_the_chip_and_reruns_innocent_jobs)
 	close(ue);
 }
 
+/* The whole of debugfs file @name of the fixture's chip, or "". */
+static void debugfs_read(FIXTURE_DATA(drv) *self, const char *name,
+			 char *buf, size_t len)
+{
+	char path[128];
+	ssize_t n = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/%s",
+		 self->pci, name);
+	fd = open(path, O_RDONLY);
+	if (fd >= 0) {
+		n = read(fd, buf, len - 1);
+		close(fd);
+	}
+	buf[n > 0 ? n : 0] = 0;
+}
+
+TEST_F(drv, debugfs_shows_registers_queues_and_contexts)
+{
+	static char buf[65536];
+	char want[64];
+
+	debugfs_read(self, "registers", buf, sizeof(buf));
+	EXPECT_NE(NULL, strstr(buf, "CHIP_ID              0x0000 0x54535241"));
+	EXPECT_NE(NULL, strstr(buf, "Q3_LAST_ERROR"));
+	debugfs_read(self, "queues", buf, sizeof(buf));
+	EXPECT_NE(NULL, strstr(buf, "queue 3: tail"));
+	debugfs_read(self, "contexts", buf, sizeof(buf));
+	snprintf(want, sizeof(want), "context %u: pid %d", self->info.context_id,
+		 getpid());
+	EXPECT_NE(NULL, strstr(buf, want));
+	snprintf(want, sizeof(want), "va 0x%010llx size 65536 hbm",
+		 (unsigned long long)self->hbm.va);
+	EXPECT_NE(NULL, strstr(buf, want));
+}
+
 TEST_F(drv, force_recovery_resets_the_chip)
 {
 	long long resets = counter(self, "device_resets");
