@@ -319,6 +319,44 @@ static uint32_t sem_check(const struct tsr_cmd_sem *c)
     return TSR_ERR_NONE;
 }
 
+/* Remember when (@context, @va) was last signalled; sem_lock held. */
+static void sem_time_record(TsrCore *core, uint32_t context, uint64_t va,
+                            uint64_t cycle)
+{
+    unsigned int i;
+
+    for (i = 0; i < TSR_SEM_TIMES; i++) {
+        if (core->sem_times[i].context == context &&
+            core->sem_times[i].va == va) {
+            break;
+        }
+    }
+    if (i == TSR_SEM_TIMES) {
+        i = core->sem_times_next++ % TSR_SEM_TIMES;
+        core->sem_times[i].context = context;
+        core->sem_times[i].va = va;
+    }
+    core->sem_times[i].cycle = cycle;
+}
+
+/* The modeled time (@context, @va) was last signalled, or 0. */
+static uint64_t sem_time_lookup(TsrCore *core, uint32_t context, uint64_t va)
+{
+    uint64_t cycle = 0;
+    unsigned int i;
+
+    pthread_mutex_lock(&core->sem_lock);
+    for (i = 0; i < TSR_SEM_TIMES; i++) {
+        if (core->sem_times[i].context == context &&
+            core->sem_times[i].va == va) {
+            cycle = core->sem_times[i].cycle;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&core->sem_lock);
+    return cycle;
+}
+
 static uint32_t cmd_sem_update(TsrMem *mem, const struct tsr_cmd_sem *c,
                                bool add, TsrCost *cost)
 {
@@ -335,12 +373,15 @@ static uint32_t cmd_sem_update(TsrMem *mem, const struct tsr_cmd_sem *c,
     } else {
         v = htole64(c->value);
     }
+    cost->other += TSR_SEM_CYCLES;
     if (!mem->error) {
         tsr_mem_write(mem, c->va, &v, sizeof(v));
     }
+    if (!mem->error) {
+        sem_time_record(core, mem->context, c->va, tsr_cost_now(cost));
+    }
     pthread_cond_broadcast(&core->sem_cond);
     pthread_mutex_unlock(&core->sem_lock);
-    cost->other += TSR_SEM_CYCLES;
     return mem->error;
 }
 
@@ -363,6 +404,12 @@ static uint32_t cmd_sem_wait(TsrMem *mem, unsigned int queue,
             return mem->error;
         }
         if (le64toh(v) >= c->value) {
+            /* A signal from another queue ends the wait at its own time. */
+            uint64_t signalled = sem_time_lookup(core, mem->context, c->va);
+
+            if (signalled > tsr_cost_now(cost)) {
+                cost->other += signalled - tsr_cost_now(cost);
+            }
             return TSR_ERR_NONE;
         }
         if (tsr_queue_aborted(core, queue, generation)) {

@@ -83,6 +83,7 @@ void tsr_core_reset(TsrCore *core)
     pthread_mutex_unlock(&core->lock);
     /* Wake semaphore waiters so that they see the reset. */
     pthread_mutex_lock(&core->sem_lock);
+    memset(core->sem_times, 0, sizeof(core->sem_times));
     pthread_cond_broadcast(&core->sem_cond);
     pthread_mutex_unlock(&core->sem_lock);
 }

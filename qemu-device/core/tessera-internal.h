@@ -16,6 +16,9 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #include "drm/tessera_chip.h"
 #include "tessera-core.h"
 
+/* Semaphore signals whose modeled time the chip remembers. */
+#define TSR_SEM_TIMES 64
+
 /* Entries of a job's page-walk cache. */
 #define TSR_WALK_CACHE 4
 
@@ -96,6 +99,16 @@ struct TsrCore {
      */
     pthread_mutex_t sem_lock;
     pthread_cond_t sem_cond;
+    /*
+     * When recent SEM_SIGNAL/SEM_INC commands ran, on the modeled clock, by
+     * (context, VA): a wait they satisfy ends no earlier (sem_lock).
+     */
+    struct {
+        uint32_t context;
+        uint64_t va;
+        uint64_t cycle;
+    } sem_times[TSR_SEM_TIMES];
+    unsigned int sem_times_next;
 };
 
 /* A queue's job should stop: the queue or the chip was reset. */

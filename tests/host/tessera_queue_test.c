@@ -393,6 +393,36 @@ TEST_F(q, a_wait_on_one_queue_is_released_by_a_signal_on_another)
 	EXPECT_EQ(3, *(uint64_t *)host_ptr(self->c, sem));
 }
 
+TEST_F(q, a_signalled_wait_ends_no_earlier_than_the_signal)
+{
+	uint64_t sem = chip_buffer(self->c, 1, 4096);
+	uint64_t big = chip_buffer(self->c, 1, 1 << 20);
+	struct tsr_cmd_sem wait = {
+		HDR(TSR_OP_SEM_WAIT, struct tsr_cmd_sem), sem, 1 };
+	struct {
+		struct tsr_cmd_dma fill;
+		struct tsr_cmd_sem inc;
+	} slow = {
+		{ HDR(TSR_OP_DMA_FILL, struct tsr_cmd_dma), .src = 7, .dst = big,
+		  .size = { 1 << 20, 1, 1 } },
+		{ HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem), sem, 1 },
+	};
+	struct runner waiter = { self->c, 0 };
+	struct tsr_completion *w, *s;
+	pthread_t t;
+
+	w = chip_queue_job(self->c, 0, 1, &wait, sizeof(wait), 1);
+	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &waiter));
+	s = chip_queue_job(self->c, 1, 1, &slow, sizeof(slow), 1);
+	tsr_core_queue_run(self->c->core, 1);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_EQ(TSR_JOB_STATUS_DONE, s->status);
+	ASSERT_EQ(TSR_JOB_STATUS_DONE, w->status);
+	/* The 1 MiB fill takes thousands of cycles; the wait waited for it. */
+	EXPECT_LT(5000, s->end_cycle);
+	EXPECT_LE(s->end_cycle, w->end_cycle);
+}
+
 TEST_F(q, a_queue_reset_aborts_a_waiting_job)
 {
 	uint64_t sem = chip_buffer(self->c, 1, 4096);
