@@ -159,8 +159,8 @@ $(B)/bench/chip_bench: tests/bench/chip_bench.c tests/host/tessera_chip.h $(CORE
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) $(CORE_LIBS)
 
-$(B)/tests/host/libaccel_error_test: tests/host/libaccel_error_test.c $(LIBACCEL_A) \
-		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
+$(filter $(B)/tests/host/libaccel_%,$(HOST_TESTS)): $(B)/tests/host/%: tests/host/%.c \
+		$(LIBACCEL_A) $(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< \
 		$(LIBACCEL_A) $(DRM_LIBS)

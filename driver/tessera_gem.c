@@ -437,8 +437,13 @@ int tessera_ioctl_bo_info(struct drm_device *drm, void *data,
 	ret = drm_gem_create_mmap_offset(obj);
 	if (ret)
 		goto out;
+	/*
+	 * A handle is visible before its open hook has mapped the buffer
+	 * (drm_gem_handle_create_tail()); a lookup racing with that sees no
+	 * mapping yet, as if the handle did not exist.
+	 */
 	map = tessera_mapping_get(bo, tfile->ctx);
-	if (WARN_ON(!map)) {
+	if (!map) {
 		ret = -ENOENT;
 		goto out;
 	}

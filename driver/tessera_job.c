@@ -344,8 +344,14 @@ static void job_release(struct tessera_job *job)
 
 static void tessera_free_job(struct drm_sched_job *sched_job)
 {
+	struct tessera_job *job = to_tessera_job(sched_job);
+
+	/* Never run: killed with its entity when the file was closed. */
+	if (!job->hw_fence)
+		job_record_end(job, NULL, TSR_ERR_NONE,
+			       sched_job->s_fence->finished.error ?: -ESRCH);
 	drm_sched_job_cleanup(sched_job);
-	job_release(to_tessera_job(sched_job));
+	job_release(job);
 }
 
 static const struct drm_sched_backend_ops tessera_sched_ops = {
@@ -620,9 +626,11 @@ static int submit_lookup_bos(struct tessera_job *job, struct drm_file *file,
 			goto out;
 		}
 		job->bo_write[i] = flags & DRM_TESSERA_BO_WRITE;
+		/* Not mapped yet: a handle still being created (see BO_INFO). */
 		job->maps[i] = tessera_mapping_get(to_tessera_bo(job->bos[i]),
 						   job->ctx);
-		if (WARN_ON(!job->maps[i])) {
+		if (!job->maps[i]) {
+			drm_dbg(drm, "SUBMIT: handle %u is not ready\n", handle);
 			ret = -ENOENT;
 			goto out;
 		}

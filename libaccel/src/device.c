@@ -21,13 +21,6 @@
 #define ACCEL_SYSFS_CLASS "/sys/class/accel"
 #define ACCEL_MAX_MINORS 256
 
-struct accel_device {
-	int fd;
-	unsigned int index;
-	unsigned int minor;
-	char pci_address[ACCEL_PCI_ADDRESS_LEN];
-};
-
 /* Sorted minors of the /dev/accel/accelN nodes; returns how many. */
 static int list_minors(unsigned int *minors, unsigned int max)
 {
@@ -102,13 +95,12 @@ static void read_pci_address(unsigned int minor,
 		strcpy(buf, base);
 }
 
-static int check_uapi(int fd)
+static int check_uapi(int fd, struct drm_tessera_info *info)
 {
-	struct drm_tessera_info info = { 0 };
-
-	if (drmIoctl(fd, DRM_IOCTL_TESSERA_GET_INFO, &info))
+	memset(info, 0, sizeof(*info));
+	if (drmIoctl(fd, DRM_IOCTL_TESSERA_GET_INFO, info))
 		return accel_error_from_errno(errno);
-	if (info.uapi_version < DRM_TESSERA_UAPI_VERSION)
+	if (info->uapi_version < DRM_TESSERA_UAPI_VERSION)
 		return ACCEL_ERR_VERSION;
 	return ACCEL_OK;
 }
@@ -169,13 +161,14 @@ static int walk_devices(const struct device_filter *filter,
 static int open_matching(const struct device_filter *filter,
 			 struct accel_device **out)
 {
-	struct accel_device found, *dev;
+	struct accel_device found = { 0 }, *dev;
+	struct drm_tessera_info info;
 	int ret;
 
 	ret = walk_devices(filter, &found);
 	if (ret)
 		return ret;
-	ret = check_uapi(found.fd);
+	ret = check_uapi(found.fd, &info);
 	if (ret) {
 		close(found.fd);
 		return ret;
@@ -186,6 +179,8 @@ static int open_matching(const struct device_filter *filter,
 		return ACCEL_ERR_NO_MEMORY;
 	}
 	*dev = found;
+	dev->num_queues = info.num_queues;
+	pthread_mutex_init(&dev->lock, NULL);
 	*out = dev;
 	return ACCEL_OK;
 }
@@ -228,6 +223,7 @@ void accel_device_close(struct accel_device *dev)
 	if (!dev)
 		return;
 	close(dev->fd);
+	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 }
 
@@ -264,6 +260,20 @@ int accel_device_get_info(struct accel_device *dev,
 	info->msix_vectors = ti.msix_vectors;
 	info->irq_count = ti.irq_count;
 	info->uapi_version = ti.uapi_version;
+	info->preset = ti.preset;
+	info->tensorcores = ti.tensorcores;
+	info->mxus_per_core = ti.mxus_per_core;
+	info->mxu_dim = ti.mxu_dim;
+	info->vpu_sublanes = ti.vpu_sublanes;
+	info->vpu_lanes = ti.vpu_lanes;
+	info->vmem_mib = ti.vmem_mib;
+	info->clock_mhz = ti.clock_mhz;
+	info->hbm_gbps = ti.hbm_gbps;
+	info->host_dma_gbps = ti.host_dma_gbps;
+	info->num_queues = ti.num_queues;
+	info->hbm_size = ti.hbm_size;
+	info->hbm_free = ti.hbm_free;
+	info->context_id = ti.context_id;
 	snprintf(info->driver_name, sizeof(info->driver_name), "%s",
 		 version->name);
 	info->driver_major = version->version_major;

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Error codes and their texts. */
+#include <drm/tessera_chip.h>
+
 #include <accel/accel.h>
 
 #include "internal.h"
@@ -12,12 +14,25 @@ static const char *const error_text[] = {
 	[-ACCEL_ERR_INVALID_ARGUMENT] = "invalid argument",
 	[-ACCEL_ERR_NO_DEVICE] = "no Tessera device with that index or address",
 	[-ACCEL_ERR_NOT_TESSERA] = "the device is not driven by the tessera driver",
-	[-ACCEL_ERR_PERMISSION] = "permission denied opening the device node",
-	[-ACCEL_ERR_NO_MEMORY] = "out of memory",
-	[-ACCEL_ERR_TIMEOUT] = "the device did not answer in time",
+	[-ACCEL_ERR_PERMISSION] = "permission denied (the device node, or a high priority without CAP_SYS_NICE)",
+	[-ACCEL_ERR_NO_MEMORY] = "out of memory (host memory, HBM or device address space)",
+	[-ACCEL_ERR_TIMEOUT] = "the operation did not complete in time",
 	[-ACCEL_ERR_VERSION] = "the tessera driver is older than this library needs",
 	[-ACCEL_ERR_DEVICE_LOST] = "the device was removed or its driver unbound",
 	[-ACCEL_ERR_IO] = "the driver reported an unexpected error",
+	[-ACCEL_ERR_NOT_SUPPORTED] = "the object does not support this operation (HBM buffers cannot be exported)",
+	[-ACCEL_ERR_OUT_OF_BOUNDS] = "an offset, tensor or region lies outside its buffer",
+	[-ACCEL_ERR_BAD_DTYPE] = "an element type the command does not allow for that operand",
+	[-ACCEL_ERR_BAD_SHAPE] = "a zero, too large or mismatched dimension",
+	[-ACCEL_ERR_BAD_STRIDE] = "a stride shorter than a row, or overlapping destination rows",
+	[-ACCEL_ERR_BAD_ALIGNMENT] = "an address not aligned to its element",
+	[-ACCEL_ERR_BAD_FLAGS] = "unknown flag bits",
+	[-ACCEL_ERR_BAD_OP] = "an unknown VPU or reduce operation, or a bad axis",
+	[-ACCEL_ERR_TOO_LARGE] = "beyond a limit of the chip or the driver",
+	[-ACCEL_ERR_WRONG_DEVICE] = "the buffer or command buffer belongs to another device",
+	[-ACCEL_ERR_JOB_FAILED] = "the job failed on the chip; its status names the error and the command",
+	[-ACCEL_ERR_JOB_HUNG] = "the job hung and was stopped by a queue reset",
+	[-ACCEL_ERR_CANCELED] = "the job was canceled: the device context is banned after repeated faults",
 };
 
 const char *accel_error_string(int error)
@@ -25,6 +40,38 @@ const char *accel_error_string(int error)
 	if (error > 0 || error < ACCEL_ERR_LAST)
 		return "unknown libaccel error code";
 	return error_text[-error];
+}
+
+#define CHIP_ERROR(name) [TSR_ERR_##name] = #name
+
+static const char *const chip_error_name[] = {
+	CHIP_ERROR(NONE),
+	CHIP_ERROR(BAD_OPCODE),
+	CHIP_ERROR(BAD_SIZE),
+	CHIP_ERROR(BAD_FLAGS),
+	CHIP_ERROR(RESERVED),
+	CHIP_ERROR(BAD_DTYPE),
+	CHIP_ERROR(BAD_SHAPE),
+	CHIP_ERROR(BAD_STRIDE),
+	CHIP_ERROR(BAD_ALIGNMENT),
+	CHIP_ERROR(BAD_OP),
+	CHIP_ERROR(MMU_UNMAPPED),
+	CHIP_ERROR(MMU_PERMISSION),
+	CHIP_ERROR(BAD_CONTEXT),
+	CHIP_ERROR(DMA),
+	CHIP_ERROR(ECC),
+	CHIP_ERROR(BAD_JOB),
+	CHIP_ERROR(ABORTED),
+	CHIP_ERROR(TOO_LARGE),
+};
+
+/* A code added to the chip header needs its name here. */
+_Static_assert(sizeof(chip_error_name) / sizeof(chip_error_name[0]) ==
+	       TSR_ERR_COUNT, "a TSR_ERR_* code has no name");
+
+const char *accel_chip_error_name(uint32_t code)
+{
+	return code < TSR_ERR_COUNT ? chip_error_name[code] : "UNKNOWN";
 }
 
 const char *accel_version_string(void)
@@ -40,6 +87,7 @@ int accel_error_from_errno(int err)
 		return ACCEL_OK;
 	case EINVAL:
 	case EFAULT:
+	case EBADF:
 		return ACCEL_ERR_INVALID_ARGUMENT;
 	case ENOENT:
 	case ENXIO:
@@ -50,9 +98,16 @@ int accel_error_from_errno(int err)
 	case ENOMEM:
 		return ACCEL_ERR_NO_MEMORY;
 	case ETIMEDOUT:
+	case ETIME:
 		return ACCEL_ERR_TIMEOUT;
 	case ENODEV:
 		return ACCEL_ERR_DEVICE_LOST;
+	case EOPNOTSUPP:
+		return ACCEL_ERR_NOT_SUPPORTED;
+	case E2BIG:
+		return ACCEL_ERR_TOO_LARGE;
+	case ECANCELED:
+		return ACCEL_ERR_CANCELED;
 	default:
 		return ACCEL_ERR_IO;
 	}

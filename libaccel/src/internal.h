@@ -4,8 +4,68 @@
 #define ACCEL_INTERNAL_H
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <accel/accel.h>
+
+struct accel_device {
+	int fd;
+	unsigned int index;
+	unsigned int minor;
+	char pci_address[ACCEL_PCI_ADDRESS_LEN];
+	uint32_t num_queues;
+	/*
+	 * Protects the buffer list and every buffer's reference count and
+	 * CPU mapping, and the cached outcome of every job.
+	 */
+	pthread_mutex_t lock;
+	/* Live buffers, so that an import of a known buffer finds it. */
+	struct accel_buffer *buffers;
+};
+
+struct accel_buffer {
+	struct accel_device *dev;
+	uint32_t handle;
+	uint32_t placement;		/* ACCEL_PLACEMENT_* */
+	uint64_t size;
+	uint64_t device_va;
+	uint64_t mmap_offset;
+	void *map;			/* NULL until first mapped */
+	unsigned int refs;
+	struct accel_buffer *prev, *next;
+};
 
 /* The libaccel code for a failed system call's errno. */
 int accel_error_from_errno(int err);
+
+/* Take one more reference on @buf (the command buffers' way). */
+void accel_buffer_ref(struct accel_buffer *buf);
+
+/*
+ * Copy the commands of @cb into a buffer object the chip can read and
+ * return its handle.  A buffer object that jobs may still read is never
+ * overwritten: a new one is made instead.
+ */
+int accel_cmdbuf_upload(struct accel_cmdbuf *cb, uint32_t *handle,
+			uint32_t *size);
+
+/* Record that job @seq runs the commands last uploaded. */
+void accel_cmdbuf_submitted(struct accel_cmdbuf *cb, uint64_t seq);
+
+/* The buffers the commands of @cb use, for SUBMIT's list. */
+unsigned int accel_cmdbuf_buffer_count(const struct accel_cmdbuf *cb);
+void accel_cmdbuf_buffer_at(const struct accel_cmdbuf *cb, unsigned int i,
+			    uint32_t *handle, uint32_t *use);
+
+struct accel_device *accel_cmdbuf_device(const struct accel_cmdbuf *cb);
+
+/* Set the message accel_cmdbuf_last_error() returns; returns @err. */
+int accel_cmdbuf_fail(struct accel_cmdbuf *cb, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Whether job @seq of @dev may still be queued or running. */
+bool accel_job_may_be_pending(struct accel_device *dev, uint64_t seq);
 
 #endif /* ACCEL_INTERNAL_H */

@@ -3,9 +3,13 @@
 #ifndef ACCEL_ACCEL_H
 #define ACCEL_ACCEL_H
 
+#include <accel/buffer.h>
+#include <accel/cmdbuf.h>
 #include <accel/common.h>
 #include <accel/device.h>
 #include <accel/error.h>
+#include <accel/job.h>
+#include <accel/tensor.h>
 
 #ifdef __cplusplus
 extern "C" {

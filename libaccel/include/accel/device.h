@@ -2,9 +2,11 @@
 /*
  * libaccel devices: finding, opening and querying Tessera chips.
  *
- * A struct accel_device is a handle to one open chip.  Handles are
- * independent of each other; one handle may be used from several threads
- * at once.
+ * A struct accel_device is a handle to one open chip, and one device
+ * context on it: an address space of its own, its own buffers and jobs.
+ * Handles are independent of each other.  One handle may be used from
+ * several threads at once: every call that takes it is thread-safe (the
+ * few objects a call takes besides it say what they allow).
  */
 #ifndef ACCEL_DEVICE_H
 #define ACCEL_DEVICE_H
@@ -45,6 +47,21 @@ struct accel_device_info {
 	int driver_minor;
 	int driver_patch;
 	uint32_t uapi_version;		/* DRM_TESSERA_UAPI_VERSION of the driver */
+	/* The chip's configuration (Documentation/chip.md, "Presets"). */
+	uint32_t preset;		/* TSR_PRESET_* */
+	uint32_t tensorcores;
+	uint32_t mxus_per_core;
+	uint32_t mxu_dim;
+	uint32_t vpu_sublanes;
+	uint32_t vpu_lanes;
+	uint32_t vmem_mib;
+	uint32_t clock_mhz;
+	uint32_t hbm_gbps;
+	uint32_t host_dma_gbps;
+	uint32_t num_queues;		/* valid accel_submit_opts.queue: 0 ... - 1 */
+	uint64_t hbm_size;		/* bytes */
+	uint64_t hbm_free;		/* bytes no buffer holds */
+	uint32_t context_id;		/* this handle's device context */
 };
 
 /** accel_device_count() - number of Tessera devices on this system. */
@@ -62,7 +79,10 @@ ACCEL_API int accel_device_open(unsigned int index, struct accel_device **dev);
 ACCEL_API int accel_device_open_pci(const char *pci_address,
 				    struct accel_device **dev);
 
-/** accel_device_close() - close a handle; NULL is allowed. */
+/**
+ * accel_device_close() - close a handle; NULL is allowed.  Destroy its
+ * buffers, command buffers and jobs first.
+ */
 ACCEL_API void accel_device_close(struct accel_device *dev);
 
 /** accel_device_fd() - the DRM file descriptor behind a handle. */

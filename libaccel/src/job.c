@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: MIT
+/* Jobs: submission with dependencies, fences, waiting, status. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/sync_file.h>
+
+#include <xf86drm.h>
+#include <drm/tessera_accel.h>
+#include <drm/tessera_chip.h>
+
+#include <accel/accel.h>
+
+#include "internal.h"
+
+struct accel_job {
+	struct accel_device *dev;
+	uint32_t syncobj;		/* signalled when the job ends */
+	uint64_t seq;
+	uint32_t queue;
+	/* Under dev->lock: once the job has ended, how it went. */
+	bool ended;
+	struct accel_job_status status;
+};
+
+/* What accel_job_wait() says of a job whose fence has this error. */
+static int result_of(int fence_error)
+{
+	switch (-fence_error) {
+	case 0:
+		return ACCEL_OK;
+	case EFAULT:
+	case EIO:
+	case EINVAL:
+	case E2BIG:
+		return ACCEL_ERR_JOB_FAILED;
+	case ETIMEDOUT:
+		return ACCEL_ERR_JOB_HUNG;
+	case ECANCELED:
+		return ACCEL_ERR_CANCELED;
+	case ENODEV:
+		return ACCEL_ERR_DEVICE_LOST;
+	default:
+		return ACCEL_ERR_IO;
+	}
+}
+
+static uint32_t drm_priority(enum accel_priority priority)
+{
+	switch (priority) {
+	case ACCEL_PRIORITY_NORMAL:
+		return DRM_TESSERA_PRIORITY_NORMAL;
+	case ACCEL_PRIORITY_LOW:
+		return DRM_TESSERA_PRIORITY_LOW;
+	case ACCEL_PRIORITY_HIGH:
+		return DRM_TESSERA_PRIORITY_HIGH;
+	default:
+		return UINT32_MAX;
+	}
+}
+
+/* A new syncobj of @dev holding the fence of sync file @fd. */
+static int import_fence(struct accel_device *dev, int fd, uint32_t *syncobj)
+{
+	if (drmSyncobjCreate(dev->fd, 0, syncobj))
+		return accel_error_from_errno(errno);
+	if (drmSyncobjImportSyncFile(dev->fd, *syncobj, fd)) {
+		int ret = accel_error_from_errno(errno);
+
+		drmSyncobjDestroy(dev->fd, *syncobj);
+		return ret;
+	}
+	return ACCEL_OK;
+}
+
+/* A syncobj of @dev for @job's fence; @job may be of another device. */
+static int job_fence(struct accel_device *dev, struct accel_job *job,
+		     uint32_t *syncobj, bool *temporary)
+{
+	int fd, ret;
+
+	*temporary = job->dev != dev;
+	if (!*temporary) {
+		*syncobj = job->syncobj;
+		return ACCEL_OK;
+	}
+	ret = accel_job_export_sync_file(job, &fd);
+	if (ret)
+		return ret;
+	ret = import_fence(dev, fd, syncobj);
+	close(fd);
+	return ret;
+}
+
+struct deps {
+	struct drm_tessera_sync in[ACCEL_MAX_DEPENDENCIES];
+	unsigned int count;
+	uint32_t temporary[ACCEL_MAX_DEPENDENCIES];
+	unsigned int temporaries;
+};
+
+/* The in-syncs for @opts' dependencies; release with deps_release(). */
+static int deps_gather(struct accel_device *dev,
+		       const struct accel_submit_opts *opts, struct deps *d)
+{
+	unsigned int i;
+	bool temporary;
+	int ret;
+
+	for (i = 0; i < opts->wait_job_count; i++) {
+		uint32_t *h = &d->in[d->count].handle;
+
+		ret = job_fence(dev, opts->wait_jobs[i], h, &temporary);
+		if (ret)
+			return ret;
+		d->count++;
+		if (temporary)
+			d->temporary[d->temporaries++] = *h;
+	}
+	for (i = 0; i < opts->wait_sync_file_count; i++) {
+		uint32_t *h = &d->in[d->count].handle;
+
+		ret = import_fence(dev, opts->wait_sync_files[i], h);
+		if (ret)
+			return ret;
+		d->count++;
+		d->temporary[d->temporaries++] = *h;
+	}
+	return ACCEL_OK;
+}
+
+/* The job holds its fences from SUBMIT on: the syncobjs can go. */
+static void deps_release(struct accel_device *dev, struct deps *d)
+{
+	unsigned int i;
+
+	for (i = 0; i < d->temporaries; i++)
+		drmSyncobjDestroy(dev->fd, d->temporary[i]);
+}
+
+static int check_opts(struct accel_device *dev, struct accel_cmdbuf *cb,
+		      const struct accel_submit_opts *opts)
+{
+	unsigned int i;
+
+	if (opts->queue >= dev->num_queues)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_INVALID_ARGUMENT,
+					 "submit: queue %u; the chip has %u queues",
+					 opts->queue, dev->num_queues);
+	if (drm_priority(opts->priority) == UINT32_MAX)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_INVALID_ARGUMENT,
+					 "submit: priority %u is no enum accel_priority",
+					 opts->priority);
+	if ((opts->wait_job_count && !opts->wait_jobs) ||
+	    (opts->wait_sync_file_count && !opts->wait_sync_files))
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_INVALID_ARGUMENT,
+					 "submit: a dependency count without its array");
+	if (opts->wait_job_count > ACCEL_MAX_DEPENDENCIES ||
+	    opts->wait_sync_file_count >
+	    ACCEL_MAX_DEPENDENCIES - opts->wait_job_count)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_TOO_LARGE,
+					 "submit: %u jobs and %u sync files to wait for; at most %u in all",
+					 opts->wait_job_count,
+					 opts->wait_sync_file_count,
+					 ACCEL_MAX_DEPENDENCIES);
+	for (i = 0; i < opts->wait_job_count; i++)
+		if (!opts->wait_jobs[i])
+			return accel_cmdbuf_fail(cb, ACCEL_ERR_INVALID_ARGUMENT,
+						 "submit: wait_jobs[%u] is NULL", i);
+	return ACCEL_OK;
+}
+
+/* SUBMIT's list of the buffers @cb recorded. */
+static int buffer_list(struct accel_cmdbuf *cb,
+		       struct drm_tessera_submit_bo **list)
+{
+	unsigned int i, n = accel_cmdbuf_buffer_count(cb);
+
+	*list = NULL;
+	if (!n)
+		return ACCEL_OK;
+	*list = calloc(n, sizeof(**list));
+	if (!*list)
+		return ACCEL_ERR_NO_MEMORY;
+	for (i = 0; i < n; i++) {
+		uint32_t use;
+
+		accel_cmdbuf_buffer_at(cb, i, &(*list)[i].handle, &use);
+		if (use & ACCEL_USE_EXPLICIT)
+			use = ACCEL_USE_READ;
+		(*list)[i].flags = (use & ACCEL_USE_READ ? DRM_TESSERA_BO_READ : 0) |
+				   (use & ACCEL_USE_WRITE ? DRM_TESSERA_BO_WRITE : 0);
+	}
+	return ACCEL_OK;
+}
+
+int accel_submit(struct accel_device *dev, struct accel_cmdbuf *cb,
+		 const struct accel_submit_opts *opts, struct accel_job **out)
+{
+	static const struct accel_submit_opts defaults;
+	struct drm_tessera_submit submit = { .flags = DRM_TESSERA_SUBMIT_OUT_SYNC };
+	struct drm_tessera_submit_bo *bos = NULL;
+	struct deps deps = { .count = 0 };
+	struct accel_job *job;
+	int ret;
+
+	if (!dev || !cb || !out)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	opts = opts ? opts : &defaults;
+	if (accel_cmdbuf_device(cb) != dev)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_WRONG_DEVICE,
+					 "submit: the command buffer belongs to another device");
+	ret = check_opts(dev, cb, opts);
+	if (ret)
+		return ret;
+	job = calloc(1, sizeof(*job));
+	if (!job)
+		return ACCEL_ERR_NO_MEMORY;
+	ret = accel_cmdbuf_upload(cb, &submit.cmdbuf_handle, &submit.cmdbuf_size);
+	if (!ret)
+		ret = buffer_list(cb, &bos);
+	if (!ret)
+		ret = deps_gather(dev, opts, &deps);
+	if (!ret && drmSyncobjCreate(dev->fd, 0, &job->syncobj))
+		ret = accel_error_from_errno(errno);
+	if (ret)
+		goto out;
+
+	submit.queue = opts->queue;
+	submit.priority = drm_priority(opts->priority);
+	submit.bo_count = accel_cmdbuf_buffer_count(cb);
+	submit.bos = (uintptr_t)bos;
+	submit.in_sync_count = deps.count;
+	submit.in_syncs = (uintptr_t)deps.in;
+	submit.out_sync.handle = job->syncobj;
+	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_SUBMIT, &submit)) {
+		ret = accel_error_from_errno(errno);
+		drmSyncobjDestroy(dev->fd, job->syncobj);
+		goto out;
+	}
+	job->dev = dev;
+	job->seq = submit.seq;
+	job->queue = submit.queue;
+	accel_cmdbuf_submitted(cb, submit.seq);
+	*out = job;
+	job = NULL;
+out:
+	deps_release(dev, &deps);
+	free(bos);
+	free(job);
+	return ret;
+}
+
+/* An absolute CLOCK_MONOTONIC deadline @timeout_ns from now. */
+static int64_t deadline_after(uint64_t timeout_ns)
+{
+	struct timespec now;
+	uint64_t t;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	t = (uint64_t)now.tv_sec * 1000000000ull + now.tv_nsec;
+	return timeout_ns > (uint64_t)INT64_MAX - t ? INT64_MAX :
+	       (int64_t)(t + timeout_ns);
+}
+
+static bool job_ended(struct accel_job *job, struct accel_job_status *status)
+{
+	bool ended;
+
+	pthread_mutex_lock(&job->dev->lock);
+	ended = job->ended;
+	if (ended && status)
+		*status = job->status;
+	pthread_mutex_unlock(&job->dev->lock);
+	return ended;
+}
+
+int accel_job_wait(struct accel_job *job, uint64_t timeout_ns)
+{
+	struct accel_job_status status;
+	int ret;
+
+	if (!job)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (!job_ended(job, NULL)) {
+		int64_t deadline = deadline_after(timeout_ns);
+
+		/*
+		 * The kernel counts the timeout in jiffies, which can run ahead
+		 * of CLOCK_MONOTONIC (in a VM under TCG, say): a wait that ends
+		 * before the deadline by the clock waits again.
+		 */
+		while (drmSyncobjWait(job->dev->fd, &job->syncobj, 1, deadline,
+				      0, NULL)) {
+			if (errno != ETIME || deadline_after(0) >= deadline)
+				return accel_error_from_errno(errno);
+		}
+	}
+	ret = accel_job_status(job, &status);
+	if (ret)
+		return ret;
+	return status.state == ACCEL_JOB_PENDING ? ACCEL_ERR_IO : status.result;
+}
+
+static void status_from_driver(const struct drm_tessera_job_status *js,
+			       struct accel_job_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->state = js->state == DRM_TESSERA_JOB_DONE ? ACCEL_JOB_DONE :
+		    js->state == DRM_TESSERA_JOB_FAILED ? ACCEL_JOB_FAILED :
+		    ACCEL_JOB_PENDING;
+	st->fence_error = js->fence_error;
+	st->result = st->state == ACCEL_JOB_PENDING ? ACCEL_OK :
+		     result_of(js->fence_error);
+	st->chip_error = js->error;
+	st->chip_error_name = accel_chip_error_name(js->error);
+	st->failed_command = js->failed_cmd;
+	st->queue = js->queue;
+	st->fault_va = js->fault_va;
+	st->start_cycle = js->start_cycle;
+	st->end_cycle = js->end_cycle;
+	st->mxu_cycles = js->mxu_cycles;
+	st->vpu_cycles = js->vpu_cycles;
+	st->dma_cycles = js->dma_cycles;
+	st->duration_ns = js->duration_ns;
+}
+
+/*
+ * How a job went, from its fence alone: for a job the driver no longer
+ * keeps the status of.  A sync file tells the fence's error.
+ */
+static int status_from_fence(struct accel_job *job, struct accel_job_status *st)
+{
+	struct sync_file_info info = { .num_fences = 0 };
+	int fd, ret;
+
+	ret = accel_job_export_sync_file(job, &fd);
+	if (ret)
+		return ret;
+	ret = drmIoctl(fd, SYNC_IOC_FILE_INFO, &info) ?
+	      accel_error_from_errno(errno) : ACCEL_OK;
+	close(fd);
+	if (ret)
+		return ret;
+	memset(st, 0, sizeof(*st));
+	st->state = info.status > 0 ? ACCEL_JOB_DONE :
+		    info.status < 0 ? ACCEL_JOB_FAILED : ACCEL_JOB_PENDING;
+	st->fence_error = info.status < 0 ? info.status : 0;
+	st->result = result_of(st->fence_error);
+	st->chip_error_name = accel_chip_error_name(TSR_ERR_NONE);
+	st->failed_command = TSR_NO_COMMAND;
+	st->queue = job->queue;
+	return ACCEL_OK;
+}
+
+int accel_job_status(struct accel_job *job, struct accel_job_status *status)
+{
+	struct drm_tessera_job_status js = { 0 };
+	int ret = ACCEL_OK;
+
+	if (!job || !status)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (job_ended(job, status))
+		return ACCEL_OK;
+	js.seq = job->seq;
+	if (!drmIoctl(job->dev->fd, DRM_IOCTL_TESSERA_JOB_STATUS, &js))
+		status_from_driver(&js, status);
+	else if (errno == ENOENT)
+		ret = status_from_fence(job, status);
+	else
+		ret = accel_error_from_errno(errno);
+	if (ret || status->state == ACCEL_JOB_PENDING)
+		return ret;
+	pthread_mutex_lock(&job->dev->lock);
+	job->ended = true;
+	job->status = *status;
+	pthread_mutex_unlock(&job->dev->lock);
+	return ACCEL_OK;
+}
+
+bool accel_job_may_be_pending(struct accel_device *dev, uint64_t seq)
+{
+	struct drm_tessera_job_status js = { .seq = seq };
+
+	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_JOB_STATUS, &js))
+		return true;
+	return js.state == DRM_TESSERA_JOB_PENDING;
+}
+
+int accel_job_export_sync_file(struct accel_job *job, int *fd)
+{
+	if (!job || !fd)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (drmSyncobjExportSyncFile(job->dev->fd, job->syncobj, fd))
+		return accel_error_from_errno(errno);
+	return ACCEL_OK;
+}
+
+void accel_job_destroy(struct accel_job *job)
+{
+	if (!job)
+		return;
+	drmSyncobjDestroy(job->dev->fd, job->syncobj);
+	free(job);
+}
