@@ -8,6 +8,7 @@
 #   make check    ... then lint, host unit tests and in-VM kselftests;
 #                 ends with "N passed, N failed"
 #   make bench    BENCH lines (see tools/tessera-bench)
+#   make fuzz     the ioctl fuzzer in a VM, FUZZ_CALLS (1000000) calls
 #   make lint     checkpatch (kernel and QEMU flavours) and sparse
 #   make deps     only install/fetch dependencies (tools/tessera-deps)
 #   make clean    remove build products but keep fetched dependencies
@@ -79,7 +80,7 @@ GUEST_PROGS := $(patsubst tests/vm/progs/%.c,$(B)/tests/vm/progs/%,$(wildcard te
 INITRAMFS := $(B)/guest/initramfs.cpio
 
 .PHONY: all deps qemu module libaccel tests samples initramfs \
-	check demo bench lint clean distclean help
+	check demo bench fuzz lint clean distclean help
 .DEFAULT_GOAL := all
 
 all: qemu module libaccel tests samples initramfs
@@ -210,6 +211,14 @@ check: all
 
 bench: all
 	$(PYTHON) tools/tessera-bench
+
+# The ioctl fuzzer for longer than make check runs it (100k calls there).
+FUZZ_CALLS ?= 1000000
+FUZZ_SEED ?=
+fuzz: all
+	tools/tessera-vm -d debug-regs=on -d debug-regs=on \
+		--driver-args job_timeout_ms=2000 --timeout 7200 -- \
+		"TESSERA_FUZZ_CALLS=$(FUZZ_CALLS) $(if $(FUZZ_SEED),TESSERA_FUZZ_SEED=$(FUZZ_SEED)) tessera_fuzz_test"
 
 # ---------------------------------------------------------------- lint
 KERNEL_CHECKPATCH := $(B)/deps/linux-source/scripts/checkpatch.pl
