@@ -305,7 +305,7 @@ static struct dma_fence *tessera_run_job(struct drm_sched_job *sched_job)
 }
 
 /* Put a timed-out job back where the scheduler keeps it (not a hang). */
-void tessera_sched_skip_reset(struct drm_sched_job *sched_job)
+static void tessera_sched_skip_reset(struct drm_sched_job *sched_job)
 {
 	struct drm_gpu_scheduler *sched = sched_job->sched;
 

@@ -59,7 +59,6 @@ int tessera_sched_init(struct tessera_device *tdev);
 void tessera_queue_hw_init(struct tessera_queue *q);
 void tessera_queue_reap(struct tessera_queue *q, bool use_head);
 void tessera_queue_cancel(struct tessera_queue *q, int error);
-void tessera_sched_skip_reset(struct drm_sched_job *sched_job);
 
 int tessera_file_init(struct tessera_file *tfile);
 void tessera_file_fini(struct tessera_file *tfile);

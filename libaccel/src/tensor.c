@@ -8,17 +8,7 @@
 
 unsigned int accel_dtype_size(enum tsr_dtype dtype)
 {
-	switch (dtype) {
-	case TSR_DTYPE_F32:
-	case TSR_DTYPE_I32:
-		return 4;
-	case TSR_DTYPE_BF16:
-		return 2;
-	case TSR_DTYPE_I8:
-		return 1;
-	default:
-		return 0;
-	}
+	return tsr_dtype_size(dtype);
 }
 
 const char *accel_dtype_name(enum tsr_dtype dtype)

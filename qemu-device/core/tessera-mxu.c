@@ -16,9 +16,6 @@
 #include "tessera-internal.h"
 #include "tessera-numerics.h"
 
-/* Largest operand, in elements (1 GiB of f32). */
-#define TSR_MXU_MAX_ELEMS (1ull << 28)
-
 /*
  * Each MXU holds one mxu_dim x mxu_dim tile of B and streams the M rows
  * of A through it, one row per cycle.  Tiles are spread over all MXUs of
@@ -75,8 +72,8 @@ static uint32_t matmul_check(const struct tsr_cmd_matmul *c, uint64_t *m,
     if (*k != k2 || c->c.rows != *m || c->c.cols != *n) {
         return TSR_ERR_BAD_SHAPE;
     }
-    if (*m * *k > TSR_MXU_MAX_ELEMS || *k * *n > TSR_MXU_MAX_ELEMS ||
-        *m * *n > TSR_MXU_MAX_ELEMS) {
+    if (*m * *k > TSR_MAX_ELEMENTS || *k * *n > TSR_MAX_ELEMENTS ||
+        *m * *n > TSR_MAX_ELEMENTS) {
         return TSR_ERR_TOO_LARGE;
     }
     return TSR_ERR_NONE;

@@ -64,22 +64,6 @@ static inline int32_t tsr_f32_to_i32(float f)
     return (int32_t)nearbyintf(f);
 }
 
-/* Bytes per element of @dtype, 0 if unknown. */
-static inline unsigned int tsr_dtype_size(uint32_t dtype)
-{
-    switch (dtype) {
-    case TSR_DTYPE_F32:
-    case TSR_DTYPE_I32:
-        return 4;
-    case TSR_DTYPE_BF16:
-        return 2;
-    case TSR_DTYPE_I8:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 #define TSR_DTYPE_MASK(d) (1u << (d))
 
 #endif /* TESSERA_NUMERICS_H */

@@ -17,8 +17,6 @@
 
 #define TSR_VPU_LATENCY_CYCLES 100
 #define TSR_VPU_SLOW_CYCLES 4
-/* Largest operand, in elements. */
-#define TSR_VPU_MAX_ELEMS (1ull << 28)
 
 #define FLOAT_DTYPES (TSR_DTYPE_MASK(TSR_DTYPE_F32) | \
                       TSR_DTYPE_MASK(TSR_DTYPE_BF16))
@@ -172,7 +170,7 @@ static uint32_t vpu_check(const struct tsr_cmd_vpu *c, unsigned int *nargs)
     } else if (!err && !tsr_tensor_is_zero(&c->c)) {
         err = TSR_ERR_RESERVED;
     }
-    if (!err && elems(&c->out) > TSR_VPU_MAX_ELEMS) {
+    if (!err && elems(&c->out) > TSR_MAX_ELEMENTS) {
         err = TSR_ERR_TOO_LARGE;
     }
     return err;
@@ -250,7 +248,7 @@ static uint32_t reduce_check(const struct tsr_cmd_reduce *c)
                      : c->out.cols != 1 || c->out.rows != c->in.rows) {
         return TSR_ERR_BAD_SHAPE;
     }
-    return elems(&c->in) > TSR_VPU_MAX_ELEMS ? TSR_ERR_TOO_LARGE
+    return elems(&c->in) > TSR_MAX_ELEMENTS ? TSR_ERR_TOO_LARGE
                                              : TSR_ERR_NONE;
 }
 
@@ -315,7 +313,7 @@ static uint32_t unary_copy_check(const struct tsr_cmd_unary_copy *c,
     }
     err = tsr_tensor_check(&c->in, dtypes);
     err = err ? err : tsr_tensor_check(&c->out, dtypes);
-    if (!err && elems(&c->in) > TSR_VPU_MAX_ELEMS) {
+    if (!err && elems(&c->in) > TSR_MAX_ELEMENTS) {
         err = TSR_ERR_TOO_LARGE;
     }
     return err;

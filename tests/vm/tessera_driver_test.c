@@ -9,11 +9,8 @@
  *
  * Copyright (C) 2026 The Tessera Authors
  */
-#include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <linux/netlink.h>
 
 #include "kselftest_harness.h"
 #include "tessera_util.h"
@@ -733,51 +730,12 @@ static long long counter(FIXTURE_DATA(drv) *self, const char *name)
 	return tsr_sysfs_counter(self->pci, name);
 }
 
-static int uevent_socket(void)
-{
-	struct sockaddr_nl addr = {
-		.nl_family = AF_NETLINK, .nl_groups = 1,
-	};
-	int s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC,
-		       NETLINK_KOBJECT_UEVENT);
-
-	if (s < 0 || bind(s, (struct sockaddr *)&addr, sizeof(addr))) {
-		if (s >= 0)
-			close(s);
-		return -1;
-	}
-	return s;
-}
-
-/* Wait for a uevent carrying @key; 0 when seen. */
-static int uevent_wait(int s, const char *key, int timeout_ms)
-{
-	uint64_t end = tsr_now_ns() + timeout_ms * 1000000ull;
-	char buf[4096];
-
-	while (tsr_now_ns() < end) {
-		struct pollfd p = { .fd = s, .events = POLLIN };
-		ssize_t n, off;
-
-		if (poll(&p, 1, (end - tsr_now_ns()) / 1000000 + 1) <= 0)
-			continue;
-		n = recv(s, buf, sizeof(buf) - 1, 0);
-		if (n <= 0)
-			continue;
-		buf[n] = 0;
-		for (off = 0; off < n; off += strlen(buf + off) + 1)
-			if (!strcmp(buf + off, key))
-				return 0;
-	}
-	return -ETIME;
-}
-
 TEST_F(drv, hung_queue_is_reset_and_the_others_keep_running)
 {
 	long long resets = counter(self, "queue_resets");
 	long long timeouts = counter(self, "timeouts");
 	struct drm_tessera_job_status st;
-	int ue = uevent_socket();
+	int ue = tsr_uevent_socket();
 
 	ASSERT_LE(0, ue);
 	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_hang_queues", 1u << 2));
@@ -788,7 +746,7 @@ TEST_F(drv, hung_queue_is_reset_and_the_others_keep_running)
 	ASSERT_EQ(0, run(_metadata, self, 2, &st));
 	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, st.state);
 	EXPECT_EQ(-ETIMEDOUT, st.fence_error);
-	EXPECT_EQ(0, uevent_wait(ue, "TESSERA_RESET=queue", 5000));
+	EXPECT_EQ(0, tsr_uevent_wait(ue, "TESSERA_RESET=queue", NULL, 5000));
 	EXPECT_EQ(resets + 1, counter(self, "queue_resets"));
 	EXPECT_EQ(timeouts + 1, counter(self, "timeouts"));
 	/* The reset cleared the hang: the queue works again. */
@@ -868,7 +826,7 @@ TEST_F(drv, fatal_error_resets_the_chip_and_reruns_innocent_jobs)
 	long long resets = counter(self, "device_resets");
 	long long fatal = counter(self, "fatal_errors");
 	uint64_t *sem = self->host.map;
-	int ue = uevent_socket();
+	int ue = tsr_uevent_socket();
 
 	ASSERT_LE(0, ue);
 	/* An innocent job is stuck on a semaphore when the chip fails. */
@@ -883,7 +841,7 @@ TEST_F(drv, fatal_error_resets_the_chip_and_reruns_innocent_jobs)
 					NULL));
 	}
 	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_fatal", 1));
-	EXPECT_EQ(0, uevent_wait(ue, "TESSERA_RESET=chip", 10000));
+	EXPECT_EQ(0, tsr_uevent_wait(ue, "TESSERA_RESET=chip", NULL, 10000));
 	EXPECT_EQ(resets + 1, counter(self, "device_resets"));
 	EXPECT_EQ(fatal + 1, counter(self, "fatal_errors"));
 	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "tessera_util.h"
 
 #include <drm/tessera_accel.h>
 #include <drm/tessera_chip.h>
@@ -2826,9 +2827,11 @@ TEST_F(after_fuzzing, jobs_killed_at_exit_count_as_failed)
 {
 	struct drm_tessera_counters was = { 0 }, c;
 	__u64 deadline = now_ns() + 30 * 1000000000ull;
+	int ue = tsr_uevent_socket();
 	int status;
 	pid_t pid;
 
+	ASSERT_LE(0, ue);
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_COUNTERS, &was));
 	pid = fork();
 	ASSERT_LE(0, pid);
@@ -2836,11 +2839,20 @@ TEST_F(after_fuzzing, jobs_killed_at_exit_count_as_failed)
 		_exit(submit_hang_and_waiter());	/* files close in exit */
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("%s", strerror(WEXITSTATUS(status)));
+	/* The hung job's queue reset is announced... */
+	ASSERT_EQ(0, tsr_uevent_wait(ue, "TESSERA_RESET=queue", NULL, 30000));
+	close(ue);
+	/*
+	 * ...and the killed waiter is freed (and counted) by a work item right
+	 * after its fence, with no event of its own: poll the counters briefly.
+	 */
 	do {
-		usleep(100 * 1000);
 		memset(&c, 0, sizeof(c));
 		ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_COUNTERS, &c));
-	} while (c.timeouts == was.timeouts && now_ns() < deadline);
+		if (c.jobs_completed + c.jobs_failed == c.jobs_submitted)
+			break;
+		usleep(10 * 1000);
+	} while (now_ns() < deadline);
 	EXPECT_EQ(was.timeouts + 1, c.timeouts);
 	EXPECT_EQ(was.jobs_submitted + 2, c.jobs_submitted);
 	EXPECT_EQ(c.jobs_submitted - was.jobs_submitted,

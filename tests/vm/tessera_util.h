@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,8 +21,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/netlink.h>
 
 #include <xf86drm.h>
 #include <drm/tessera_accel.h>
@@ -272,6 +275,48 @@ static inline long long tsr_sysfs_counter(const char *pci, const char *name)
 		v = -1;
 	fclose(f);
 	return v;
+}
+
+/* A socket on the kernel's uevents, or -errno. */
+static inline int tsr_uevent_socket(void)
+{
+	struct sockaddr_nl addr = { .nl_family = AF_NETLINK, .nl_groups = 1 };
+	int s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC,
+		       NETLINK_KOBJECT_UEVENT);
+
+	if (s >= 0 && bind(s, (struct sockaddr *)&addr, sizeof(addr))) {
+		close(s);
+		s = -1;
+	}
+	return s < 0 ? -errno : s;
+}
+
+/* Wait for a uevent with field @key and, if not NULL, field @key2. */
+static inline int tsr_uevent_wait(int s, const char *key, const char *key2,
+				  int timeout_ms)
+{
+	uint64_t end = tsr_now_ns() + timeout_ms * 1000000ull;
+	char buf[4096];
+
+	while (tsr_now_ns() < end) {
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		bool seen = false, seen2 = !key2;
+		ssize_t n, off;
+
+		if (poll(&p, 1, (end - tsr_now_ns()) / 1000000 + 1) != 1)
+			continue;
+		n = recv(s, buf, sizeof(buf) - 1, 0);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		for (off = 0; off < n; off += strlen(buf + off) + 1) {
+			seen |= !strcmp(buf + off, key);
+			seen2 |= key2 && !strcmp(buf + off, key2);
+		}
+		if (seen && seen2)
+			return 0;
+	}
+	return -ETIME;
 }
 
 #endif /* TESSERA_UTIL_H */

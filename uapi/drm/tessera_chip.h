@@ -573,5 +573,23 @@ enum tsr_error {
 /* Largest tensor dimension and DMA extent the chip accepts. */
 #define TSR_MAX_DIM			0x00100000u
 #define TSR_MAX_TRANSFER		_BITULL(32)
+/* Largest MATMUL, VPU, REDUCE, CAST or TRANSPOSE operand, in elements. */
+#define TSR_MAX_ELEMENTS		_BITULL(28)
+
+/* Bytes per element of @dtype (enum tsr_dtype), 0 if unknown. */
+static inline __u32 tsr_dtype_size(__u32 dtype)
+{
+	switch (dtype) {
+	case TSR_DTYPE_F32:
+	case TSR_DTYPE_I32:
+		return 4;
+	case TSR_DTYPE_BF16:
+		return 2;
+	case TSR_DTYPE_I8:
+		return 1;
+	default:
+		return 0;
+	}
+}
 
 #endif /* _TESSERA_CHIP_H_ */

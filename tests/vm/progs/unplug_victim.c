@@ -9,49 +9,7 @@
  *
  * Copyright (C) 2026 The Tessera Authors
  */
-#include <poll.h>
-#include <sys/socket.h>
-#include <linux/netlink.h>
-
 #include "tessera_util.h"
-
-/* A socket on the kernel's uevents, or -1. */
-static int uevent_socket(void)
-{
-	struct sockaddr_nl addr = { .nl_family = AF_NETLINK, .nl_groups = 1 };
-	int s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC,
-		       NETLINK_KOBJECT_UEVENT);
-
-	if (s >= 0 && bind(s, (struct sockaddr *)&addr, sizeof(addr))) {
-		close(s);
-		s = -1;
-	}
-	return s;
-}
-
-/* Wait up to @ms for the "remove" uevent of PCI function @pci. */
-static bool wait_removed(int s, const char *pci, int ms)
-{
-	uint64_t end = tsr_now_ns() + ms * 1000000ull;
-	char buf[4096];
-
-	while (tsr_now_ns() < end) {
-		struct pollfd p = { .fd = s, .events = POLLIN };
-		ssize_t n;
-
-		if (poll(&p, 1, (end - tsr_now_ns()) / 1000000 + 1) != 1)
-			continue;
-		n = recv(s, buf, sizeof(buf) - 1, 0);
-		if (n <= 0)
-			continue;
-		buf[n] = 0;
-		/* The header is "remove@<devpath>". */
-		if (!strncmp(buf, "remove@", 7) && strstr(buf, pci) &&
-		    !strcmp(buf + strlen(buf) - strlen(pci), pci))
-			return true;
-	}
-	return false;
-}
 
 static int fail(const char *what, int err)
 {
@@ -65,7 +23,7 @@ int main(void)
 	struct tsr_cmds c = { 0 };
 	struct tsr_bo sem;
 	const struct tsr_bo *bos[] = { &sem };
-	char pci[32], path[96];
+	char pci[32], path[96], slot[64];
 	struct pollfd p;
 	uint32_t sync;
 	int fd, fence, ret, ue;
@@ -88,9 +46,9 @@ int main(void)
 	if (drmSyncobjExportSyncFile(fd, sync, &fence))
 		return fail("export sync file", errno);
 
-	ue = uevent_socket();
+	ue = tsr_uevent_socket();
 	if (ue < 0)
-		return fail("uevent socket", errno);
+		return fail("uevent socket", ue);
 	printf("UNPLUG-ME %s\n", pci);
 	fflush(stdout);
 
@@ -105,7 +63,9 @@ int main(void)
 	close(fence);
 	close(fd);
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s", pci);
-	if (access(path, F_OK) == 0 && !wait_removed(ue, pci, 10000))
+	snprintf(slot, sizeof(slot), "PCI_SLOT_NAME=%s", pci);
+	if (access(path, F_OK) == 0 &&
+	    tsr_uevent_wait(ue, "ACTION=remove", slot, 10000))
 		return fail("the PCI function is still there", EEXIST);
 	printf("unplug_victim: job ended, ioctls say ENODEV, %s is gone\n", pci);
 	return 0;
