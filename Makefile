@@ -10,6 +10,8 @@
 #   make bench    BENCH lines (see tools/tessera-bench)
 #   make fuzz     the ioctl fuzzer in a VM, FUZZ_CALLS (1000000) calls
 #   make lint     checkpatch (kernel and QEMU flavours) and sparse
+#   make install  libaccel's headers, libraries and pkg-config file, and
+#                 the tools, under PREFIX (/usr/local) and DESTDIR
 #   make deps     only install/fetch dependencies (tools/tessera-deps)
 #   make clean    remove build products but keep fetched dependencies
 
@@ -60,6 +62,8 @@ LIBACCEL_OBJS := $(LIBACCEL_SRCS:%.c=$(B)/obj/%.o)
 LIBACCEL_SO := $(B)/lib/libaccel.so.$(LIBACCEL_VERSION)
 LIBACCEL_A := $(B)/lib/libaccel.a
 LIBACCEL_CFLAGS = -Ilibaccel/include $(UAPI_CFLAGS) $(DRM_CFLAGS)
+JSONC_CFLAGS = $(shell pkg-config --cflags json-c 2>/dev/null)
+JSONC_LIBS = $(shell pkg-config --libs json-c 2>/dev/null)
 
 # Headers every userspace program may include; programs built in one step
 # from several sources depend on all of them rather than on -MMD files.
@@ -74,16 +78,21 @@ HOST_TESTS := $(patsubst tests/host/%.c,$(B)/tests/host/%,$(wildcard tests/host/
 CORE_TESTS := $(filter $(B)/tests/host/tessera_%,$(HOST_TESTS))
 VM_TESTS := $(patsubst tests/vm/%.c,$(B)/tests/vm/%,$(wildcard tests/vm/*_test.c))
 SAMPLES := $(patsubst tools/samples/%.c,$(B)/bin/%,$(wildcard tools/samples/*.c))
+# Command-line tools written in C, one directory each: tools/<name>/<name>.c.
+TOOLS := $(patsubst tools/%/,$(B)/bin/%,$(dir $(wildcard tools/*/tessera-*.c)))
 BENCHES := $(patsubst tests/bench/%.c,$(B)/bench/%,$(wildcard tests/bench/*.c))
 GUEST_BENCHES := $(patsubst tests/bench/vm/%.c,$(B)/bench/vm/%,$(wildcard tests/bench/vm/*.c))
 GUEST_PROGS := $(patsubst tests/vm/progs/%.c,$(B)/tests/vm/progs/%,$(wildcard tests/vm/progs/*.c))
 INITRAMFS := $(B)/guest/initramfs.cpio
+CONSUMER_PREFIX := $(B)/install
+CONSUMERS := $(B)/tests/vm/progs/consumer $(B)/tests/vm/progs/consumer-static
+TUTORIAL := $(B)/tests/vm/progs/tutorial
 
-.PHONY: all deps qemu module libaccel tests samples initramfs \
-	check demo bench fuzz lint clean distclean help
+.PHONY: all deps qemu module libaccel tests samples tools initramfs \
+	check demo bench fuzz lint install clean distclean help
 .DEFAULT_GOAL := all
 
-all: qemu module libaccel tests samples initramfs
+all: qemu module libaccel tests samples tools initramfs
 
 help:
 	@sed -n '3,14s/^# \?//p' Makefile
@@ -138,7 +147,7 @@ $(B)/obj/libaccel/%.o: libaccel/%.c $(DEPS_STAMP)
 
 $(LIBACCEL_SO): $(LIBACCEL_OBJS)
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,$(LIBACCEL_SONAME) -Wl,--no-undefined -o $@ $^ $(DRM_LIBS)
+	$(CC) -shared -Wl,-soname,$(LIBACCEL_SONAME) -Wl,--no-undefined -o $@ $^ $(DRM_LIBS) -lm -pthread
 	ln -sf $(@F) $(B)/lib/$(LIBACCEL_SONAME)
 	ln -sf $(LIBACCEL_SONAME) $(B)/lib/libaccel.so
 
@@ -146,9 +155,42 @@ $(LIBACCEL_A): $(LIBACCEL_OBJS)
 	@mkdir -p $(@D)
 	$(AR) rcs $@ $^
 
+# ---------------------------------------------------------------- install
+# libaccel's public headers include <drm/tessera_chip.h> (the chip's
+# element types and operations), so that header is installed beside them.
+PREFIX ?= /usr/local
+DESTDIR ?=
+INCLUDEDIR := $(PREFIX)/include
+LIBDIR := $(PREFIX)/lib
+BINDIR := $(PREFIX)/bin
+
+install: libaccel tools
+	install -d $(DESTDIR)$(INCLUDEDIR)/accel $(DESTDIR)$(INCLUDEDIR)/drm \
+		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR)
+	install -m 644 libaccel/include/accel/*.h $(DESTDIR)$(INCLUDEDIR)/accel/
+	install -m 644 uapi/drm/tessera_chip.h $(DESTDIR)$(INCLUDEDIR)/drm/
+	install -m 755 $(LIBACCEL_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIBACCEL_SO)) $(DESTDIR)$(LIBDIR)/$(LIBACCEL_SONAME)
+	ln -sf $(LIBACCEL_SONAME) $(DESTDIR)$(LIBDIR)/libaccel.so
+	install -m 644 $(LIBACCEL_A) $(DESTDIR)$(LIBDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(LIBACCEL_VERSION)|' \
+		libaccel/libaccel.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libaccel.pc
+	$(if $(TOOLS),install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/)
+
+# A program outside the tree, built the way a user builds one: against an
+# installation, through pkg-config only (shared and static).  It runs in
+# the VM with the tests.
+$(CONSUMERS): tests/install/consumer.c tests/install/Makefile $(LIBACCEL_SO) $(LIBACCEL_A) \
+		$(USER_HEADERS) libaccel/libaccel.pc.in
+	rm -rf $(CONSUMER_PREFIX)
+	$(MAKE) -s install PREFIX=$(CONSUMER_PREFIX) TOOLS= >/dev/null
+	PKG_CONFIG_PATH=$(CONSUMER_PREFIX)/lib/pkgconfig $(MAKE) -s -C tests/install \
+		OUT=$(B)/tests/vm/progs CC=$(CC)
+
 # ---------------------------------------------------------------- tests
 tests: $(HOST_TESTS) $(VM_TESTS) $(B)/tests/vm/run-tests $(BENCHES) $(GUEST_BENCHES) \
-	$(GUEST_PROGS)
+	$(GUEST_PROGS) $(CONSUMERS) $(TUTORIAL)
 
 $(CORE_TESTS): $(B)/tests/host/%: tests/host/%.c tests/host/tessera_chip.h $(CORE_SRCS) \
 		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
@@ -160,17 +202,25 @@ $(B)/bench/chip_bench: tests/bench/chip_bench.c tests/host/tessera_chip.h $(CORE
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) $(CORE_LIBS)
 
-$(filter $(B)/tests/host/libaccel_%,$(HOST_TESTS)): $(B)/tests/host/%: tests/host/%.c \
+# The ops tests run what libaccel builds on the chip core itself.
+$(B)/tests/host/libaccel_ops_test: tests/host/libaccel_ops_test.c tests/host/tessera_chip.h \
+		$(CORE_SRCS) $(LIBACCEL_A) $(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(CORE_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ \
+		$(filter %.c,$^) $(LIBACCEL_A) $(DRM_LIBS) $(CORE_LIBS)
+
+$(filter-out %/libaccel_ops_test,$(filter $(B)/tests/host/libaccel_%,$(HOST_TESTS))): \
+		$(B)/tests/host/%: tests/host/%.c \
 		$(LIBACCEL_A) $(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< \
 		$(LIBACCEL_A) $(DRM_LIBS)
 
-$(B)/tests/vm/%_test: tests/vm/%_test.c tests/vm/tessera_util.h $(LIBACCEL_SO) \
+$(B)/tests/vm/%_test: tests/vm/%_test.c tests/vm/tessera_util.h tests/vm/libaccel_util.h $(LIBACCEL_SO) \
 		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< \
-		-L$(B)/lib -laccel $(DRM_LIBS)
+	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(LIBACCEL_CFLAGS) $(JSONC_CFLAGS) -o $@ $< \
+		-L$(B)/lib -laccel $(DRM_LIBS) $(JSONC_LIBS) -lm
 
 # Benchmarks and helper programs that run in the guest, on the raw uapi.
 $(B)/bench/vm/%: tests/bench/vm/%.c tests/vm/tessera_util.h $(USER_HEADERS) $(DEPS_STAMP)
@@ -181,6 +231,15 @@ $(B)/tests/vm/progs/%: tests/vm/progs/%.c tests/vm/tessera_util.h $(USER_HEADERS
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(UAPI_CFLAGS) $(DRM_CFLAGS) -Itests/vm -o $@ $< $(DRM_LIBS)
 
+# The tutorial's code is the C blocks of Documentation/tutorial.md, in order.
+$(B)/obj/tutorial.c: Documentation/tutorial.md mk/extract-c
+	@mkdir -p $(@D)
+	mk/extract-c $< > $@
+
+$(TUTORIAL): $(B)/obj/tutorial.c $(LIBACCEL_SO) $(USER_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< -L$(B)/lib -laccel -lm
+
 $(B)/tests/vm/run-tests: tests/vm/run-tests
 	@mkdir -p $(@D)
 	cp $< $@
@@ -190,13 +249,22 @@ samples: $(SAMPLES)
 
 $(B)/bin/%: tools/samples/%.c $(LIBACCEL_SO) $(USER_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< -L$(B)/lib -laccel
+	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< -L$(B)/lib -laccel -lm
+
+# ---------------------------------------------------------------- tools
+tools: $(TOOLS)
+
+.SECONDEXPANSION:
+$(TOOLS): $(B)/bin/%: tools/%/$$*.c $(LIBACCEL_SO) $(USER_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) $(JSONC_CFLAGS) -o $@ $< \
+		-L$(B)/lib -laccel $(JSONC_LIBS) -lm
 
 # ---------------------------------------------------------------- guest
 initramfs: $(INITRAMFS)
 
-GUEST_FILES := $(VM_TESTS) $(B)/tests/vm/run-tests $(SAMPLES) $(GUEST_BENCHES) $(GUEST_PROGS) \
-	$(B)/lib/$(LIBACCEL_SONAME) $(LIBACCEL_SO)
+GUEST_FILES := $(VM_TESTS) $(B)/tests/vm/run-tests $(SAMPLES) $(TOOLS) $(GUEST_BENCHES) \
+	$(GUEST_PROGS) $(CONSUMERS) $(TUTORIAL) $(B)/lib/$(LIBACCEL_SONAME) $(LIBACCEL_SO)
 
 $(INITRAMFS): mk/initramfs tools/guest/init $(TESSERA_KO) $(GUEST_FILES) $(DEPS_STAMP)
 	@mkdir -p $(@D)

@@ -132,6 +132,25 @@ const char *accel_cmdbuf_last_error(const struct accel_cmdbuf *cb)
 	return cb ? cb->message : "";
 }
 
+void accel_cmdbuf_mark(const struct accel_cmdbuf *cb,
+		       struct accel_cmdbuf_mark *mark)
+{
+	mark->len = cb->len;
+	mark->count = cb->count;
+	mark->nuses = cb->nuses;
+}
+
+void accel_cmdbuf_rollback(struct accel_cmdbuf *cb,
+			   const struct accel_cmdbuf_mark *mark)
+{
+	while (cb->nuses > mark->nuses)
+		accel_buffer_destroy(cb->uses[--cb->nuses].buf);
+	if (cb->len != mark->len)
+		cb->bo_current = false;
+	cb->len = mark->len;
+	cb->count = mark->count;
+}
+
 struct accel_device *accel_cmdbuf_device(const struct accel_cmdbuf *cb)
 {
 	return cb->dev;

@@ -180,6 +180,7 @@ static int open_matching(const struct device_filter *filter,
 	}
 	*dev = found;
 	dev->num_queues = info.num_queues;
+	dev->mxu_dim = info.mxu_dim;
 	pthread_mutex_init(&dev->lock, NULL);
 	*out = dev;
 	return ACCEL_OK;

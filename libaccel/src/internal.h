@@ -16,6 +16,7 @@ struct accel_device {
 	unsigned int minor;
 	char pci_address[ACCEL_PCI_ADDRESS_LEN];
 	uint32_t num_queues;
+	uint32_t mxu_dim;		/* tiles of ops are multiples of it */
 	/*
 	 * Protects the buffer list and every buffer's reference count and
 	 * CPU mapping, and the cached outcome of every job.
@@ -60,6 +61,23 @@ void accel_cmdbuf_buffer_at(const struct accel_cmdbuf *cb, unsigned int i,
 			    uint32_t *handle, uint32_t *use);
 
 struct accel_device *accel_cmdbuf_device(const struct accel_cmdbuf *cb);
+
+/*
+ * Where a command buffer ends, so that an op appending several commands
+ * can take them all back when one fails.  A rollback keeps the use flags
+ * the dropped commands added to buffers recorded before the mark: a job
+ * may then wait on a buffer it no longer writes, never the reverse.
+ */
+struct accel_cmdbuf_mark {
+	size_t len;
+	uint32_t count;
+	unsigned int nuses;
+};
+
+void accel_cmdbuf_mark(const struct accel_cmdbuf *cb,
+		       struct accel_cmdbuf_mark *mark);
+void accel_cmdbuf_rollback(struct accel_cmdbuf *cb,
+			   const struct accel_cmdbuf_mark *mark);
 
 /* Set the message accel_cmdbuf_last_error() returns; returns @err. */
 int accel_cmdbuf_fail(struct accel_cmdbuf *cb, int err, const char *fmt, ...)

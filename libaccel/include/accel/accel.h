@@ -9,6 +9,8 @@
 #include <accel/device.h>
 #include <accel/error.h>
 #include <accel/job.h>
+#include <accel/ops.h>
+#include <accel/ref.h>
 #include <accel/tensor.h>
 
 #ifdef __cplusplus

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libaccel CPU reference: the chip's operations computed on the host, for
+ * checking results (the tests and samples do).
+ *
+ * Matrices are dense row-major float arrays; BF16 data is widened first
+ * (accel_bf16_to_f32()) and results compared with a tolerance, as the
+ * chip's summation order is not the reference's (Documentation/chip.md,
+ * "Numerics").  No device is involved; every function is thread safe.
+ */
+#ifndef ACCEL_REF_H
+#define ACCEL_REF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <accel/common.h>
+#include <accel/ops.h>
+#include <accel/tensor.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * accel_ref_matmul() - c (m x n) = op(a) x op(b) (+ c with
+ * TSR_MATMUL_ACCUMULATE), summing in double
+ *
+ * a is m x k (k x m with TSR_MATMUL_TRANSPOSE_A), b is k x n (n x k with
+ * TSR_MATMUL_TRANSPOSE_B).  Returns ACCEL_ERR_INVALID_ARGUMENT for NULL
+ * arrays, ACCEL_ERR_BAD_FLAGS for unknown flags.
+ */
+ACCEL_API int accel_ref_matmul(const float *a, const float *b, float *c,
+			       uint32_t m, uint32_t n, uint32_t k,
+			       uint32_t flags);
+
+/**
+ * accel_ref_vpu() - one element of a VPU op: op(a, b, c) in f32
+ *
+ * Unary ops ignore @b and @c, binary ops @c.  An unknown op gives NaN.
+ */
+ACCEL_API float accel_ref_vpu(enum tsr_vpu_op op, float a, float b, float c);
+
+/**
+ * accel_ref_elementwise() - out (rows x cols) = op(a, b, c) element-wise
+ * @b_rows, @b_cols: @b's shape: rows x cols, 1 x cols or rows x 1 (as on
+ *	the chip); @c has the same shape as @b.  Unused operands may be NULL.
+ */
+ACCEL_API int accel_ref_elementwise(enum tsr_vpu_op op, const float *a,
+				    const float *b, const float *c,
+				    uint32_t b_rows, uint32_t b_cols,
+				    float *out, uint32_t rows, uint32_t cols);
+
+/**
+ * accel_ref_reduce() - sum, max or min of @in (rows x cols) along axis 0
+ * (out has cols elements), 1 (rows) or ACCEL_AXIS_ALL (1), in index order
+ */
+ACCEL_API int accel_ref_reduce(enum tsr_reduce_op op, uint32_t axis,
+			       const float *in, uint32_t rows, uint32_t cols,
+			       float *out);
+
+/** accel_ref_softmax() - softmax of each row of @in into @out. */
+ACCEL_API int accel_ref_softmax(const float *in, uint32_t rows,
+				uint32_t cols, float *out);
+
+/**
+ * accel_ref_compare() - whether @got matches @want within @rel_tol of
+ * the largest |want| (and both are NaN or infinite alike)
+ * @bad: if not NULL, set to the index of the first mismatch
+ *
+ * Returns 1 when they match, 0 when not.
+ */
+ACCEL_API int accel_ref_compare(const float *got, const float *want,
+				size_t count, float rel_tol, size_t *bad);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_REF_H */

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The CPU reference: what the chip's commands and libaccel's ops compute,
+ * written plainly on the host (Documentation/chip.md, "Numerics").
+ * Element-wise ops use the same f32 libm functions as the chip; products
+ * and sums of many terms use double, so that the reference is the more
+ * accurate side of a comparison.
+ */
+#include <math.h>
+#include <stdbool.h>
+
+#include <accel/accel.h>
+
+float accel_ref_vpu(enum tsr_vpu_op op, float a, float b, float c)
+{
+	switch (op) {
+	case TSR_VPU_NEG:
+		return -a;
+	case TSR_VPU_ABS:
+		return fabsf(a);
+	case TSR_VPU_EXP:
+		return expf(a);
+	case TSR_VPU_LOG:
+		return logf(a);
+	case TSR_VPU_TANH:
+		return tanhf(a);
+	case TSR_VPU_SIGMOID:
+		return 1.0f / (1.0f + expf(-a));
+	case TSR_VPU_RELU:
+		return a > 0.0f ? a : 0.0f;
+	case TSR_VPU_GELU:	/* the tanh approximation */
+		return 0.5f * a *
+		       (1.0f + tanhf(0.7978845608f * (a + 0.044715f * a * a * a)));
+	case TSR_VPU_SQRT:
+		return sqrtf(a);
+	case TSR_VPU_RSQRT:
+		return 1.0f / sqrtf(a);
+	case TSR_VPU_ADD:
+		return a + b;
+	case TSR_VPU_SUB:
+		return a - b;
+	case TSR_VPU_MUL:
+		return a * b;
+	case TSR_VPU_DIV:
+		return a / b;
+	case TSR_VPU_MAX:
+		return fmaxf(a, b);
+	case TSR_VPU_MIN:
+		return fminf(a, b);
+	case TSR_VPU_CMP_EQ:
+		return a == b ? 1.0f : 0.0f;
+	case TSR_VPU_CMP_LT:
+		return a < b ? 1.0f : 0.0f;
+	case TSR_VPU_CMP_LE:
+		return a <= b ? 1.0f : 0.0f;
+	case TSR_VPU_SELECT:
+		return a != 0.0f ? b : c;
+	default:
+		return NAN;
+	}
+}
+
+int accel_ref_matmul(const float *a, const float *b, float *c, uint32_t m,
+		     uint32_t n, uint32_t k, uint32_t flags)
+{
+	bool ta = flags & TSR_MATMUL_TRANSPOSE_A;
+	bool tb = flags & TSR_MATMUL_TRANSPOSE_B;
+	uint32_t i, j, l;
+
+	if (!a || !b || !c)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (flags & ~TSR_MATMUL_FLAGS_ALL)
+		return ACCEL_ERR_BAD_FLAGS;
+	for (i = 0; i < m; i++) {
+		for (j = 0; j < n; j++) {
+			double sum = flags & TSR_MATMUL_ACCUMULATE ?
+				     c[(size_t)i * n + j] : 0.0;
+
+			for (l = 0; l < k; l++)
+				sum += (double)(ta ? a[(size_t)l * m + i] :
+						     a[(size_t)i * k + l]) *
+				       (tb ? b[(size_t)j * k + l] :
+					     b[(size_t)l * n + j]);
+			c[(size_t)i * n + j] = (float)sum;
+		}
+	}
+	return ACCEL_OK;
+}
+
+/* Index into an operand that is rows x cols, one row or one column. */
+static size_t broadcast(uint32_t i, uint32_t j, uint32_t rows, uint32_t cols)
+{
+	return (size_t)(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j);
+}
+
+int accel_ref_elementwise(enum tsr_vpu_op op, const float *a, const float *b,
+			  const float *c, uint32_t b_rows, uint32_t b_cols,
+			  float *out, uint32_t rows, uint32_t cols)
+{
+	bool binary = op >= TSR_VPU_ADD;
+	uint32_t i, j;
+
+	if (!a || !out || (binary && !b) || (op == TSR_VPU_SELECT && !c))
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (binary && (b_rows != rows && b_rows != 1))
+		return ACCEL_ERR_BAD_SHAPE;
+	if (binary && (b_cols != cols && b_cols != 1))
+		return ACCEL_ERR_BAD_SHAPE;
+	if (isnan(accel_ref_vpu(op, 1.0f, 1.0f, 1.0f)))
+		return ACCEL_ERR_BAD_OP;
+	for (i = 0; i < rows; i++) {
+		for (j = 0; j < cols; j++) {
+			size_t bi = broadcast(i, j, b_rows, b_cols);
+
+			out[(size_t)i * cols + j] =
+				accel_ref_vpu(op, a[(size_t)i * cols + j],
+					      binary ? b[bi] : 0.0f,
+					      op == TSR_VPU_SELECT ? c[bi] : 0.0f);
+		}
+	}
+	return ACCEL_OK;
+}
+
+/* Fold @x into @acc, as the chip's REDUCE does (in f32, index order). */
+static float fold(enum tsr_reduce_op op, float acc, float x)
+{
+	switch (op) {
+	case TSR_REDUCE_MAX:
+		return fmaxf(acc, x);
+	case TSR_REDUCE_MIN:
+		return fminf(acc, x);
+	default:
+		return acc + x;
+	}
+}
+
+int accel_ref_reduce(enum tsr_reduce_op op, uint32_t axis, const float *in,
+		     uint32_t rows, uint32_t cols, float *out)
+{
+	size_t outs, i, j;
+
+	if (!in || !out)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (op < TSR_REDUCE_SUM || op > TSR_REDUCE_MIN || axis > ACCEL_AXIS_ALL)
+		return ACCEL_ERR_BAD_OP;
+	outs = axis == 0 ? cols : axis == 1 ? rows : 1;
+	for (i = 0; i < outs; i++)
+		out[i] = op == TSR_REDUCE_SUM ? 0.0f :
+			 op == TSR_REDUCE_MAX ? -INFINITY : INFINITY;
+	for (i = 0; i < rows; i++)
+		for (j = 0; j < cols; j++) {
+			size_t o = axis == 0 ? j : axis == 1 ? i : 0;
+
+			out[o] = fold(op, out[o], in[i * cols + j]);
+		}
+	return ACCEL_OK;
+}
+
+int accel_ref_softmax(const float *in, uint32_t rows, uint32_t cols,
+		      float *out)
+{
+	uint32_t i, j;
+
+	if (!in || !out)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	for (i = 0; i < rows; i++) {
+		const float *x = in + (size_t)i * cols;
+		float *y = out + (size_t)i * cols;
+		float max = -INFINITY;
+		double sum = 0.0;
+
+		for (j = 0; j < cols; j++)
+			max = fmaxf(max, x[j]);
+		for (j = 0; j < cols; j++) {
+			y[j] = expf(x[j] - max);
+			sum += y[j];
+		}
+		for (j = 0; j < cols; j++)
+			y[j] = (float)(y[j] / sum);
+	}
+	return ACCEL_OK;
+}
+
+int accel_ref_compare(const float *got, const float *want, size_t count,
+		      float rel_tol, size_t *bad)
+{
+	float scale = 0.0f;
+	size_t i;
+
+	if (!got || !want)
+		return 0;
+	for (i = 0; i < count; i++)
+		if (isfinite(want[i]))
+			scale = fmaxf(scale, fabsf(want[i]));
+	for (i = 0; i < count; i++) {
+		bool ok;
+
+		if (isnan(want[i]))
+			ok = isnan(got[i]);
+		else if (isinf(want[i]))
+			ok = got[i] == want[i];
+		else
+			ok = fabsf(got[i] - want[i]) <= rel_tol * scale;
+		if (!ok) {
+			if (bad)
+				*bad = i;
+			return 0;
+		}
+	}
+	return 1;
+}
