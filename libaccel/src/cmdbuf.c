@@ -584,8 +584,7 @@ int accel_cmdbuf_matmul(struct accel_cmdbuf *cb, const struct accel_tensor *a,
 	return commit(&st, &m, sizeof(m), TSR_OP_MATMUL, flags);
 }
 
-/* Operands of a VPU op: 1, 2 or 3; 0 for an unknown op. */
-static unsigned int vpu_operands(enum tsr_vpu_op op)
+unsigned int accel_vpu_operands(enum tsr_vpu_op op)
 {
 	if (op >= TSR_VPU_NEG && op <= TSR_VPU_RSQRT)
 		return 1;
@@ -627,7 +626,7 @@ int accel_cmdbuf_vpu(struct accel_cmdbuf *cb, enum tsr_vpu_op op,
 {
 	struct stage st = { .cb = cb, .cmd = "vpu" };
 	struct tsr_cmd_vpu v = { .op = op };
-	unsigned int n = vpu_operands(op);
+	unsigned int n = accel_vpu_operands(op);
 	int ret;
 
 	if (!cb)

@@ -79,6 +79,9 @@ void accel_cmdbuf_mark(const struct accel_cmdbuf *cb,
 void accel_cmdbuf_rollback(struct accel_cmdbuf *cb,
 			   const struct accel_cmdbuf_mark *mark);
 
+/* Operands of a VPU op: 1, 2 or 3; 0 for an unknown op. */
+unsigned int accel_vpu_operands(enum tsr_vpu_op op);
+
 /* Set the message accel_cmdbuf_last_error() returns; returns @err. */
 int accel_cmdbuf_fail(struct accel_cmdbuf *cb, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

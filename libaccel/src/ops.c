@@ -173,15 +173,6 @@ static struct accel_tensor operand_tile(const struct accel_tensor *t,
 		      col ? 1 : cols);
 }
 
-static unsigned int vpu_operands(enum tsr_vpu_op op)
-{
-	if (op >= TSR_VPU_NEG && op <= TSR_VPU_RSQRT)
-		return 1;
-	if (op >= TSR_VPU_ADD && op <= TSR_VPU_CMP_LE)
-		return 2;
-	return op == TSR_VPU_SELECT ? 3 : 0;
-}
-
 /* Largest tile of a rows x cols operand within one command's limits. */
 static void tile_2d(uint32_t rows, uint32_t cols, uint32_t *tr, uint32_t *tc)
 {
@@ -228,7 +219,7 @@ int accel_op_elementwise(struct accel_cmdbuf *cb, enum tsr_vpu_op op,
 			 const struct accel_tensor *out)
 {
 	static const char name[] = "elementwise";
-	unsigned int n = vpu_operands(op);
+	unsigned int n = accel_vpu_operands(op);
 	struct accel_cmdbuf_mark m;
 	int ret;
 

@@ -160,34 +160,30 @@ static bool mat_matches(const struct mat *m, const float *want, float tol)
 FIXTURE(ops) {
 	struct accel_device *dev;
 	struct accel_cmdbuf *cb;
-	int fds;
-	long long host, hbm;
+	struct leak_snapshot before;
 };
 
 FIXTURE_SETUP(ops)
 {
-	self->fds = count_fds();
 	ASSERT_EQ(ACCEL_OK, accel_device_open(0, &self->dev));
-	self->host = fdinfo_bytes(accel_device_fd(self->dev), "drm-total-host");
-	self->hbm = fdinfo_bytes(accel_device_fd(self->dev), "drm-total-hbm");
-	ASSERT_LE(0, self->host);
+	leak_snapshot(self->dev, &self->before);
+	ASSERT_LE(0, self->before.host);
 	ASSERT_EQ(ACCEL_OK, accel_cmdbuf_create(self->dev, &self->cb));
 }
 
 /* Nothing a passing test made may outlive it. */
 FIXTURE_TEARDOWN(ops)
 {
-	int fd = accel_device_fd(self->dev);
+	struct leak_snapshot after;
 
 	accel_cmdbuf_destroy(self->cb);
-	if (_metadata->exit_code != KSFT_PASS) {
-		accel_device_close(self->dev);
-		return;
+	if (_metadata->exit_code == KSFT_PASS) {
+		leak_snapshot(self->dev, &after);
+		EXPECT_EQ(self->before.fds, after.fds);
+		EXPECT_EQ(self->before.host, after.host);
+		EXPECT_EQ(self->before.hbm, after.hbm);
 	}
-	EXPECT_EQ(self->host, fdinfo_bytes(fd, "drm-total-host"));
-	EXPECT_EQ(self->hbm, fdinfo_bytes(fd, "drm-total-hbm"));
 	accel_device_close(self->dev);
-	EXPECT_EQ(self->fds, count_fds());
 }
 
 #define NEW_MAT(m, rows, cols, dtype, placement, seed) \

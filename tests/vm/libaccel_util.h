@@ -79,6 +79,23 @@ static inline long long fdinfo_bytes(int fd, const char *key)
 	return v;
 }
 
+/*
+ * What a test may not leave behind: descriptors, and the device file's
+ * host and HBM memory as its fdinfo counts them.
+ */
+struct leak_snapshot {
+	int fds;
+	long long host, hbm;
+};
+
+static inline void leak_snapshot(const struct accel_device *dev,
+				 struct leak_snapshot *s)
+{
+	s->fds = count_fds();
+	s->host = fdinfo_bytes(accel_device_fd(dev), "drm-total-host");
+	s->hbm = fdinfo_bytes(accel_device_fd(dev), "drm-total-hbm");
+}
+
 static inline struct accel_tensor tensor_at(struct accel_buffer *buf,
 					    uint64_t offset, uint32_t rows,
 					    uint32_t cols, uint32_t stride,
