@@ -4,7 +4,7 @@
 #
 #   make          build every layer (QEMU with the device, driver, libaccel,
 #                 tests, samples, guest initramfs)
-#   make demo     ... then boot a VM and run the samples
+#   make demo     ... then boot a VM and run tessera-smi and the samples
 #   make check    ... then lint, host unit tests and in-VM kselftests;
 #                 ends with "N passed, N failed"
 #   make bench    BENCH lines (see tools/tessera-bench)
@@ -252,7 +252,7 @@ $(B)/tests/vm/run-tests: tests/vm/run-tests
 # ---------------------------------------------------------------- samples
 samples: $(SAMPLES)
 
-$(B)/bin/%: tools/samples/%.c $(LIBACCEL_SO) $(USER_HEADERS)
+$(B)/bin/%: tools/samples/%.c $(wildcard tools/samples/*.h) $(LIBACCEL_SO) $(USER_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< -L$(B)/lib -laccel -lm
 
@@ -277,7 +277,7 @@ $(INITRAMFS): mk/initramfs tools/guest/init $(TESSERA_KO) $(GUEST_FILES) $(DEPS_
 
 # ---------------------------------------------------------------- run
 demo: all
-	tools/tessera-vm --chips 2 --timeout 120 -- hello
+	tools/tessera-vm --chips 2 --timeout 300 -- "tessera-smi && hello && matmul && mlp"
 
 check: all
 	$(PYTHON) tests/run-checks

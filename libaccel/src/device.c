@@ -275,6 +275,15 @@ int accel_device_get_info(struct accel_device *dev,
 	info->hbm_size = ti.hbm_size;
 	info->hbm_free = ti.hbm_free;
 	info->context_id = ti.context_id;
+	info->max_contexts = ti.max_contexts;
+	info->peak_bf16_flops = 2ull * ti.tensorcores * ti.mxus_per_core *
+				ti.mxu_dim * ti.mxu_dim * ti.clock_mhz * 1000000ull;
+	info->ici_ports = ti.ici_ports;
+	info->ici_link_gbps = ti.ici_link_gbps;
+	info->slice_chips = ti.slice_chips;
+	info->slice_index = ti.slice_index;
+	memcpy(info->topology, ti.topology, sizeof(info->topology));
+	memcpy(info->coords, ti.coords, sizeof(info->coords));
 	snprintf(info->driver_name, sizeof(info->driver_name), "%s",
 		 version->name);
 	info->driver_major = version->version_major;
@@ -282,6 +291,60 @@ int accel_device_get_info(struct accel_device *dev,
 	info->driver_patch = version->version_patchlevel;
 	drmFreeVersion(version);
 	return ACCEL_OK;
+}
+
+int accel_device_get_counters(struct accel_device *dev,
+			      struct accel_device_counters *c)
+{
+	struct drm_tessera_counters tc = { 0 };
+
+	if (!dev || !c)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_GET_COUNTERS, &tc))
+		return accel_error_from_errno(errno);
+	*c = (struct accel_device_counters){
+		.mxu_busy_cycles = tc.mxu_busy_cycles,
+		.vpu_busy_cycles = tc.vpu_busy_cycles,
+		.dma_busy_cycles = tc.dma_busy_cycles,
+		.chip_jobs = tc.chip_jobs,
+		.chip_commands = tc.chip_commands,
+		.hbm_read_bytes = tc.hbm_read_bytes,
+		.hbm_write_bytes = tc.hbm_write_bytes,
+		.clock_cycles = tc.clock_cycles,
+		.jobs_submitted = tc.jobs_submitted,
+		.jobs_completed = tc.jobs_completed,
+		.jobs_failed = tc.jobs_failed,
+		.mmu_faults = tc.mmu_faults,
+		.ecc_correctable = tc.ecc_correctable,
+		.ecc_uncorrectable = tc.ecc_uncorrectable,
+		.timeouts = tc.timeouts,
+		.lost_irqs = tc.lost_irqs,
+		.queue_resets = tc.queue_resets,
+		.device_resets = tc.device_resets,
+		.fatal_errors = tc.fatal_errors,
+		.banned_contexts = tc.banned_contexts,
+	};
+	return ACCEL_OK;
+}
+
+const char *accel_preset_name(uint32_t preset)
+{
+	switch (preset) {
+	case TSR_PRESET_V2:
+		return "v2";
+	case TSR_PRESET_V3:
+		return "v3";
+	case TSR_PRESET_V4:
+		return "v4";
+	case TSR_PRESET_V5E:
+		return "v5e";
+	case TSR_PRESET_V5P:
+		return "v5p";
+	case TSR_PRESET_V6E:
+		return "v6e";
+	default:
+		return "custom";
+	}
 }
 
 int accel_device_ping(struct accel_device *dev, uint32_t cookie,

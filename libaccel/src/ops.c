@@ -545,9 +545,30 @@ static uint64_t count_commands(const struct accel_matmul_shape *s,
 	       (p->staged & ACCEL_STAGE_B && p->tiles_k == 1 && p->tiles_n == 1);
 }
 
+/*
+ * The operands whose staging makes less cross PCIe than the MATMULs
+ * reading them in place: A kept across C's column tiles (one step in k),
+ * B kept across C's row tiles (one column tile, one step), C kept in HBM
+ * across steps in k.  Staging anything else only adds copies, which the
+ * chip cannot overlap with the product as a MATMUL overlaps its reads.
+ */
+static uint32_t worth_staging(const struct accel_matmul_plan *p)
+{
+	uint32_t stage = 0;
+
+	if (p->tiles_k == 1 && p->tiles_n > 1)
+		stage |= ACCEL_STAGE_A;
+	if (p->tiles_k == 1 && p->tiles_n == 1 && p->tiles_m > 1)
+		stage |= ACCEL_STAGE_B;
+	if (p->tiles_k > 1)
+		stage |= ACCEL_STAGE_C;
+	return stage;
+}
+
 int accel_matmul_plan(const struct accel_matmul_shape *s,
 		      uint64_t scratch_bytes, struct accel_matmul_plan *p)
 {
+	uint32_t stage;
 	bool int8;
 
 	if (!s || !p)
@@ -556,7 +577,7 @@ int accel_matmul_plan(const struct accel_matmul_shape *s,
 		return ACCEL_ERR_BAD_SHAPE;
 	if (s->flags & ~TSR_MATMUL_FLAGS_ALL)
 		return ACCEL_ERR_BAD_FLAGS;
-	if (s->stage & ~(ACCEL_STAGE_A | ACCEL_STAGE_B | ACCEL_STAGE_C))
+	if (s->stage & ~(ACCEL_STAGE_ALL | ACCEL_STAGE_ALWAYS))
 		return ACCEL_ERR_INVALID_ARGUMENT;
 	int8 = s->in_dtype == TSR_DTYPE_I8;
 	if (!int8 && s->in_dtype != TSR_DTYPE_BF16 && s->in_dtype != TSR_DTYPE_F32)
@@ -565,19 +586,23 @@ int accel_matmul_plan(const struct accel_matmul_shape *s,
 		   s->out_dtype != TSR_DTYPE_F32 && s->out_dtype != TSR_DTYPE_BF16)
 		return ACCEL_ERR_BAD_DTYPE;
 
-	memset(p, 0, sizeof(*p));
-	p->tile_m = min32(s->m, TSR_MAX_DIM);
-	p->tile_n = min32(s->n, TSR_MAX_DIM);
-	p->tile_k = min32(s->k, TSR_MAX_DIM);
-	p->staged = s->stage;
-	if (!shrink_to_fit(s, p, scratch_bytes)) {
-		/* Staging does not fit: read the operands in place. */
+	stage = s->stage & ACCEL_STAGE_ALL;
+	for (;;) {
+		memset(p, 0, sizeof(*p));
 		p->tile_m = min32(s->m, TSR_MAX_DIM);
 		p->tile_n = min32(s->n, TSR_MAX_DIM);
 		p->tile_k = min32(s->k, TSR_MAX_DIM);
-		p->staged = 0;
-		if (!shrink_to_fit(s, p, scratch_bytes))
-			return ACCEL_ERR_NO_MEMORY;
+		p->staged = stage;
+		if (!shrink_to_fit(s, p, scratch_bytes)) {
+			if (!stage)
+				return ACCEL_ERR_NO_MEMORY;
+			stage = 0;	/* read the operands in place */
+			continue;
+		}
+		if (s->stage & ACCEL_STAGE_ALWAYS ||
+		    (stage & worth_staging(p)) == stage)
+			break;
+		stage &= worth_staging(p);
 	}
 	p->commands = count_commands(s, p);
 	return ACCEL_OK;
@@ -718,10 +743,12 @@ static int check_matmul(struct accel_cmdbuf *cb, const struct accel_tensor *a,
 	uint32_t kb;
 	int ret;
 
-	if (flags & ~TSR_MATMUL_FLAGS_ALL)
+	uint32_t known = TSR_MATMUL_FLAGS_ALL | ACCEL_MATMUL_STAGE;
+
+	if (flags & ~known)
 		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_FLAGS,
 					 "%s: flags 0x%x has unknown bits 0x%x", name,
-					 flags, flags & ~TSR_MATMUL_FLAGS_ALL);
+					 flags, flags & ~known);
 	ret = check_tensor(cb, name, "a", a, in) ?:
 	      check_tensor(cb, name, "b", b, DTYPE_BIT(a->dtype)) ?:
 	      check_tensor(cb, name, "c", c, a->dtype == TSR_DTYPE_I8 ?
@@ -742,7 +769,7 @@ static int check_matmul(struct accel_cmdbuf *cb, const struct accel_tensor *a,
 					 name, c->rows, c->cols, s->m, s->n);
 	s->in_dtype = a->dtype;
 	s->out_dtype = c->dtype;
-	s->flags = flags;
+	s->flags = flags & TSR_MATMUL_FLAGS_ALL;
 	return ACCEL_OK;
 }
 
@@ -750,7 +777,10 @@ int accel_op_matmul(struct accel_cmdbuf *cb, struct accel_buffer *scratch,
 		    const struct accel_tensor *a, const struct accel_tensor *b,
 		    const struct accel_tensor *c, uint32_t flags)
 {
-	struct matmul mm = { .cb = cb, .a = a, .b = b, .c = c, .flags = flags };
+	struct matmul mm = {
+		.cb = cb, .a = a, .b = b, .c = c,
+		.flags = flags & TSR_MATMUL_FLAGS_ALL,
+	};
 	struct accel_matmul_shape s = { 0 };
 	struct accel_cmdbuf_mark m;
 	uint64_t area[3], bytes;
@@ -767,7 +797,8 @@ int accel_op_matmul(struct accel_cmdbuf *cb, struct accel_buffer *scratch,
 	if (scratch && scratch->placement == ACCEL_PLACEMENT_HBM)
 		s.stage = (in_host_memory(a) ? ACCEL_STAGE_A : 0) |
 			  (in_host_memory(b) ? ACCEL_STAGE_B : 0) |
-			  (in_host_memory(c) ? ACCEL_STAGE_C : 0);
+			  (in_host_memory(c) ? ACCEL_STAGE_C : 0) |
+			  (flags & ACCEL_MATMUL_STAGE ? ACCEL_STAGE_ALWAYS : 0);
 	s.mxu_dim = accel_cmdbuf_device(cb) ? accel_cmdbuf_device(cb)->mxu_dim : 0;
 	bytes = scratch ? scratch->size : 0;
 	ret = accel_matmul_plan(&s, bytes, &mm.plan);

@@ -87,16 +87,46 @@ TEST(plan_bf16_output_in_steps_needs_f32_scratch)
 	EXPECT_EQ(p.tiles_k + 1, p.commands);
 }
 
-TEST(plan_stages_everything_that_fits)
+TEST(plan_stages_only_what_saves_pcie_traffic)
 {
 	struct accel_matmul_shape s = shape(2048, 2048, 2048, TSR_DTYPE_BF16,
-					    TSR_DTYPE_F32, ACCEL_STAGE_A |
-					    ACCEL_STAGE_B | ACCEL_STAGE_C);
+					    TSR_DTYPE_F32, ACCEL_STAGE_ALL);
+	struct accel_matmul_plan p;
+
+	/* One tile reads each operand once in place: copies only add. */
+	ASSERT_EQ(ACCEL_OK, accel_matmul_plan(&s, 256 * MIB, &p));
+	EXPECT_EQ(0, p.staged);
+	EXPECT_EQ(1, p.commands);
+	/* Tiles forced by the 2^28-element limit on C: A is reused across
+	 * C's column tiles, so A alone goes to HBM, once per row tile. */
+	s = shape(1u << 16, 1u << 16, 1u << 12, TSR_DTYPE_BF16, TSR_DTYPE_F32,
+		  ACCEL_STAGE_ALL);
+	ASSERT_EQ(ACCEL_OK, accel_matmul_plan(&s, 1ull << 30, &p));
+	EXPECT_TRUE(plan_ok(&s, &p, 1ull << 30));
+	EXPECT_EQ(ACCEL_STAGE_A, p.staged);
+	EXPECT_EQ(1, p.tiles_k);
+	EXPECT_LT(1, p.tiles_n);
+	EXPECT_EQ(p.tiles_m * p.tiles_n + p.tiles_m, p.commands);
+	/* Steps in k: C's partial sums stay in HBM. */
+	s = shape(64, 64, (1u << 20) + 16, TSR_DTYPE_F32, TSR_DTYPE_F32,
+		  ACCEL_STAGE_ALL);
+	ASSERT_EQ(ACCEL_OK, accel_matmul_plan(&s, MIB, &p));
+	EXPECT_EQ(ACCEL_STAGE_C, p.staged);
+	EXPECT_EQ(2, p.tiles_k);
+	/* two steps, then C copied back */
+	EXPECT_EQ(3, p.commands);
+}
+
+TEST(plan_stages_everything_when_asked)
+{
+	struct accel_matmul_shape s = shape(2048, 2048, 2048, TSR_DTYPE_BF16,
+					    TSR_DTYPE_F32, ACCEL_STAGE_ALL |
+					    ACCEL_STAGE_ALWAYS);
 	struct accel_matmul_plan p;
 
 	ASSERT_EQ(ACCEL_OK, accel_matmul_plan(&s, 256 * MIB, &p));
 	EXPECT_EQ(1, p.tiles_m * p.tiles_n * p.tiles_k);
-	EXPECT_EQ(ACCEL_STAGE_A | ACCEL_STAGE_B | ACCEL_STAGE_C, p.staged);
+	EXPECT_EQ(ACCEL_STAGE_ALL, p.staged);
 	EXPECT_EQ(8 * MIB + 8 * MIB + 16 * MIB, p.scratch_bytes);
 	/* copy A, copy B, MATMUL, copy C back */
 	EXPECT_EQ(4, p.commands);
@@ -105,13 +135,13 @@ TEST(plan_stages_everything_that_fits)
 TEST(plan_shrinks_tiles_to_the_scratch)
 {
 	struct accel_matmul_shape s = shape(2048, 2048, 2048, TSR_DTYPE_BF16,
-					    TSR_DTYPE_F32, ACCEL_STAGE_A |
-					    ACCEL_STAGE_B | ACCEL_STAGE_C);
+					    TSR_DTYPE_F32, ACCEL_STAGE_ALL |
+					    ACCEL_STAGE_ALWAYS);
 	struct accel_matmul_plan p;
 
 	ASSERT_EQ(ACCEL_OK, accel_matmul_plan(&s, 2 * MIB, &p));
 	EXPECT_TRUE(plan_ok(&s, &p, 2 * MIB));
-	EXPECT_EQ(s.stage, p.staged);
+	EXPECT_EQ(ACCEL_STAGE_ALL, p.staged);
 	EXPECT_LT(1, p.tiles_m * p.tiles_n);
 	/* Tiles stay multiples of the MXU. */
 	EXPECT_EQ(0, p.tile_m % 128);
@@ -122,7 +152,8 @@ TEST(plan_shrinks_tiles_to_the_scratch)
 TEST(plan_drops_staging_that_cannot_fit)
 {
 	struct accel_matmul_shape s = shape(2048, 2048, 2048, TSR_DTYPE_F32,
-					    TSR_DTYPE_F32, ACCEL_STAGE_A);
+					    TSR_DTYPE_F32,
+					    ACCEL_STAGE_A | ACCEL_STAGE_ALWAYS);
 	struct accel_matmul_plan p;
 
 	ASSERT_EQ(ACCEL_OK, accel_matmul_plan(&s, 512, &p));

@@ -200,7 +200,7 @@ FIXTURE_TEARDOWN(ops)
 static bool matmul_case(struct accel_device *dev, struct accel_cmdbuf *cb,
 			struct accel_buffer *scratch, uint32_t m, uint32_t n,
 			uint32_t k, enum tsr_dtype in, enum tsr_dtype out,
-			uint32_t flags, uint32_t placement)
+			uint32_t flags, uint32_t placement, uint32_t *commands)
 {
 	bool ta = flags & TSR_MATMUL_TRANSPOSE_A;
 	bool tb = flags & TSR_MATMUL_TRANSPOSE_B;
@@ -224,11 +224,14 @@ static bool matmul_case(struct accel_device *dev, struct accel_cmdbuf *cb,
 		ret = accel_op_matmul(cb, scratch, &a.t, &b.t, &c.t, flags);
 		if (ret)
 			fprintf(stderr, "# %s\n", accel_cmdbuf_last_error(cb));
+		else if (commands)
+			*commands = accel_cmdbuf_count(cb);
 	}
 	if (!ret)
 		ret = run(dev, cb);
 	if (!ret) {
-		accel_ref_matmul(a.v, b.v, want, m, n, k, flags);
+		accel_ref_matmul(a.v, b.v, want, m, n, k,
+				 flags & TSR_MATMUL_FLAGS_ALL);
 		ok = mat_matches(&c, want, tol);
 	}
 	mat_free(&a);
@@ -251,7 +254,7 @@ TEST_F(ops, matmul_of_any_shape_matches_the_reference)
 					shapes[i][1], shapes[i][2],
 					TSR_DTYPE_BF16, TSR_DTYPE_F32, i % 4,
 					i % 2 ? ACCEL_PLACEMENT_HBM :
-						ACCEL_PLACEMENT_HOST))
+						ACCEL_PLACEMENT_HOST, NULL))
 			TH_LOG("%ux%ux%u", shapes[i][0], shapes[i][1], shapes[i][2]);
 }
 
@@ -261,25 +264,33 @@ TEST_F(ops, matmul_stages_through_hbm_in_small_tiles)
 		.m = 300, .n = 400, .k = 500, .in_dtype = TSR_DTYPE_BF16,
 		.out_dtype = TSR_DTYPE_F32, .mxu_dim = 128,
 		.flags = TSR_MATMUL_TRANSPOSE_A | TSR_MATMUL_ACCUMULATE,
-		.stage = ACCEL_STAGE_A | ACCEL_STAGE_B | ACCEL_STAGE_C,
+		.stage = ACCEL_STAGE_ALL | ACCEL_STAGE_ALWAYS,
 	};
 	struct accel_matmul_plan plan;
 	struct accel_buffer *scratch;
+	uint32_t commands = 0;
 
 	ASSERT_EQ(ACCEL_OK, accel_buffer_create(self->dev, 256 * KIB,
 						ACCEL_PLACEMENT_HBM, &scratch));
 	/* The plan really is staged and tiled in every dimension. */
 	ASSERT_EQ(ACCEL_OK, accel_matmul_plan(&s, 256 * KIB, &plan));
-	EXPECT_EQ(s.stage, plan.staged);
+	EXPECT_EQ(ACCEL_STAGE_ALL, plan.staged);
 	EXPECT_LT(1, plan.tiles_m);
 	EXPECT_LT(1, plan.tiles_n);
 	EXPECT_LT(1, plan.tiles_k);
 	EXPECT_TRUE(matmul_case(self->dev, self->cb, scratch, s.m, s.n, s.k,
-				s.in_dtype, s.out_dtype, s.flags,
-				ACCEL_PLACEMENT_HOST));
+				s.in_dtype, s.out_dtype,
+				s.flags | ACCEL_MATMUL_STAGE,
+				ACCEL_PLACEMENT_HOST, NULL));
 	EXPECT_TRUE(matmul_case(self->dev, self->cb, scratch, 257, 129, 300,
 				TSR_DTYPE_F32, TSR_DTYPE_F32,
-				TSR_MATMUL_TRANSPOSE_B, ACCEL_PLACEMENT_HOST));
+				TSR_MATMUL_TRANSPOSE_B | ACCEL_MATMUL_STAGE,
+				ACCEL_PLACEMENT_HOST, NULL));
+	/* Unasked, what saves nothing stays in place: one command. */
+	EXPECT_TRUE(matmul_case(self->dev, self->cb, scratch, 100, 100, 100,
+				TSR_DTYPE_BF16, TSR_DTYPE_F32, 0,
+				ACCEL_PLACEMENT_HOST, &commands));
+	EXPECT_EQ(1, commands);
 	accel_buffer_destroy(scratch);
 }
 
@@ -291,10 +302,10 @@ TEST_F(ops, a_bf16_product_in_steps_sums_in_f32_scratch)
 						ACCEL_PLACEMENT_HBM, &scratch));
 	EXPECT_TRUE(matmul_case(self->dev, self->cb, scratch, 200, 150, 1000,
 				TSR_DTYPE_BF16, TSR_DTYPE_BF16,
-				TSR_MATMUL_ACCUMULATE, ACCEL_PLACEMENT_HOST));
+				TSR_MATMUL_ACCUMULATE, ACCEL_PLACEMENT_HOST, NULL));
 	EXPECT_TRUE(matmul_case(self->dev, self->cb, scratch, 64, 64, 3000,
 				TSR_DTYPE_BF16, TSR_DTYPE_BF16, 0,
-				ACCEL_PLACEMENT_HBM));
+				ACCEL_PLACEMENT_HBM, NULL));
 	accel_buffer_destroy(scratch);
 }
 
@@ -303,11 +314,11 @@ TEST_F(ops, matmul_goes_beyond_the_chips_limits)
 	/* Depth beyond 2^20: two steps, the second accumulating. */
 	EXPECT_TRUE(matmul_case(self->dev, self->cb, NULL, 1, 2, WIDE,
 				TSR_DTYPE_F32, TSR_DTYPE_F32, 0,
-				ACCEL_PLACEMENT_HOST));
+				ACCEL_PLACEMENT_HOST, NULL));
 	/* More than 2^20 rows of C. */
 	EXPECT_TRUE(matmul_case(self->dev, self->cb, NULL, WIDE, 1, 3,
 				TSR_DTYPE_BF16, TSR_DTYPE_F32, 0,
-				ACCEL_PLACEMENT_HOST));
+				ACCEL_PLACEMENT_HOST, NULL));
 }
 
 /* ------------------------------------------------------------ element-wise */
@@ -635,7 +646,7 @@ static int worker_rounds(struct accel_device *dev, unsigned int id,
 		bad |= !matmul_case(dev, cb, NULL, m, n, k, TSR_DTYPE_BF16,
 				    TSR_DTYPE_F32, r % 2 ? TSR_MATMUL_TRANSPOSE_B : 0,
 				    (id + r) % 2 ? ACCEL_PLACEMENT_HBM :
-						   ACCEL_PLACEMENT_HOST);
+						   ACCEL_PLACEMENT_HOST, NULL);
 		bad |= !softmax_case(dev, cb, 3 + id, 50 + r, TSR_DTYPE_F32,
 				     r % 2);
 	}

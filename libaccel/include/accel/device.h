@@ -62,6 +62,47 @@ struct accel_device_info {
 	uint64_t hbm_size;		/* bytes */
 	uint64_t hbm_free;		/* bytes no buffer holds */
 	uint32_t context_id;		/* this handle's device context */
+	uint32_t max_contexts;		/* device contexts the chip has */
+	uint64_t peak_bf16_flops;	/* 2 x cores x MXUs x dim^2 x clock */
+	/* Links to other chips (ICI) and the slice they form. */
+	uint32_t ici_ports;
+	uint32_t ici_link_gbps;		/* per link, one way */
+	uint32_t slice_chips;		/* chips in the slice; 1 unlinked */
+	uint32_t slice_index;		/* this chip's place in it */
+	uint32_t topology[3];		/* the slice's torus, chips per axis */
+	uint32_t coords[3];		/* this chip's place in the torus */
+};
+
+/**
+ * struct accel_device_counters - the chip's and the driver's counters
+ *
+ * Since the driver loaded (chip counters restart at a chip reset).  Busy
+ * cycles and the clock are modeled cycles of the timing model
+ * (Documentation/chip.md, "Timing model").
+ */
+struct accel_device_counters {
+	/* The chip's. */
+	uint64_t mxu_busy_cycles;
+	uint64_t vpu_busy_cycles;
+	uint64_t dma_busy_cycles;
+	uint64_t chip_jobs;
+	uint64_t chip_commands;
+	uint64_t hbm_read_bytes;
+	uint64_t hbm_write_bytes;
+	uint64_t clock_cycles;		/* the modeled device clock */
+	/* The driver's. */
+	uint64_t jobs_submitted;
+	uint64_t jobs_completed;
+	uint64_t jobs_failed;
+	uint64_t mmu_faults;
+	uint64_t ecc_correctable;
+	uint64_t ecc_uncorrectable;
+	uint64_t timeouts;
+	uint64_t lost_irqs;
+	uint64_t queue_resets;
+	uint64_t device_resets;
+	uint64_t fatal_errors;
+	uint64_t banned_contexts;
 };
 
 /** accel_device_count() - number of Tessera devices on this system. */
@@ -88,9 +129,16 @@ ACCEL_API void accel_device_close(struct accel_device *dev);
 /** accel_device_fd() - the DRM file descriptor behind a handle. */
 ACCEL_API int accel_device_fd(const struct accel_device *dev);
 
-/** accel_device_get_info() - identity, versions and counters. */
+/** accel_device_get_info() - identity, versions and configuration. */
 ACCEL_API int accel_device_get_info(struct accel_device *dev,
 				    struct accel_device_info *info);
+
+/** accel_device_get_counters() - the chip's and the driver's counters. */
+ACCEL_API int accel_device_get_counters(struct accel_device *dev,
+					struct accel_device_counters *counters);
+
+/** accel_preset_name() - "v2" ... "v6e" for a TSR_PRESET_*; else "custom". */
+ACCEL_API const char *accel_preset_name(uint32_t preset);
 
 /**
  * accel_device_ping() - interrupt round trip through the chip.

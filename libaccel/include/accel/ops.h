@@ -44,6 +44,20 @@ struct accel_cmdbuf;
 #define ACCEL_STAGE_A		0x1u
 #define ACCEL_STAGE_B		0x2u
 #define ACCEL_STAGE_C		0x4u
+#define ACCEL_STAGE_ALL		(ACCEL_STAGE_A | ACCEL_STAGE_B | ACCEL_STAGE_C)
+/*
+ * struct accel_matmul_shape.stage: stage the operands asked for even where
+ * that does not reduce what crosses PCIe.
+ */
+#define ACCEL_STAGE_ALWAYS	0x100u
+
+/*
+ * accel_op_matmul() flag, beside the chip's TSR_MATMUL_*: stage every
+ * operand in system memory through the scratch buffer, as for a chip
+ * whose MXUs cannot read system memory (the default stages only what
+ * saves PCIe traffic).
+ */
+#define ACCEL_MATMUL_STAGE	0x80000000u
 
 /**
  * struct accel_matmul_shape - what accel_matmul_plan() plans for
@@ -53,8 +67,11 @@ struct accel_cmdbuf;
  * @in_dtype: A's and B's element type (BF16, F32 or I8)
  * @out_dtype: C's element type (F32 or BF16; I32 for I8)
  * @flags: TSR_MATMUL_* (transposes, accumulate)
- * @stage: ACCEL_STAGE_* for the operands in system memory that should go
- *	through HBM
+ * @stage: ACCEL_STAGE_A, _B, _C for the operands in system memory that
+ *	may go through HBM: those whose staging means less crosses PCIe than
+ *	reading them in place, tile after tile, do (A reused across C's
+ *	column tiles, B across its row tiles, C's partial sums across steps
+ *	in k); with ACCEL_STAGE_ALWAYS, all of them
  * @mxu_dim: the chip's MXU size (accel_device_info.mxu_dim); tiles are
  *	multiples of it where they can be
  */
@@ -97,6 +114,9 @@ struct accel_matmul_plan {
  * Tiles are as large as the limits and the scratch allow: one MATMUL
  * command when the whole product fits.  Staging that the scratch cannot
  * hold even with small tiles is dropped (that operand is read in place).
+ * Scratch areas start at multiples of 256 bytes: to learn how much
+ * scratch staging everything in one tile takes, plan with UINT64_MAX and
+ * read @scratch_bytes.
  * Returns ACCEL_ERR_BAD_SHAPE for a zero dimension, ACCEL_ERR_BAD_DTYPE
  * for types the chip cannot multiply, ACCEL_ERR_BAD_FLAGS for unknown
  * flags, ACCEL_ERR_NO_MEMORY when a BF16 C needs more than one k step
@@ -113,11 +133,13 @@ ACCEL_API int accel_matmul_plan(const struct accel_matmul_shape *shape,
  * @scratch: an HBM buffer to stage system-memory operands through, or
  *	NULL to read them in place
  * @a, @b, @c: the operands, as for accel_cmdbuf_matmul()
- * @flags: TSR_MATMUL_*
+ * @flags: TSR_MATMUL_*, and ACCEL_MATMUL_STAGE
  *
- * Stages the operands in system memory when @scratch is in HBM (and
- * holds them, at least a tile at a time), tiles by the plan of
- * accel_matmul_plan(), and copies C's tiles back.
+ * Tiles by the plan of accel_matmul_plan().  With @scratch in HBM,
+ * operands in system memory are staged through it where that saves PCIe
+ * traffic (all of them with ACCEL_MATMUL_STAGE), and C's tiles copied
+ * back.  A BF16 C computed in several steps needs @scratch (either
+ * placement) for its F32 partial sums.
  */
 ACCEL_API int accel_op_matmul(struct accel_cmdbuf *cb,
 			      struct accel_buffer *scratch,
