@@ -181,9 +181,9 @@ install: libaccel tools
 # A program outside the tree, built the way a user builds one: against an
 # installation, through pkg-config only (shared and static).  It runs in
 # the VM with the tests.
-$(CONSUMERS): tests/install/consumer.c tests/install/Makefile $(LIBACCEL_SO) $(LIBACCEL_A) \
+$(CONSUMERS) &: tests/install/consumer.c tests/install/Makefile $(LIBACCEL_SO) $(LIBACCEL_A) \
 		$(USER_HEADERS) libaccel/libaccel.pc.in
-	rm -rf $(CONSUMER_PREFIX)
+	rm -rf $(CONSUMER_PREFIX) $(CONSUMERS)
 	$(MAKE) -s install PREFIX=$(CONSUMER_PREFIX) TOOLS= >/dev/null
 	PKG_CONFIG_PATH=$(CONSUMER_PREFIX)/lib/pkgconfig $(MAKE) -s -C tests/install \
 		OUT=$(B)/tests/vm/progs CC=$(CC)
