@@ -151,7 +151,7 @@ static int check_scratch(struct accel_cmdbuf *cb, const char *op,
 	return ACCEL_OK;
 }
 
-/* Run @ret = op's appending; on failure take back what it appended. */
+/* An op's result @ret; on failure, take back what the op appended. */
 static int finish(struct accel_cmdbuf *cb, const struct accel_cmdbuf_mark *m,
 		  int ret)
 {

@@ -177,15 +177,8 @@ FIXTURE_SETUP(lib)
 /* Nothing a passing test made may outlive it. */
 FIXTURE_TEARDOWN(lib)
 {
-	struct leak_snapshot after;
-
 	accel_cmdbuf_destroy(self->cb);
-	if (_metadata->exit_code == KSFT_PASS) {
-		leak_snapshot(self->dev, &after);
-		EXPECT_EQ(self->before.fds, after.fds);
-		EXPECT_EQ(self->before.host, after.host);
-		EXPECT_EQ(self->before.hbm, after.hbm);
-	}
+	leak_expect_none(_metadata, self->dev, &self->before);
 	accel_device_close(self->dev);
 }
 

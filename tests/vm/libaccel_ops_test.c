@@ -174,15 +174,8 @@ FIXTURE_SETUP(ops)
 /* Nothing a passing test made may outlive it. */
 FIXTURE_TEARDOWN(ops)
 {
-	struct leak_snapshot after;
-
 	accel_cmdbuf_destroy(self->cb);
-	if (_metadata->exit_code == KSFT_PASS) {
-		leak_snapshot(self->dev, &after);
-		EXPECT_EQ(self->before.fds, after.fds);
-		EXPECT_EQ(self->before.host, after.host);
-		EXPECT_EQ(self->before.hbm, after.hbm);
-	}
+	leak_expect_none(_metadata, self->dev, &self->before);
 	accel_device_close(self->dev);
 }
 
@@ -549,7 +542,9 @@ TEST_F(ops, softmax_of_rows_longer_than_one_command)
 
 TEST_F(ops, misuse_is_named_and_appends_nothing)
 {
-	struct accel_buffer *small;
+	struct accel_buffer *small, *foreign;
+	struct accel_device *other;
+	unsigned int count;
 	struct mat a, b;
 
 	NEW_MAT(a, 16, 32, TSR_DTYPE_F32, ACCEL_PLACEMENT_HOST, 1);
@@ -578,6 +573,23 @@ TEST_F(ops, misuse_is_named_and_appends_nothing)
 							   TSR_DTYPE_F32 }));
 	EXPECT_NE(NULL, strstr(accel_cmdbuf_last_error(self->cb),
 			       "bytes of scratch; the buffer has 4096"));
+	/* Scratch of another chip. */
+	if (!accel_device_count(&count) && count > 1) {
+		ASSERT_EQ(ACCEL_OK, accel_device_open(1, &other));
+		ASSERT_EQ(ACCEL_OK, accel_buffer_create(other, MIB,
+							ACCEL_PLACEMENT_HBM,
+							&foreign));
+		b.t.dtype = TSR_DTYPE_F32;
+		EXPECT_EQ(ACCEL_ERR_WRONG_DEVICE,
+			  accel_op_matmul(self->cb, foreign, &a.t, &b.t,
+					  &(struct accel_tensor){ a.buf, 0, 16, 16, 0,
+								  TSR_DTYPE_F32 },
+					  0));
+		EXPECT_NE(NULL, strstr(accel_cmdbuf_last_error(self->cb),
+				       "scratch buffer belongs to another device"));
+		accel_buffer_destroy(foreign);
+		accel_device_close(other);
+	}
 	/* Reduction output of the wrong shape. */
 	EXPECT_EQ(ACCEL_ERR_BAD_SHAPE,
 		  accel_op_reduce(self->cb, NULL, TSR_REDUCE_MAX, 0, &a.t, &a.t));

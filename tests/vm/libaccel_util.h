@@ -16,6 +16,8 @@
 
 #include <accel/accel.h>
 
+#include "kselftest_harness.h"
+
 static inline uint32_t rnd(uint32_t *state)
 {
 	uint32_t x = *state;
@@ -94,6 +96,21 @@ static inline void leak_snapshot(const struct accel_device *dev,
 	s->fds = count_fds();
 	s->host = fdinfo_bytes(accel_device_fd(dev), "drm-total-host");
 	s->hbm = fdinfo_bytes(accel_device_fd(dev), "drm-total-hbm");
+}
+
+/* In a fixture's teardown: a test that passed left nothing behind. */
+static inline void leak_expect_none(struct __test_metadata *_metadata,
+				    const struct accel_device *dev,
+				    const struct leak_snapshot *before)
+{
+	struct leak_snapshot after;
+
+	if (_metadata->exit_code != KSFT_PASS)
+		return;
+	leak_snapshot(dev, &after);
+	EXPECT_EQ(before->fds, after.fds);
+	EXPECT_EQ(before->host, after.host);
+	EXPECT_EQ(before->hbm, after.hbm);
 }
 
 static inline struct accel_tensor tensor_at(struct accel_buffer *buf,
