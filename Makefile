@@ -151,6 +151,10 @@ $(LIBACCEL_SO): $(LIBACCEL_OBJS)
 	ln -sf $(@F) $(B)/lib/$(LIBACCEL_SONAME)
 	ln -sf $(LIBACCEL_SONAME) $(B)/lib/libaccel.so
 
+# The soname link is made with the library; say so for parallel makes.
+$(B)/lib/$(LIBACCEL_SONAME): $(LIBACCEL_SO)
+	@:
+
 $(LIBACCEL_A): $(LIBACCEL_OBJS)
 	@mkdir -p $(@D)
 	$(AR) rcs $@ $^
@@ -197,7 +201,7 @@ $(CORE_TESTS): $(B)/tests/host/%: tests/host/%.c tests/host/tessera_chip.h $(COR
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) $(CORE_LIBS)
 
-$(B)/bench/chip_bench: tests/bench/chip_bench.c tests/host/tessera_chip.h $(CORE_SRCS) \
+$(B)/bench/chip_bench: tests/bench/chip_bench.c tests/host/tessera_chip.h $(CORE_SRCS) $(DEPS_STAMP) \
 		$(USER_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) $(CORE_LIBS)

@@ -8,6 +8,9 @@
  *   force_recovery     write 1: reset the chip as after a fatal error
  *   fail_bo_alloc      fail the next N BO_CREATEs with -ENOMEM
  *   fail_submit        fail the next N SUBMITs with -ENOMEM, late
+ *   submit_wait_done   the next N SUBMITs return only once their job has
+ *                      run and could have been freed (a use-after-free
+ *                      trap for the debug kernel's KASAN)
  *   fault_*            the chip's debug fault-injection block, when present
  *
  * Copyright (C) 2026 The Tessera Authors
@@ -45,8 +48,6 @@ static int registers_show(struct seq_file *m, void *unused)
 		{ "CAPS", TSR_REG_CAPS },
 		{ "PRESET", TSR_REG_PRESET },
 		{ "STATUS", TSR_REG_STATUS },
-		{ "CLOCK_LO", TSR_REG_CLOCK_LO },
-		{ "CLOCK_HI", TSR_REG_CLOCK_HI },
 		{ "IRQ_STATUS", TSR_REG_IRQ_STATUS },
 		{ "IRQ_ENABLE", TSR_REG_IRQ_ENABLE },
 		{ "PING_COUNT", TSR_REG_PING_COUNT },
@@ -67,7 +68,6 @@ static int registers_show(struct seq_file *m, void *unused)
 		{ "STATUS", TSR_QREG_STATUS },
 		{ "HEAD", TSR_QREG_HEAD },
 		{ "TAIL", TSR_QREG_TAIL },
-		{ "FENCE_LO", TSR_QREG_FENCE_LO },
 		{ "JOBS_DONE", TSR_QREG_JOBS_DONE },
 		{ "JOBS_FAILED", TSR_QREG_JOBS_FAILED },
 		{ "IRQ_STATUS", TSR_QREG_IRQ_STATUS },
@@ -75,6 +75,7 @@ static int registers_show(struct seq_file *m, void *unused)
 	};
 	struct tessera_device *tdev = seq_tdev(m);
 	unsigned int i, q;
+	u64 clock;
 	int idx;
 
 	if (!drm_dev_enter(&tdev->drm, &idx))
@@ -82,12 +83,25 @@ static int registers_show(struct seq_file *m, void *unused)
 	for (i = 0; i < ARRAY_SIZE(regs); i++)
 		seq_printf(m, "%-20s 0x%04x 0x%08x\n", regs[i].name, regs[i].reg,
 			   tessera_reg_read(tdev, regs[i].reg));
-	for (q = 0; q < tdev->num_queues; q++)
+	/* A latched pair is read as one, never interleaved with other readers. */
+	clock = tessera_reg_read64(tdev, TSR_REG_CLOCK_LO);
+	seq_printf(m, "%-20s 0x%04x 0x%08x\n", "CLOCK_LO", TSR_REG_CLOCK_LO,
+		   lower_32_bits(clock));
+	seq_printf(m, "%-20s 0x%04x 0x%08x\n", "CLOCK_HI", TSR_REG_CLOCK_HI,
+		   upper_32_bits(clock));
+	for (q = 0; q < tdev->num_queues; q++) {
+		u32 base = TSR_QUEUE_BASE(q);
+		u64 fence = tessera_reg_read64(tdev, base + TSR_QREG_FENCE_LO);
+
 		for (i = 0; i < ARRAY_SIZE(qregs); i++)
 			seq_printf(m, "Q%u_%-17s 0x%04x 0x%08x\n", q, qregs[i].name,
-				   TSR_QUEUE_BASE(q) + qregs[i].reg,
-				   tessera_reg_read(tdev, TSR_QUEUE_BASE(q) +
-						    qregs[i].reg));
+				   base + qregs[i].reg,
+				   tessera_reg_read(tdev, base + qregs[i].reg));
+		seq_printf(m, "Q%u_%-17s 0x%04x 0x%08x\n", q, "FENCE_LO",
+			   base + TSR_QREG_FENCE_LO, lower_32_bits(fence));
+		seq_printf(m, "Q%u_%-17s 0x%04x 0x%08x\n", q, "FENCE_HI",
+			   base + TSR_QREG_FENCE_HI, upper_32_bits(fence));
+	}
 	drm_dev_exit(idx);
 	return 0;
 }
@@ -133,7 +147,7 @@ static int contexts_show(struct seq_file *m, void *unused)
 			   ctx->id, ctx->pid, atomic64_read(&ctx->jobs),
 			   atomic_read(&ctx->faults),
 			   READ_ONCE(ctx->banned) ? " banned" : "");
-		mutex_lock(&tdev->map_lock);
+		mutex_lock(&ctx->lock);
 		list_for_each_entry(map, &ctx->mappings, ctx_link) {
 			bo = map->bo;
 			seq_printf(m, "  va 0x%010llx size %zu %s%s refs %u\n",
@@ -142,7 +156,7 @@ static int contexts_show(struct seq_file *m, void *unused)
 				   bo->base.base.import_attach ? " imported" : "",
 				   kref_read(&map->ref));
 		}
-		mutex_unlock(&tdev->map_lock);
+		mutex_unlock(&ctx->lock);
 	}
 	mutex_unlock(&tdev->ctx_lock);
 	return 0;
@@ -240,6 +254,8 @@ void tessera_debugfs_init(struct tessera_device *tdev)
 				&tdev->inject_bo_failures);
 	debugfs_create_atomic_t("fail_submit", 0600, root,
 				&tdev->inject_submit_failures);
+	debugfs_create_atomic_t("submit_wait_done", 0600, root,
+				&tdev->inject_submit_wait_done);
 
 	if (!(tessera_reg_read(tdev, TSR_REG_CAPS) & TSR_CAP_DEBUG_REGS))
 		return;

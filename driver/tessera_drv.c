@@ -20,6 +20,7 @@
 #include <drm/drm_print.h>
 #include <drm/tessera_accel.h>
 
+#include "tessera_ctx.h"
 #include "tessera_debugfs.h"
 #include "tessera_drv.h"
 #include "tessera_gem.h"
@@ -43,6 +44,16 @@ unsigned int tessera_max_resets_per_job = 2;
 module_param_named(max_resets_per_job, tessera_max_resets_per_job, uint, 0644);
 MODULE_PARM_DESC(max_resets_per_job,
 		 "Resets an innocent job may be caught in before it fails (default 2)");
+
+unsigned int tessera_max_jobs_per_file = 1024;
+module_param_named(max_jobs_per_file, tessera_max_jobs_per_file, uint, 0644);
+MODULE_PARM_DESC(max_jobs_per_file,
+		 "Jobs one file may have submitted and not yet retired; SUBMIT fails with EAGAIN beyond (default 1024)");
+
+unsigned int tessera_max_pinned_mb;
+module_param_named(max_pinned_mb, tessera_max_pinned_mb, uint, 0644);
+MODULE_PARM_DESC(max_pinned_mb,
+		 "System memory all buffers together may pin, MiB; 0 is half of RAM (default 0)");
 
 static int tessera_ioctl_get_info(struct drm_device *drm, void *data,
 				  struct drm_file *file)
@@ -103,7 +114,6 @@ static int tessera_ioctl_ping(struct drm_device *drm, void *data,
 	struct tessera_device *tdev = to_tessera_device(drm);
 	struct drm_tessera_ping *ping = data;
 	unsigned int timeout_ms = ping->timeout_ms;
-	int idx, ret;
 
 	if (ping->flags) {
 		drm_dbg(drm, "PING: flags 0x%x must be zero\n", ping->flags);
@@ -116,14 +126,8 @@ static int tessera_ioctl_ping(struct drm_device *drm, void *data,
 	}
 	if (!timeout_ms)
 		timeout_ms = DRM_TESSERA_PING_DEFAULT_TIMEOUT_MS;
-	if (!drm_dev_enter(drm, &idx))
-		return -ENODEV;
-
-	ret = tessera_hw_ping(tdev, ping->cookie, timeout_ms, &ping->echo,
-			      &ping->latency_ns);
-
-	drm_dev_exit(idx);
-	return ret;
+	return tessera_hw_ping(tdev, ping->cookie, timeout_ms, &ping->echo,
+			       &ping->latency_ns);
 }
 
 static int tessera_ioctl_get_counters(struct drm_device *drm, void *data,
@@ -302,12 +306,11 @@ static int tessera_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	pci_set_drvdata(pdev, tdev);
 
 	ret = drmm_mutex_init(&tdev->drm, &tdev->ping_lock) ?:
-	      drmm_mutex_init(&tdev->drm, &tdev->reset_lock) ?:
-	      drmm_mutex_init(&tdev->drm, &tdev->ctx_lock) ?:
-	      drmm_mutex_init(&tdev->drm, &tdev->map_lock);
+	      drmm_mutex_init(&tdev->drm, &tdev->reset_lock);
 	if (ret)
 		return ret;
 	init_completion(&tdev->ping_done);
+	spin_lock_init(&tdev->reg64_lock);
 
 	ret = pcim_enable_device(pdev);
 	if (ret)
@@ -333,6 +336,9 @@ static int tessera_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 	ret = tessera_mmu_init(tdev);
+	if (ret)
+		return ret;
+	ret = tessera_ctx_init(tdev);
 	if (ret)
 		return ret;
 	ret = tessera_hbm_init(tdev);

@@ -111,6 +111,8 @@ struct tessera_queue {
  * @num_queues: hardware queues
  * @max_contexts: context table entries in use, including the unused 0
  * @irq_count: interrupts handled, device and queue vectors
+ * @reg64_lock: serialises reads of 64-bit registers, whose high halves
+ *	the chip latches once for all registers
  * @ping_lock: serialises pings; the chip has one ping register
  * @ping_done: completed by the interrupt handler when a ping is acknowledged
  * @ping_ack: cookie the chip acknowledged, valid once @ping_done completes
@@ -123,13 +125,14 @@ struct tessera_queue {
  * @ctx_ids: context numbers in use
  * @ctx_lock: protects @contexts
  * @contexts: live contexts, for debugfs
- * @map_lock: protects the mapping lists of every buffer object
  * @hbm_lock: protects @hbm_mm and @hbm_used
  * @hbm_mm: allocator of HBM
  * @hbm_used: bytes of HBM allocated
  * @counters: driver counters, enum tessera_counter
  * @inject_bo_failures: fail this many coming buffer allocations (debugfs)
  * @inject_submit_failures: fail this many coming submits (debugfs)
+ * @inject_submit_wait_done: this many coming submits wait for their job to
+ *	run and be freed before returning (debugfs)
  */
 struct tessera_device {
 	struct drm_device drm;
@@ -141,6 +144,8 @@ struct tessera_device {
 	unsigned int num_queues;
 	unsigned int max_contexts;
 	atomic64_t irq_count;
+	/* serialises 64-bit register reads: one latch for all high halves */
+	spinlock_t reg64_lock;
 
 	/* serialises pings: the chip has one ping register */
 	struct mutex ping_lock;
@@ -160,9 +165,6 @@ struct tessera_device {
 	struct mutex ctx_lock;
 	struct list_head contexts;
 
-	/* protects every buffer's and context's mapping list */
-	struct mutex map_lock;
-
 	/* protects hbm_mm and hbm_used */
 	struct mutex hbm_lock;
 	struct drm_mm hbm_mm;
@@ -171,6 +173,7 @@ struct tessera_device {
 	atomic64_t counters[TESSERA_CNT_COUNT];
 	atomic_t inject_bo_failures;
 	atomic_t inject_submit_failures;
+	atomic_t inject_submit_wait_done;
 };
 
 /* Scheduler priorities a file can submit at: DRM_TESSERA_PRIORITY_*. */
@@ -226,5 +229,7 @@ static inline bool tessera_inject(atomic_t *armed)
 extern unsigned int tessera_job_timeout_ms;
 extern unsigned int tessera_ban_threshold;
 extern unsigned int tessera_max_resets_per_job;
+extern unsigned int tessera_max_jobs_per_file;
+extern unsigned int tessera_max_pinned_mb;
 
 #endif /* __TESSERA_DRV_H__ */

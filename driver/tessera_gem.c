@@ -26,6 +26,7 @@
 
 #include "tessera_drv.h"
 #include "tessera_gem.h"
+#include "tessera_mmu.h"
 
 /* Buffers of at least this size start on a 2 MiB boundary (large pages). */
 #define TESSERA_LARGE_ALIGN_MIN		TSR_LARGE_PAGE_SIZE
@@ -37,34 +38,34 @@ static u64 bo_alignment(u64 size)
 
 /* ------------------------------------------------------------ mappings */
 
-static struct tessera_mapping *mapping_find(struct tessera_bo *bo,
-					    struct tessera_ctx *ctx)
+static struct tessera_mapping *tessera_mapping_find(struct tessera_bo *bo,
+						    struct tessera_ctx *ctx)
 {
 	struct tessera_mapping *map;
 
+	lockdep_assert_held(&bo->lock);
 	list_for_each_entry(map, &bo->mappings, bo_link)
 		if (map->ctx == ctx)
 			return map;
 	return NULL;
 }
 
-/* Map @bo into @ctx; called with tdev->map_lock held. */
-static struct tessera_mapping *mapping_create(struct tessera_bo *bo,
-					      struct tessera_ctx *ctx)
+/*
+ * Map @bo into @ctx, whose pages (for a system-memory buffer) are pinned
+ * in @sgt.  Only this buffer's lock is held: mapping a large buffer holds
+ * up no other buffer's users.
+ */
+static struct tessera_mapping *tessera_mapping_create(struct tessera_bo *bo,
+						      struct tessera_ctx *ctx,
+						      struct sg_table *sgt)
 {
-	struct drm_gem_object *obj = &bo->base.base;
-	u64 size = obj->size, prot = TESSERA_MAP_READ | TESSERA_MAP_WRITE;
+	u64 size = bo->base.base.size, prot = TESSERA_MAP_READ | TESSERA_MAP_WRITE;
 	struct tessera_mapping *map;
-	struct sg_table *sgt = NULL;
 	int ret;
 
-	if (!bo->hbm) {
-		sgt = drm_gem_shmem_get_pages_sgt(&bo->base);
-		if (IS_ERR(sgt))
-			return ERR_CAST(sgt);
-	}
+	lockdep_assert_held(&bo->lock);
 
-	map = kzalloc(sizeof(*map), GFP_KERNEL);
+	map = kzalloc(sizeof(*map), GFP_KERNEL_ACCOUNT);
 	if (!map)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&map->ref);
@@ -86,34 +87,39 @@ static struct tessera_mapping *mapping_create(struct tessera_bo *bo,
 					  size, prot);
 	else
 		ret = tessera_mmu_map_sgt(ctx, map->va.start, sgt, size, prot);
-	if (ret) {
-		mutex_lock(&ctx->lock);
+
+	mutex_lock(&ctx->lock);
+	if (ret)
 		drm_mm_remove_node(&map->va);
-		mutex_unlock(&ctx->lock);
+	else
+		list_add_tail(&map->ctx_link, &ctx->mappings);
+	mutex_unlock(&ctx->lock);
+	if (ret) {
 		kfree(map);
 		return ERR_PTR(ret);
 	}
 
 	map->ctx = tessera_ctx_get(ctx);
 	list_add_tail(&map->bo_link, &bo->mappings);
-	list_add_tail(&map->ctx_link, &ctx->mappings);
 	return map;
 }
 
-static void mapping_release(struct kref *ref)
+/* The last reference is gone; called by kref_put_mutex() with bo->lock. */
+static void tessera_mapping_release(struct kref *ref)
 {
 	struct tessera_mapping *map = container_of(ref, struct tessera_mapping,
 						   ref);
 	struct tessera_ctx *ctx = map->ctx;
 
-	/* Called with tdev->map_lock held, by kref_put_mutex(). */
 	list_del(&map->bo_link);
-	list_del(&map->ctx_link);
-	tessera_mmu_unmap(ctx, map->va.start, map->bo->base.base.size);
+	mutex_unlock(&map->bo->lock);
+
 	mutex_lock(&ctx->lock);
+	list_del(&map->ctx_link);
+	tessera_mmu_unmap_locked(ctx, map->va.start, map->bo->base.base.size);
 	drm_mm_remove_node(&map->va);
 	mutex_unlock(&ctx->lock);
-	mutex_unlock(&ctx->tdev->map_lock);
+	tessera_mmu_invalidate(ctx->tdev, ctx->id);
 
 	tessera_ctx_put(ctx);
 	kfree(map);
@@ -129,66 +135,115 @@ static void mapping_release(struct kref *ref)
 struct tessera_mapping *tessera_mapping_get(struct tessera_bo *bo,
 					    struct tessera_ctx *ctx)
 {
-	struct tessera_device *tdev = ctx->tdev;
 	struct tessera_mapping *map;
 
-	mutex_lock(&tdev->map_lock);
-	map = mapping_find(bo, ctx);
+	mutex_lock(&bo->lock);
+	map = tessera_mapping_find(bo, ctx);
 	if (map)
 		kref_get(&map->ref);
-	mutex_unlock(&tdev->map_lock);
+	mutex_unlock(&bo->lock);
 	return map;
 }
 
 void tessera_mapping_put(struct tessera_mapping *map)
 {
-	struct tessera_device *tdev = map->ctx->tdev;
-
-	kref_put_mutex(&map->ref, mapping_release, &tdev->map_lock);
+	kref_put_mutex(&map->ref, tessera_mapping_release, &map->bo->lock);
 }
 
 /* ------------------------------------------------------- object hooks */
 
+/*
+ * A handle to the buffer is being made for @file: map the buffer into the
+ * file's context, or take another reference to the mapping it has.  The
+ * handle is published only once this returns (drm_gem_handle_create_tail),
+ * so every handle a lookup finds has its mapping.
+ */
 static int tessera_bo_open(struct drm_gem_object *obj, struct drm_file *file)
 {
-	struct tessera_device *tdev = to_tessera_device(obj->dev);
 	struct tessera_file *tfile = file->driver_priv;
 	struct tessera_bo *bo = to_tessera_bo(obj);
 	struct tessera_mapping *map;
+	struct sg_table *sgt = NULL;
 	int ret = 0;
 
-	mutex_lock(&tdev->map_lock);
-	map = mapping_find(bo, tfile->ctx);
+	/* Pinning takes a while for a large buffer; no lock of ours is held. */
+	if (!bo->hbm) {
+		sgt = drm_gem_shmem_get_pages_sgt(&bo->base);
+		if (IS_ERR(sgt))
+			return PTR_ERR(sgt);
+	}
+
+	mutex_lock(&bo->lock);
+	map = tessera_mapping_find(bo, tfile->ctx);
 	if (map) {
 		kref_get(&map->ref);
 	} else {
-		map = mapping_create(bo, tfile->ctx);
+		map = tessera_mapping_create(bo, tfile->ctx, sgt);
 		if (IS_ERR(map))
 			ret = PTR_ERR(map);
 	}
-	mutex_unlock(&tdev->map_lock);
+	mutex_unlock(&bo->lock);
 	return ret;
 }
 
 static void tessera_bo_close(struct drm_gem_object *obj, struct drm_file *file)
 {
-	struct tessera_device *tdev = to_tessera_device(obj->dev);
 	struct tessera_file *tfile = file->driver_priv;
+	struct tessera_bo *bo = to_tessera_bo(obj);
 	struct tessera_mapping *map;
 
-	mutex_lock(&tdev->map_lock);
-	map = mapping_find(to_tessera_bo(obj), tfile->ctx);
-	mutex_unlock(&tdev->map_lock);
+	mutex_lock(&bo->lock);
+	map = tessera_mapping_find(bo, tfile->ctx);
+	mutex_unlock(&bo->lock);
 	/* The handle's own reference keeps @map alive until this put. */
 	if (!WARN_ON(!map))
 		tessera_mapping_put(map);
 }
+
+/* ------------------------------------------------------- pinned memory */
+
+/* System memory pinned by every buffer of every Tessera device. */
+static atomic64_t tessera_pinned_bytes = ATOMIC64_INIT(0);
+
+static u64 tessera_pinned_limit(void)
+{
+	if (tessera_max_pinned_mb)
+		return (u64)tessera_max_pinned_mb << 20;
+	return (u64)totalram_pages() * PAGE_SIZE / 2;
+}
+
+/*
+ * Charge @size bytes of a new system-memory buffer against the limit.  Its
+ * pages stay pinned while it is mapped, where neither reclaim nor the OOM
+ * killer's accounting of its owner can see them: past the limit the
+ * allocation fails, rather than a bystander being killed later.
+ */
+static int tessera_pin_charge(struct tessera_device *tdev, u64 size)
+{
+	u64 limit = tessera_pinned_limit();
+
+	if (atomic64_add_return(size, &tessera_pinned_bytes) <= limit)
+		return 0;
+	atomic64_sub(size, &tessera_pinned_bytes);
+	drm_dbg(&tdev->drm, "BO_CREATE: %llu bytes more would pass the %llu-byte limit on pinned memory (max_pinned_mb)\n",
+		size, limit);
+	return -ENOMEM;
+}
+
+static void tessera_pin_uncharge(u64 size)
+{
+	atomic64_sub(size, &tessera_pinned_bytes);
+}
+
+/* ----------------------------------------------------- system memory */
 
 static void tessera_shmem_free(struct drm_gem_object *obj)
 {
 	struct tessera_bo *bo = to_tessera_bo(obj);
 
 	WARN_ON(!list_empty(&bo->mappings));
+	tessera_pin_uncharge(bo->pinned);
+	mutex_destroy(&bo->lock);
 	drm_gem_shmem_free(&bo->base);
 }
 
@@ -218,9 +273,10 @@ struct drm_gem_object *tessera_gem_create_object(struct drm_device *drm,
 {
 	struct tessera_bo *bo;
 
-	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
 	if (!bo)
 		return ERR_PTR(-ENOMEM);
+	mutex_init(&bo->lock);
 	INIT_LIST_HEAD(&bo->mappings);
 	bo->base.base.funcs = &tessera_shmem_funcs;
 	return &bo->base.base;
@@ -234,6 +290,7 @@ static void tessera_hbm_bo_free(struct drm_gem_object *obj)
 	struct tessera_bo *bo = to_tessera_bo(obj);
 
 	WARN_ON(!list_empty(&bo->mappings));
+	mutex_destroy(&bo->lock);
 	mutex_lock(&tdev->hbm_lock);
 	drm_mm_remove_node(&bo->hbm_node);
 	tdev->hbm_used -= obj->size;
@@ -308,9 +365,10 @@ static struct drm_gem_object *tessera_hbm_bo_create(struct tessera_device *tdev,
 	struct drm_gem_object *obj;
 	int ret;
 
-	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
 	if (!bo)
 		return ERR_PTR(-ENOMEM);
+	mutex_init(&bo->lock);
 	INIT_LIST_HEAD(&bo->mappings);
 	bo->hbm = true;
 	obj = &bo->base.base;
@@ -324,6 +382,7 @@ static struct drm_gem_object *tessera_hbm_bo_create(struct tessera_device *tdev,
 	mutex_unlock(&tdev->hbm_lock);
 	if (ret) {
 		drm_dbg(&tdev->drm, "no %llu bytes of HBM free\n", size);
+		mutex_destroy(&bo->lock);
 		kfree(bo);
 		return ERR_PTR(-ENOMEM);
 	}
@@ -370,6 +429,25 @@ int tessera_hbm_init(struct tessera_device *tdev)
 
 /* -------------------------------------------------------------- ioctls */
 
+/* A system-memory buffer, charged to the pinned-memory limit. */
+static struct drm_gem_object *tessera_shmem_bo_create(struct tessera_device *tdev,
+						      u64 size)
+{
+	struct drm_gem_shmem_object *shmem;
+	int ret;
+
+	ret = tessera_pin_charge(tdev, size);
+	if (ret)
+		return ERR_PTR(ret);
+	shmem = drm_gem_shmem_create(&tdev->drm, size);
+	if (IS_ERR(shmem)) {
+		tessera_pin_uncharge(size);
+		return ERR_CAST(shmem);
+	}
+	to_tessera_bo(&shmem->base)->pinned = size;
+	return &shmem->base;
+}
+
 int tessera_ioctl_bo_create(struct drm_device *drm, void *data,
 			    struct drm_file *file)
 {
@@ -393,25 +471,21 @@ int tessera_ioctl_bo_create(struct drm_device *drm, void *data,
 		drm_dbg(drm, "BO_CREATE: injected allocation failure\n");
 		return -ENOMEM;
 	}
+
+	/* Only HBM needs the chip; system memory is the kernel's. */
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
-
-	if (args->flags & DRM_TESSERA_BO_HBM) {
+	if (args->flags & DRM_TESSERA_BO_HBM)
 		obj = tessera_hbm_bo_create(tdev, size);
-	} else {
-		struct drm_gem_shmem_object *shmem;
+	else
+		obj = tessera_shmem_bo_create(tdev, size);
+	drm_dev_exit(idx);
+	if (IS_ERR(obj))
+		return PTR_ERR(obj);
 
-		shmem = drm_gem_shmem_create(drm, size);
-		obj = IS_ERR(shmem) ? ERR_CAST(shmem) : &shmem->base;
-	}
-	if (IS_ERR(obj)) {
-		ret = PTR_ERR(obj);
-		goto out;
-	}
+	/* Pins and maps the buffer (tessera_bo_open) outside drm_dev_enter. */
 	ret = drm_gem_handle_create(file, obj, &args->handle);
 	drm_gem_object_put(obj);
-out:
-	drm_dev_exit(idx);
 	return ret;
 }
 
@@ -438,9 +512,8 @@ int tessera_ioctl_bo_info(struct drm_device *drm, void *data,
 	if (ret)
 		goto out;
 	/*
-	 * A handle is visible before its open hook has mapped the buffer
-	 * (drm_gem_handle_create_tail()); a lookup racing with that sees no
-	 * mapping yet, as if the handle did not exist.
+	 * Gone if the handle was closed since the lookup (the object lives on
+	 * in our reference, its mapping does not): as if it never existed.
 	 */
 	map = tessera_mapping_get(bo, tfile->ctx);
 	if (!map) {

@@ -9,19 +9,24 @@
 #include <drm/drm_gem_shmem_helper.h>
 #include <drm/drm_mm.h>
 
-#include "tessera_mmu.h"
+#include "tessera_ctx.h"
 
 /**
  * struct tessera_bo - a buffer object in system memory or HBM
  * @base: shmem object; for HBM buffers only its GEM object is used
  * @hbm: the buffer lives in HBM at @hbm_node
  * @hbm_node: the buffer's range of HBM
- * @mappings: its mappings into contexts (tdev->map_lock)
+ * @pinned: bytes of system memory charged to the pinned-memory limit
+ * @lock: protects @mappings
+ * @mappings: its mappings into contexts
  */
 struct tessera_bo {
 	struct drm_gem_shmem_object base;
 	bool hbm;
 	struct drm_mm_node hbm_node;
+	u64 pinned;
+	/* protects mappings */
+	struct mutex lock;
 	struct list_head mappings;
 };
 
@@ -32,8 +37,8 @@ struct tessera_bo {
  * @bo: the buffer (not a reference: every holder of @ref holds one)
  * @ctx: the context (a reference)
  * @va: the range of device VA, one guard page longer than the buffer
- * @bo_link: entry in bo->mappings (tdev->map_lock)
- * @ctx_link: entry in ctx->mappings (tdev->map_lock)
+ * @bo_link: entry in bo->mappings (bo->lock)
+ * @ctx_link: entry in ctx->mappings (ctx->lock)
  */
 struct tessera_mapping {
 	struct kref ref;

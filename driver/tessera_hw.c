@@ -9,6 +9,7 @@
 #include <linux/ktime.h>
 #include <linux/pci.h>
 
+#include <drm/drm_drv.h>
 #include <drm/drm_print.h>
 
 #include "tessera_hw.h"
@@ -177,39 +178,63 @@ void tessera_hw_fini(struct tessera_device *tdev)
 		tessera_reg_write(tdev, TSR_QUEUE_BASE(i) + TSR_QREG_CONTROL,
 				  TSR_QCTRL_RESET);
 	}
-	if (!tdev->msix_vectors)
-		return;
-	synchronize_irq(pci_irq_vector(pdev, TSR_MSIX_VEC_DEVICE));
-	for (i = 0; i < tdev->num_queues; i++)
-		synchronize_irq(pci_irq_vector(pdev, TSR_MSIX_VEC_QUEUE(i)));
+	if (tdev->msix_vectors) {
+		synchronize_irq(pci_irq_vector(pdev, TSR_MSIX_VEC_DEVICE));
+		for (i = 0; i < tdev->num_queues; i++)
+			synchronize_irq(pci_irq_vector(pdev,
+						       TSR_MSIX_VEC_QUEUE(i)));
+	}
+	/* A ping waiting for the chip's answer waits no more. */
+	complete_all(&tdev->ping_done);
 }
 
+/**
+ * tessera_hw_ping() - ask the chip to echo a cookie and time its answer
+ * @tdev: the device
+ * @cookie: the value to echo
+ * @timeout_ms: how long to wait for the answer
+ * @echo: the cookie the chip acknowledged
+ * @latency_ns: the round trip
+ *
+ * Only the doorbell write is inside drm_dev_enter(): the wait is as long as
+ * user space asks, and must not hold off an unplug, which wakes it.
+ *
+ * Return: 0, -ETIMEDOUT, -ENODEV once the device is gone, -ERESTARTSYS.
+ */
 int tessera_hw_ping(struct tessera_device *tdev, u32 cookie,
 		    unsigned int timeout_ms, u32 *echo, u64 *latency_ns)
 {
-	long left;
 	ktime_t start;
-	int ret = 0;
+	int ret = 0, idx;
+	long left;
 
 	if (mutex_lock_interruptible(&tdev->ping_lock))
 		return -ERESTARTSYS;
-
+	if (!drm_dev_enter(&tdev->drm, &idx)) {
+		ret = -ENODEV;
+		goto out;
+	}
 	reinit_completion(&tdev->ping_done);
 	start = ktime_get();
 	tessera_reg_write(tdev, TSR_REG_PING, cookie);
+	drm_dev_exit(idx);
+
 	left = wait_for_completion_interruptible_timeout(&tdev->ping_done,
 							 msecs_to_jiffies(timeout_ms));
 	if (left < 0) {
 		ret = left;
+	} else if (drm_dev_is_unplugged(&tdev->drm)) {
+		ret = -ENODEV;
 	} else if (left == 0) {
-		drm_warn(&tdev->drm, "ping 0x%08x not acknowledged within %u ms\n",
-			 cookie, timeout_ms);
+		dev_warn_ratelimited(tdev->drm.dev,
+				     "ping 0x%08x not acknowledged within %u ms\n",
+				     cookie, timeout_ms);
 		ret = -ETIMEDOUT;
 	} else {
 		*latency_ns = ktime_to_ns(ktime_sub(ktime_get(), start));
 		*echo = READ_ONCE(tdev->ping_ack);
 	}
-
+out:
 	mutex_unlock(&tdev->ping_lock);
 	return ret;
 }

@@ -21,12 +21,20 @@ static inline void tessera_reg_write(struct tessera_device *tdev, u32 reg,
 	writel(val, tdev->regs + reg);
 }
 
-/* A 64-bit register pair; reading LO latches HI. */
+/*
+ * A 64-bit register pair.  Reading LO latches HI in the chip's one latch,
+ * shared by every register, so no other read of a pair may come between.
+ */
 static inline u64 tessera_reg_read64(struct tessera_device *tdev, u32 reg)
 {
-	u64 lo = tessera_reg_read(tdev, reg);
+	unsigned long flags;
+	u64 val;
 
-	return lo | (u64)tessera_reg_read(tdev, reg + 4) << 32;
+	spin_lock_irqsave(&tdev->reg64_lock, flags);
+	val = tessera_reg_read(tdev, reg);
+	val |= (u64)tessera_reg_read(tdev, reg + 4) << 32;
+	spin_unlock_irqrestore(&tdev->reg64_lock, flags);
+	return val;
 }
 
 int tessera_hw_init(struct tessera_device *tdev);

@@ -6,9 +6,11 @@
 #define __TESSERA_JOB_H__
 
 #include <linux/dma-fence.h>
+#include <linux/kref.h>
 #include <linux/ktime.h>
 #include <drm/gpu_scheduler.h>
 
+#include "tessera_ctx.h"
 #include "tessera_drv.h"
 
 struct tessera_mapping;
@@ -16,6 +18,8 @@ struct tessera_mapping;
 /**
  * struct tessera_job - one SUBMIT
  * @base: the scheduler's job
+ * @ref: held by the scheduler from the push until free_job, and by SUBMIT
+ *	until it is done with the job
  * @tdev: the device
  * @ctx: the submitting context (a reference)
  * @q: the hardware queue it runs on
@@ -36,6 +40,7 @@ struct tessera_mapping;
  */
 struct tessera_job {
 	struct drm_sched_job base;
+	struct kref ref;
 	struct tessera_device *tdev;
 	struct tessera_ctx *ctx;
 	struct tessera_queue *q;
@@ -55,17 +60,39 @@ struct tessera_job {
 	ktime_t start;
 };
 
-int tessera_sched_init(struct tessera_device *tdev);
-void tessera_queue_hw_init(struct tessera_queue *q);
-void tessera_queue_reap(struct tessera_queue *q, bool use_head);
-void tessera_queue_cancel(struct tessera_queue *q, int error);
+static inline struct tessera_job *to_tessera_job(struct drm_sched_job *job)
+{
+	return container_of(job, struct tessera_job, base);
+}
 
-int tessera_file_init(struct tessera_file *tfile);
-void tessera_file_fini(struct tessera_file *tfile);
+static inline struct drm_tessera_job_status *
+tessera_job_status_slot(struct tessera_ctx *ctx, u64 seq)
+{
+	return &ctx->history[seq % DRM_TESSERA_JOB_HISTORY];
+}
 
+/* tessera_submit.c: a job's lifetime and the ioctls. */
+void tessera_job_put(struct tessera_job *job);
 int tessera_ioctl_submit(struct drm_device *drm, void *data,
 			 struct drm_file *file);
 int tessera_ioctl_job_status(struct drm_device *drm, void *data,
 			     struct drm_file *file);
+
+/* tessera_sched.c: the schedulers and the files' entities. */
+int tessera_sched_init(struct tessera_device *tdev);
+int tessera_file_init(struct tessera_file *tfile);
+void tessera_file_fini(struct tessera_file *tfile);
+struct drm_sched_entity *tessera_file_entity(struct tessera_file *tfile,
+					     u32 queue, u32 priority);
+void tessera_sched_requeue(struct tessera_job *job);
+
+/* tessera_ring.c: the rings the chip reads, hardware fences, job ends. */
+void tessera_queue_hw_init(struct tessera_queue *q);
+void tessera_queue_run(struct tessera_job *job, int err);
+void tessera_queue_reap(struct tessera_queue *q, bool use_head);
+void tessera_queue_cancel(struct tessera_queue *q, int error);
+void tessera_job_record_end(struct tessera_job *job,
+			    const struct tsr_completion *rec, u32 hw_error,
+			    int err);
 
 #endif /* __TESSERA_JOB_H__ */

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Tessera device MMU: contexts, their page tables and the context table.
+ * Tessera device MMU: page tables and the context table.
  *
- * Each context (one per open file) owns a three-level page table in
- * coherent system memory and an entry in the chip's context table.  Tables
- * are allocated as mappings need them and freed with the context.
+ * Each context (one per open file, tessera_ctx.c) owns a three-level page
+ * table in coherent system memory and an entry in the chip's context
+ * table.  Tables are allocated as mappings need them and freed with the
+ * context.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
 
 #include <linux/dma-mapping.h>
 #include <linux/mm.h>
-#include <linux/sched.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 
@@ -34,13 +34,13 @@ struct tessera_pt {
 	struct tessera_pt *children[];
 };
 
-static struct tessera_pt *pt_alloc(struct tessera_device *tdev,
-				   unsigned int level)
+static struct tessera_pt *tessera_pt_alloc(struct tessera_device *tdev,
+					   unsigned int level)
 {
 	struct tessera_pt *pt;
 
 	pt = kzalloc(struct_size(pt, children, level ? TSR_PT_ENTRIES : 0),
-		     GFP_KERNEL);
+		     GFP_KERNEL_ACCOUNT);
 	if (!pt)
 		return NULL;
 	pt->entries = dma_alloc_coherent(tdev->drm.dev, TSR_PAGE_SIZE, &pt->dma,
@@ -52,8 +52,8 @@ static struct tessera_pt *pt_alloc(struct tessera_device *tdev,
 	return pt;
 }
 
-static void pt_free(struct tessera_device *tdev, struct tessera_pt *pt,
-		    unsigned int level)
+static void tessera_pt_free(struct tessera_device *tdev, struct tessera_pt *pt,
+			    unsigned int level)
 {
 	unsigned int i;
 
@@ -61,41 +61,41 @@ static void pt_free(struct tessera_device *tdev, struct tessera_pt *pt,
 		return;
 	if (level)
 		for (i = 0; i < TSR_PT_ENTRIES; i++)
-			pt_free(tdev, pt->children[i], level - 1);
+			tessera_pt_free(tdev, pt->children[i], level - 1);
 	dma_free_coherent(tdev->drm.dev, TSR_PAGE_SIZE, pt->entries, pt->dma);
 	kfree(pt);
 }
 
-static void pt_set(struct tessera_pt *pt, unsigned int idx, u64 entry)
+static void tessera_pt_set(struct tessera_pt *pt, unsigned int idx, u64 entry)
 {
 	WRITE_ONCE(pt->entries[idx], cpu_to_le64(entry));
 }
 
-static u64 pt_get(struct tessera_pt *pt, unsigned int idx)
+static u64 tessera_pt_get(struct tessera_pt *pt, unsigned int idx)
 {
 	return le64_to_cpu(READ_ONCE(pt->entries[idx]));
 }
 
 /* The table below @pt at @idx, made if needed; @level is the child's. */
-static struct tessera_pt *pt_child(struct tessera_ctx *ctx,
-				   struct tessera_pt *pt, unsigned int idx,
-				   unsigned int level)
+static struct tessera_pt *tessera_pt_child(struct tessera_ctx *ctx,
+					   struct tessera_pt *pt,
+					   unsigned int idx, unsigned int level)
 {
 	struct tessera_pt *child = pt->children[idx];
 
 	if (!child) {
-		child = pt_alloc(ctx->tdev, level);
+		child = tessera_pt_alloc(ctx->tdev, level);
 		if (!child)
 			return NULL;
 		pt->children[idx] = child;
 	}
 	/* A 2 MiB leaf that was here has been unmapped; point at the table. */
-	pt_set(pt, idx, child->dma | TSR_PTE_VALID);
+	tessera_pt_set(pt, idx, child->dma | TSR_PTE_VALID);
 	return child;
 }
 
 /* Drop cached translations of context @id; a no-op once the chip is gone. */
-static void tessera_mmu_invalidate(struct tessera_device *tdev, u32 id)
+void tessera_mmu_invalidate(struct tessera_device *tdev, u32 id)
 {
 	int idx;
 
@@ -108,30 +108,32 @@ static void tessera_mmu_invalidate(struct tessera_device *tdev, u32 id)
 /*
  * Map @size bytes at @va to the contiguous range at @addr (a bus address,
  * or an HBM offset when @prot has TSR_PTE_HBM), with 2 MiB pages where both
- * sides are aligned.  Called with ctx->lock held.
+ * sides are aligned.
  */
-static int map_contig(struct tessera_ctx *ctx, u64 va, u64 addr, u64 size,
-		      u64 prot)
+static int tessera_mmu_map_contig_locked(struct tessera_ctx *ctx, u64 va,
+					 u64 addr, u64 size, u64 prot)
 {
+	lockdep_assert_held(&ctx->lock);
+
 	while (size) {
 		struct tessera_pt *l1, *l0;
 
-		l1 = pt_child(ctx, ctx->root, TSR_PT_INDEX(va, 2), 1);
+		l1 = tessera_pt_child(ctx, ctx->root, TSR_PT_INDEX(va, 2), 1);
 		if (!l1)
 			return -ENOMEM;
 		if (IS_ALIGNED(va | addr, TSR_LARGE_PAGE_SIZE) &&
 		    size >= TSR_LARGE_PAGE_SIZE) {
-			pt_set(l1, TSR_PT_INDEX(va, 1),
-			       addr | prot | TSR_PTE_VALID | TSR_PTE_LEAF);
+			tessera_pt_set(l1, TSR_PT_INDEX(va, 1),
+				       addr | prot | TSR_PTE_VALID | TSR_PTE_LEAF);
 			va += TSR_LARGE_PAGE_SIZE;
 			addr += TSR_LARGE_PAGE_SIZE;
 			size -= TSR_LARGE_PAGE_SIZE;
 			continue;
 		}
-		l0 = pt_child(ctx, l1, TSR_PT_INDEX(va, 1), 0);
+		l0 = tessera_pt_child(ctx, l1, TSR_PT_INDEX(va, 1), 0);
 		if (!l0)
 			return -ENOMEM;
-		pt_set(l0, TSR_PT_INDEX(va, 0), addr | prot | TSR_PTE_VALID);
+		tessera_pt_set(l0, TSR_PT_INDEX(va, 0), addr | prot | TSR_PTE_VALID);
 		va += TSR_PAGE_SIZE;
 		addr += TSR_PAGE_SIZE;
 		size -= TSR_PAGE_SIZE;
@@ -139,9 +141,21 @@ static int map_contig(struct tessera_ctx *ctx, u64 va, u64 addr, u64 size,
 	return 0;
 }
 
-static void unmap_locked(struct tessera_ctx *ctx, u64 va, u64 size)
+/**
+ * tessera_mmu_unmap_locked() - remove a range from a context's page tables
+ * @ctx: the context, whose lock the caller holds
+ * @va: device VA the range was mapped at
+ * @size: bytes
+ *
+ * The caller invalidates the chip's cached translations once it has
+ * dropped the lock (tessera_mmu_invalidate()); the next job of the context
+ * then no longer reaches the range.
+ */
+void tessera_mmu_unmap_locked(struct tessera_ctx *ctx, u64 va, u64 size)
 {
 	u64 end = va + size;
+
+	lockdep_assert_held(&ctx->lock);
 
 	while (va < end) {
 		struct tessera_pt *l1, *l0;
@@ -149,14 +163,14 @@ static void unmap_locked(struct tessera_ctx *ctx, u64 va, u64 size)
 
 		l1 = ctx->root->children[TSR_PT_INDEX(va, 2)];
 		i1 = TSR_PT_INDEX(va, 1);
-		if (l1 && (pt_get(l1, i1) & TSR_PTE_LEAF)) {
-			pt_set(l1, i1, 0);
+		if (l1 && (tessera_pt_get(l1, i1) & TSR_PTE_LEAF)) {
+			tessera_pt_set(l1, i1, 0);
 			va = ALIGN_DOWN(va, TSR_LARGE_PAGE_SIZE) + TSR_LARGE_PAGE_SIZE;
 			continue;
 		}
 		l0 = l1 ? l1->children[i1] : NULL;
 		if (l0)
-			pt_set(l0, TSR_PT_INDEX(va, 0), 0);
+			tessera_pt_set(l0, TSR_PT_INDEX(va, 0), 0);
 		va += TSR_PAGE_SIZE;
 	}
 }
@@ -185,7 +199,9 @@ int tessera_mmu_map_sgt(struct tessera_ctx *ctx, u64 va, struct sg_table *sgt,
 
 		if (!len)
 			break;
-		ret = map_contig(ctx, va + done, sg_dma_address(sg), len, prot);
+		ret = tessera_mmu_map_contig_locked(ctx, va + done,
+						    sg_dma_address(sg), len,
+						    prot);
 		if (ret)
 			break;
 		done += len;
@@ -193,7 +209,30 @@ int tessera_mmu_map_sgt(struct tessera_ctx *ctx, u64 va, struct sg_table *sgt,
 	if (!ret && done != size)
 		ret = -EINVAL;
 	if (ret)
-		unmap_locked(ctx, va, size);
+		tessera_mmu_unmap_locked(ctx, va, size);
+	mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+/**
+ * tessera_mmu_map_dma() - map contiguous system memory into a context
+ * @ctx: the context
+ * @va: device VA, page-aligned
+ * @addr: bus address, page-aligned
+ * @size: bytes, page-aligned
+ * @prot: TESSERA_MAP_* permissions
+ *
+ * Return: 0, or -ENOMEM with nothing left mapped.
+ */
+int tessera_mmu_map_dma(struct tessera_ctx *ctx, u64 va, dma_addr_t addr,
+			u64 size, u64 prot)
+{
+	int ret;
+
+	mutex_lock(&ctx->lock);
+	ret = tessera_mmu_map_contig_locked(ctx, va, addr, size, prot);
+	if (ret)
+		tessera_mmu_unmap_locked(ctx, va, size);
 	mutex_unlock(&ctx->lock);
 	return ret;
 }
@@ -214,149 +253,39 @@ int tessera_mmu_map_hbm(struct tessera_ctx *ctx, u64 va, u64 hbm_offset,
 	int ret;
 
 	mutex_lock(&ctx->lock);
-	ret = map_contig(ctx, va, hbm_offset, size, prot | TSR_PTE_HBM);
+	ret = tessera_mmu_map_contig_locked(ctx, va, hbm_offset, size,
+					    prot | TSR_PTE_HBM);
 	if (ret)
-		unmap_locked(ctx, va, size);
+		tessera_mmu_unmap_locked(ctx, va, size);
 	mutex_unlock(&ctx->lock);
 	return ret;
 }
 
-/**
- * tessera_mmu_unmap() - remove a range from a context
- * @ctx: the context
- * @va: device VA the range was mapped at
- * @size: bytes
- *
- * The next job of the context no longer reaches the range.
- */
-void tessera_mmu_unmap(struct tessera_ctx *ctx, u64 va, u64 size)
+/* A page-table root for a new context. */
+struct tessera_pt *tessera_mmu_root_create(struct tessera_device *tdev)
 {
-	mutex_lock(&ctx->lock);
-	unmap_locked(ctx, va, size);
-	mutex_unlock(&ctx->lock);
+	return tessera_pt_alloc(tdev, 2);
+}
+
+void tessera_mmu_root_destroy(struct tessera_device *tdev,
+			      struct tessera_pt *root)
+{
+	tessera_pt_free(tdev, root, 2);
+}
+
+/* Point @ctx's context table entry at its page tables. */
+void tessera_mmu_ctx_enable(struct tessera_ctx *ctx)
+{
+	WRITE_ONCE(ctx->tdev->ctx_table[TESSERA_CTX_ROOT(ctx->id)],
+		   cpu_to_le64(ctx->root->dma | TSR_CTX_VALID));
 	tessera_mmu_invalidate(ctx->tdev, ctx->id);
 }
 
-static void ctx_free_records(struct tessera_ctx *ctx)
+/* Jobs naming @ctx's number fault from now on. */
+void tessera_mmu_ctx_disable(struct tessera_ctx *ctx)
 {
-	unsigned int q;
-
-	for (q = 0; q < TSR_MAX_QUEUES; q++)
-		if (ctx->records[q])
-			dma_free_coherent(ctx->tdev->drm.dev,
-					  TESSERA_RECORDS_PER_QUEUE_SIZE,
-					  ctx->records[q], ctx->records_dma[q]);
-}
-
-static void ctx_release(struct kref *ref)
-{
-	struct tessera_ctx *ctx = container_of(ref, struct tessera_ctx, ref);
-	struct tessera_device *tdev = ctx->tdev;
-
-	mutex_lock(&tdev->ctx_lock);
-	list_del(&ctx->link);
-	mutex_unlock(&tdev->ctx_lock);
-
-	WRITE_ONCE(tdev->ctx_table[TESSERA_CTX_ROOT(ctx->id)], 0);
-	tessera_mmu_invalidate(tdev, ctx->id);
-
-	drm_mm_takedown(&ctx->va);
-	pt_free(tdev, ctx->root, 2);
-	ctx_free_records(ctx);
-	ida_free(&tdev->ctx_ids, ctx->id);
-	kvfree(ctx->history);
-	mutex_destroy(&ctx->lock);
-	kfree(ctx);
-}
-
-void tessera_ctx_put(struct tessera_ctx *ctx)
-{
-	kref_put(&ctx->ref, ctx_release);
-}
-
-/**
- * tessera_ctx_create() - a new context with its own address space
- * @tdev: the device
- *
- * Return: the context, or ERR_PTR(-ENOSPC) when every context number is in
- * use, ERR_PTR(-ENOMEM).
- */
-struct tessera_ctx *tessera_ctx_create(struct tessera_device *tdev)
-{
-	struct tessera_ctx *ctx;
-	unsigned int q;
-	int ret;
-
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
-	if (!ctx)
-		return ERR_PTR(-ENOMEM);
-	kref_init(&ctx->ref);
-	ctx->tdev = tdev;
-	mutex_init(&ctx->lock);
-	spin_lock_init(&ctx->status_lock);
-	INIT_LIST_HEAD(&ctx->mappings);
-	INIT_LIST_HEAD(&ctx->link);
-	ctx->next_seq = 1;
-	ctx->pid = task_tgid_nr(current);
-	drm_mm_init(&ctx->va, TESSERA_VA_USER_START,
-		    TESSERA_VA_END - TESSERA_VA_USER_START);
-
-	ret = ida_alloc_range(&tdev->ctx_ids, 1, tdev->max_contexts - 1,
-			      GFP_KERNEL);
-	if (ret < 0)
-		goto err_free;
-	ctx->id = ret;
-
-	ret = -ENOMEM;
-	ctx->history = kvcalloc(DRM_TESSERA_JOB_HISTORY, sizeof(*ctx->history),
-				GFP_KERNEL);
-	if (!ctx->history)
-		goto err_ida;
-	ctx->root = pt_alloc(tdev, 2);
-	if (!ctx->root)
-		goto err_history;
-
-	for (q = 0; q < tdev->num_queues; q++) {
-		ctx->records[q] = dma_alloc_coherent(tdev->drm.dev,
-						     TESSERA_RECORDS_PER_QUEUE_SIZE,
-						     &ctx->records_dma[q],
-						     GFP_KERNEL);
-		if (!ctx->records[q])
-			goto err_tables;
-		mutex_lock(&ctx->lock);
-		ret = map_contig(ctx, TESSERA_VA_RECORDS +
-				 q * TESSERA_RECORDS_PER_QUEUE_SIZE,
-				 ctx->records_dma[q],
-				 TESSERA_RECORDS_PER_QUEUE_SIZE,
-				 TSR_PTE_READ | TSR_PTE_WRITE);
-		mutex_unlock(&ctx->lock);
-		if (ret)
-			goto err_tables;
-	}
-
-	WRITE_ONCE(tdev->ctx_table[TESSERA_CTX_ROOT(ctx->id)],
-		   cpu_to_le64(ctx->root->dma | TSR_CTX_VALID));
-	tessera_mmu_invalidate(tdev, ctx->id);
-
-	mutex_lock(&tdev->ctx_lock);
-	list_add_tail(&ctx->link, &tdev->contexts);
-	mutex_unlock(&tdev->ctx_lock);
-	return ctx;
-
-err_tables:
-	ctx_free_records(ctx);
-	pt_free(tdev, ctx->root, 2);
-err_history:
-	kvfree(ctx->history);
-err_ida:
-	ida_free(&tdev->ctx_ids, ctx->id);
-	if (ret == -ENOSPC)
-		drm_dbg(&tdev->drm, "all %u contexts in use\n",
-			tdev->max_contexts - 1);
-err_free:
-	drm_mm_takedown(&ctx->va);
-	kfree(ctx);
-	return ERR_PTR(ret);
+	WRITE_ONCE(ctx->tdev->ctx_table[TESSERA_CTX_ROOT(ctx->id)], 0);
+	tessera_mmu_invalidate(ctx->tdev, ctx->id);
 }
 
 /* Point the chip at the context table; after probe and every chip reset. */
@@ -374,7 +303,6 @@ static void tessera_mmu_release(struct drm_device *drm, void *arg)
 {
 	struct tessera_device *tdev = to_tessera_device(drm);
 
-	ida_destroy(&tdev->ctx_ids);
 	dma_free_coherent(drm->dev, TSR_PAGE_SIZE, tdev->ctx_table,
 			  tdev->ctx_table_dma);
 }
@@ -390,8 +318,6 @@ int tessera_mmu_init(struct tessera_device *tdev)
 		drm_err(&tdev->drm, "chip offers %u contexts\n", chip_max);
 		return -ENODEV;
 	}
-	ida_init(&tdev->ctx_ids);
-	INIT_LIST_HEAD(&tdev->contexts);
 	tdev->ctx_table = dma_alloc_coherent(tdev->drm.dev, TSR_PAGE_SIZE,
 					     &tdev->ctx_table_dma, GFP_KERNEL);
 	if (!tdev->ctx_table)

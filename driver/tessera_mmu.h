@@ -5,96 +5,33 @@
 #ifndef __TESSERA_MMU_H__
 #define __TESSERA_MMU_H__
 
-#include <linux/kref.h>
 #include <linux/scatterlist.h>
 
-#include <drm/tessera_accel.h>
-
+#include "tessera_ctx.h"
 #include "tessera_drv.h"
-
-/*
- * Device VA layout of every context.  The first 2 MiB stay unmapped so that
- * a null device pointer faults; the driver's completion records follow;
- * buffer objects are placed from TESSERA_VA_USER_START up.
- */
-#define TESSERA_VA_RECORDS		SZ_2M
-#define TESSERA_RECORD_STRIDE		128
-#define TESSERA_RECORDS_PER_QUEUE_SIZE	(TESSERA_RING_SIZE * TESSERA_RECORD_STRIDE)
-#define TESSERA_VA_USER_START		SZ_16M
-#define TESSERA_VA_END			BIT_ULL(TSR_VA_BITS)
 
 /* The context table as the chip reads it: struct tsr_context_entry. */
 #define TESSERA_CTX_ENTRY_QWORDS	(sizeof(struct tsr_context_entry) / 8)
 #define TESSERA_CTX_ROOT(id)		((id) * TESSERA_CTX_ENTRY_QWORDS)
 
-struct tessera_pt;
-
-/**
- * struct tessera_ctx - a device context: one address space, one context
- * table entry
- * @ref: held by the file, each buffer mapping and each job
- * @tdev: owning device
- * @id: context number in the chip's context table
- * @lock: protects @va and the page tables
- * @va: allocator of the device VA space
- * @root: level-2 page table
- * @records: completion records, one array per queue, indexed by ring slot
- * @records_dma: bus addresses of @records
- * @mappings: buffer objects mapped into this context (tdev->map_lock)
- * @status_lock: protects @history and @next_seq
- * @history: status of the last DRM_TESSERA_JOB_HISTORY jobs
- * @next_seq: sequence number of the next job
- * @faults: jobs of this context that hung or faulted
- * @banned: later submits fail with -ECANCELED
- * @engine_ns: time jobs of this context spent on each queue
- * @jobs: jobs that ended, successfully or not, for debugfs
- * @link: entry in the device's context list
- * @pid: process that opened the file, for debugfs
- */
-struct tessera_ctx {
-	struct kref ref;
-	struct tessera_device *tdev;
-	u32 id;
-
-	/* protects va and the page tables */
-	struct mutex lock;
-	struct drm_mm va;
-	struct tessera_pt *root;
-	void *records[TSR_MAX_QUEUES];
-	dma_addr_t records_dma[TSR_MAX_QUEUES];
-	struct list_head mappings;
-
-	/* protects history and next_seq */
-	spinlock_t status_lock;
-	struct drm_tessera_job_status *history;
-	u64 next_seq;
-
-	atomic_t faults;
-	bool banned;
-	atomic64_t engine_ns[TSR_MAX_QUEUES];
-	atomic64_t jobs;
-	struct list_head link;
-	pid_t pid;
-};
-
-struct tessera_ctx *tessera_ctx_create(struct tessera_device *tdev);
-void tessera_ctx_put(struct tessera_ctx *ctx);
-
-static inline struct tessera_ctx *tessera_ctx_get(struct tessera_ctx *ctx)
-{
-	kref_get(&ctx->ref);
-	return ctx;
-}
-
 /* Page-table permissions of a mapping. */
 #define TESSERA_MAP_READ	TSR_PTE_READ
 #define TESSERA_MAP_WRITE	TSR_PTE_WRITE
 
+struct tessera_pt *tessera_mmu_root_create(struct tessera_device *tdev);
+void tessera_mmu_root_destroy(struct tessera_device *tdev,
+			      struct tessera_pt *root);
+void tessera_mmu_ctx_enable(struct tessera_ctx *ctx);
+void tessera_mmu_ctx_disable(struct tessera_ctx *ctx);
+
+int tessera_mmu_map_dma(struct tessera_ctx *ctx, u64 va, dma_addr_t addr,
+			u64 size, u64 prot);
 int tessera_mmu_map_sgt(struct tessera_ctx *ctx, u64 va, struct sg_table *sgt,
 			u64 size, u64 prot);
 int tessera_mmu_map_hbm(struct tessera_ctx *ctx, u64 va, u64 hbm_offset,
 			u64 size, u64 prot);
-void tessera_mmu_unmap(struct tessera_ctx *ctx, u64 va, u64 size);
+void tessera_mmu_unmap_locked(struct tessera_ctx *ctx, u64 va, u64 size);
+void tessera_mmu_invalidate(struct tessera_device *tdev, u32 id);
 
 void tessera_mmu_hw_init(struct tessera_device *tdev);
 int tessera_mmu_init(struct tessera_device *tdev);

@@ -56,10 +56,12 @@ static void tessera_reset_uevent(struct tessera_device *tdev, const char *kind,
 
 /*
  * Reset the queues in @mask (the whole chip if @chip) and restart them.
- * The caller holds reset_lock and has marked the guilty job, if any.
+ * @bad is the job whose timeout led here, off its scheduler's pending list
+ * (the scheduler took it off to report the timeout) and marked if guilty;
+ * it goes back with the others.  The caller holds reset_lock.
  */
 static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
-			    bool chip)
+			    bool chip, struct tessera_job *bad)
 {
 	struct tessera_job *job, *tmp;
 	unsigned long flags;
@@ -83,8 +85,12 @@ static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
 	for_each_set_bit(i, &mask, tdev->num_queues) {
 		struct tessera_queue *q = &tdev->queues[i];
 
-		/* Detach the hardware fences of every job still pending. */
-		drm_sched_stop(&q->sched, NULL);
+		/*
+		 * Detach the hardware fences of every job still pending, @bad
+		 * included; one that has finished is freed, @bad only once its
+		 * timeout handler returns.
+		 */
+		drm_sched_stop(&q->sched, bad ? &bad->base : NULL);
 
 		spin_lock_irqsave(&q->lock, flags);
 		list_for_each_entry_safe(job, tmp, &q->inflight, link) {
@@ -113,9 +119,36 @@ static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
 	}
 }
 
+/*
+ * The timed-out @job finished, but its interrupt never came: retire it
+ * without a reset.  The scheduler is stopped so that it cannot free the
+ * job, which the reap signals, before it is back on the pending list.
+ */
+static bool tessera_timeout_lost_irq(struct tessera_job *job)
+{
+	struct tessera_queue *q = job->q;
+	bool done;
+
+	drm_sched_wqueue_stop(&q->sched);
+	tessera_queue_reap(q, true);
+	done = dma_fence_is_signaled(job->hw_fence);
+	if (done) {
+		tessera_count(q->tdev, TESSERA_CNT_LOST_IRQS);
+		drm_dbg(&q->tdev->drm, "queue %u: job %llu of context %u finished without an interrupt\n",
+			q->index, job->seq, job->ctx->id);
+		tessera_sched_requeue(job);
+	}
+	drm_sched_wqueue_start(&q->sched);
+	return done;
+}
+
 /**
  * tessera_job_timedout() - a job outlived the timeout
- * @job: the oldest job of its queue, back in the scheduler's pending list
+ * @job: the oldest job of its queue, which the scheduler has taken off its
+ *	pending list for the duration of this call
+ *
+ * Every path gives the job back to the scheduler (tessera_sched_requeue()
+ * or drm_sched_stop()) and touches it no more after that.
  *
  * Return: DRM_GPU_SCHED_STAT_NOMINAL, or DRM_GPU_SCHED_STAT_ENODEV once
  * the device is gone.
@@ -126,33 +159,31 @@ enum drm_gpu_sched_stat tessera_job_timedout(struct tessera_job *job)
 	struct tessera_queue *q = job->q;
 	int idx;
 
-	if (!drm_dev_enter(&tdev->drm, &idx))
+	if (!drm_dev_enter(&tdev->drm, &idx)) {
+		tessera_sched_requeue(job);
 		return DRM_GPU_SCHED_STAT_ENODEV;
+	}
 	mutex_lock(&tdev->reset_lock);
 
 	/* A fatal error whose interrupt was lost: reset the chip, blame no one. */
 	if (tessera_reg_read(tdev, TSR_REG_STATUS) & TSR_STATUS_FATAL) {
 		drm_err(&tdev->drm, "chip in a fatal state, found by a timeout; resetting the chip\n");
 		tessera_count(tdev, TESSERA_CNT_FATAL_ERRORS);
-		tessera_recover(tdev, GENMASK(tdev->num_queues - 1, 0), true);
+		tessera_recover(tdev, GENMASK(tdev->num_queues - 1, 0), true, job);
 		goto out;
 	}
 
-	/* Finished, but its interrupt never came: no reset needed. */
-	tessera_queue_reap(q, true);
-	if (dma_fence_is_signaled(job->hw_fence)) {
-		tessera_count(tdev, TESSERA_CNT_LOST_IRQS);
-		drm_dbg(&tdev->drm, "queue %u: job %llu of context %u finished without an interrupt\n",
-			q->index, job->seq, job->ctx->id);
+	if (tessera_timeout_lost_irq(job))
 		goto out;
-	}
 
-	drm_warn(&tdev->drm, "queue %u: job %llu of context %u (pid %d) timed out; resetting the queue\n",
-		 q->index, job->seq, job->ctx->id, job->ctx->pid);
+	/* User space can make jobs time out at will: keep the log readable. */
+	dev_warn_ratelimited(tdev->drm.dev,
+			     "queue %u: job %llu of context %u (pid %d) timed out; resetting the queue\n",
+			     q->index, job->seq, job->ctx->id, job->ctx->pid);
 	tessera_count(tdev, TESSERA_CNT_TIMEOUTS);
 	job->error = -ETIMEDOUT;
 	tessera_ctx_fault(job->ctx);
-	tessera_recover(tdev, BIT(q->index), false);
+	tessera_recover(tdev, BIT(q->index), false, job);
 out:
 	mutex_unlock(&tdev->reset_lock);
 	drm_dev_exit(idx);
@@ -169,7 +200,7 @@ static void tessera_chip_reset_work(struct work_struct *work)
 	if (!drm_dev_enter(&tdev->drm, &idx))
 		return;
 	mutex_lock(&tdev->reset_lock);
-	tessera_recover(tdev, GENMASK(tdev->num_queues - 1, 0), true);
+	tessera_recover(tdev, GENMASK(tdev->num_queues - 1, 0), true, NULL);
 	mutex_unlock(&tdev->reset_lock);
 	drm_dev_exit(idx);
 }

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Tessera hardware queues: the rings the chip reads, hardware fences,
+ * completion records and the status each job ends with.
+ *
+ * run_job writes a job's descriptor to its queue's ring and rings the
+ * doorbell.  The chip writes the job's completion record into the
+ * context's record area and the job's fence number to the queue's fence
+ * word, then raises the queue's interrupt; the handler retires every job
+ * up to that number, in ring order.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+
+#include <linux/slab.h>
+
+#include "tessera_hw.h"
+#include "tessera_job.h"
+#include "tessera_reset.h"
+
+/* ------------------------------------------------------ hardware fences */
+
+static const char *tessera_fence_driver_name(struct dma_fence *fence)
+{
+	return DRIVER_NAME;
+}
+
+static const char *tessera_fence_timeline_name(struct dma_fence *fence)
+{
+	struct tessera_queue *q = container_of(fence->lock, struct tessera_queue,
+					       fence_lock);
+
+	return q->name;
+}
+
+static const struct dma_fence_ops tessera_fence_ops = {
+	.get_driver_name = tessera_fence_driver_name,
+	.get_timeline_name = tessera_fence_timeline_name,
+};
+
+/* Number @job's hardware fence on its queue's timeline; q->lock held. */
+static void tessera_job_fence_init_locked(struct tessera_job *job)
+{
+	struct tessera_queue *q = job->q;
+
+	lockdep_assert_held(&q->lock);
+	dma_fence_init(job->hw_fence, &tessera_fence_ops, &q->fence_lock,
+		       q->fence_context, ++q->seqno);
+}
+
+/* ----------------------------------------------------------- job status */
+
+/**
+ * tessera_job_record_end() - record how a job ended, for JOB_STATUS
+ * @job: the job
+ * @rec: its completion record, if the chip wrote one
+ * @hw_error: the chip's TSR_ERR_* code
+ * @err: the errno its fence gets, 0 for success
+ */
+void tessera_job_record_end(struct tessera_job *job,
+			    const struct tsr_completion *rec, u32 hw_error,
+			    int err)
+{
+	struct tessera_ctx *ctx = job->ctx;
+	struct drm_tessera_job_status *st;
+	unsigned long flags;
+	u64 ns = 0;
+
+	if (job->start)
+		ns = ktime_to_ns(ktime_sub(ktime_get(), job->start));
+
+	spin_lock_irqsave(&ctx->status_lock, flags);
+	st = tessera_job_status_slot(ctx, job->seq);
+	if (st->seq == job->seq) {
+		st->state = err ? DRM_TESSERA_JOB_FAILED : DRM_TESSERA_JOB_DONE;
+		st->error = hw_error;
+		st->fence_error = err;
+		st->failed_cmd = rec ? rec->failed_cmd : TSR_NO_COMMAND;
+		st->fault_va = rec ? rec->fault_va : 0;
+		st->start_cycle = rec ? rec->start_cycle : 0;
+		st->end_cycle = rec ? rec->end_cycle : 0;
+		st->mxu_cycles = rec ? rec->mxu_cycles : 0;
+		st->vpu_cycles = rec ? rec->vpu_cycles : 0;
+		st->dma_cycles = rec ? rec->dma_cycles : 0;
+		st->duration_ns = ns;
+	}
+	spin_unlock_irqrestore(&ctx->status_lock, flags);
+
+	atomic64_add(ns, &ctx->engine_ns[job->q->index]);
+	atomic64_inc(&ctx->jobs);
+	tessera_count(job->tdev, err ? TESSERA_CNT_JOBS_FAILED :
+		      TESSERA_CNT_JOBS_COMPLETED);
+}
+
+/* The errno a job's fence carries for a chip error code. */
+static int tessera_errno_of(u32 error)
+{
+	switch (error) {
+	case TSR_ERR_NONE:
+		return 0;
+	case TSR_ERR_MMU_UNMAPPED:
+	case TSR_ERR_MMU_PERMISSION:
+		return -EFAULT;
+	case TSR_ERR_DMA:
+	case TSR_ERR_ECC:
+		return -EIO;
+	case TSR_ERR_ABORTED:
+		return -ECANCELED;
+	case TSR_ERR_TOO_LARGE:
+		return -E2BIG;
+	default:
+		return -EINVAL;
+	}
+}
+
+static struct tsr_completion *tessera_job_record(struct tessera_job *job)
+{
+	return job->ctx->records[job->q->index] +
+	       job->slot * TESSERA_RECORD_STRIDE;
+}
+
+static bool tessera_job_aborted(struct tessera_job *job)
+{
+	const struct tsr_completion *rec = tessera_job_record(job);
+
+	return READ_ONCE(rec->status) == TSR_JOB_STATUS_ERROR &&
+	       READ_ONCE(rec->error) == TSR_ERR_ABORTED &&
+	       READ_ONCE(rec->fence) == job->hw_fence->seqno;
+}
+
+/*
+ * Retire @job, whose fence the chip has written.  Signalling its fence is
+ * the last thing done with it: the scheduler may free it right after.
+ */
+static void tessera_job_retire(struct tessera_job *job)
+{
+	struct tsr_completion rec;
+	u32 hw_error;
+	int err;
+
+	lockdep_assert_held(&job->q->lock);
+
+	memcpy(&rec, tessera_job_record(job), sizeof(rec));
+	if (rec.status == TSR_JOB_STATUS_DONE && rec.fence == job->hw_fence->seqno) {
+		hw_error = TSR_ERR_NONE;
+	} else if (rec.status == TSR_JOB_STATUS_ERROR &&
+		   rec.fence == job->hw_fence->seqno) {
+		hw_error = rec.error;
+	} else {
+		/*
+		 * No record: the chip could not read the descriptor or write
+		 * the record, both system-memory transfers.
+		 */
+		hw_error = TSR_ERR_DMA;
+		memset(&rec, 0, sizeof(rec));
+		rec.failed_cmd = TSR_NO_COMMAND;
+	}
+	err = tessera_errno_of(hw_error);
+	if (err == -EFAULT) {
+		tessera_count(job->tdev, TESSERA_CNT_MMU_FAULTS);
+		tessera_ctx_fault(job->ctx);
+	}
+	tessera_job_record_end(job, &rec, hw_error, err);
+	if (err)
+		dma_fence_set_error(job->hw_fence, err);
+	dma_fence_signal(job->hw_fence);
+}
+
+/* ---------------------------------------------------------------- rings */
+
+/**
+ * tessera_queue_run() - put a job on its queue's ring, or fail it at once
+ * @job: the job; job->hw_fence is allocated and not yet initialised
+ * @err: 0 to run the job, else the errno its fence signals with now
+ */
+void tessera_queue_run(struct tessera_job *job, int err)
+{
+	struct tessera_queue *q = job->q;
+	struct tsr_job_desc *desc;
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->lock, flags);
+	tessera_job_fence_init_locked(job);
+	if (err) {
+		spin_unlock_irqrestore(&q->lock, flags);
+		job->start = 0;
+		tessera_job_record_end(job, NULL, TSR_ERR_NONE, err);
+		dma_fence_set_error(job->hw_fence, err);
+		dma_fence_signal(job->hw_fence);
+		return;
+	}
+
+	job->slot = q->tail;
+	memset(tessera_job_record(job), 0, TESSERA_RECORD_STRIDE);
+	desc = &q->ring[job->slot];
+	desc->context = job->ctx->id;
+	desc->flags = TSR_JOB_IRQ;
+	desc->cmdbuf_va = job->cmdbuf_va;
+	desc->cmdbuf_size = job->cmdbuf_size;
+	desc->reserved0 = 0;
+	desc->completion_va = TESSERA_VA_RECORDS +
+		q->index * TESSERA_RECORDS_PER_QUEUE_SIZE +
+		job->slot * TESSERA_RECORD_STRIDE;
+	desc->fence = job->hw_fence->seqno;
+	memset(desc->reserved, 0, sizeof(desc->reserved));
+	list_add_tail(&job->link, &q->inflight);
+	job->start = ktime_get();
+	q->tail = (q->tail + 1) % TESSERA_RING_SIZE;
+	/* writel() orders the descriptor before the doorbell. */
+	tessera_reg_write(q->tdev, TSR_QUEUE_BASE(q->index) + TSR_QREG_TAIL,
+			  q->tail);
+	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+/**
+ * tessera_queue_reap() - retire every job the chip has finished
+ * @q: the queue
+ * @use_head: also trust the queue's HEAD register, which passes a job even
+ *	when the chip could not write its fence (a descriptor it failed to
+ *	read); not after a reset, which zeroes HEAD
+ *
+ * Called from the queue's interrupt, and by recovery to find jobs whose
+ * interrupt was lost or that finished just before a reset.  Jobs retire in
+ * ring order.
+ */
+void tessera_queue_reap(struct tessera_queue *q, bool use_head)
+{
+	struct tessera_job *job, *tmp;
+	unsigned long flags;
+	u32 passed = 0;
+	u64 done;
+
+	spin_lock_irqsave(&q->lock, flags);
+	done = le64_to_cpu(READ_ONCE(*q->fence_cpu));
+	job = list_first_entry_or_null(&q->inflight, struct tessera_job, link);
+	if (job && use_head) {
+		u32 head = tessera_reg_read(q->tdev, TSR_QUEUE_BASE(q->index) +
+					    TSR_QREG_HEAD);
+
+		/* Fewer jobs than slots are in flight: no ambiguity. */
+		if (head < TESSERA_RING_SIZE)
+			passed = (head - job->slot) % TESSERA_RING_SIZE;
+	}
+	list_for_each_entry_safe(job, tmp, &q->inflight, link) {
+		if (!passed && job->hw_fence->seqno > done)
+			break;
+		/* The chip gave up on it for a fatal error: recovery re-runs it. */
+		if (tessera_job_aborted(job))
+			break;
+		if (passed)
+			passed--;
+		list_del_init(&job->link);
+		tessera_job_retire(job);
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+/**
+ * tessera_queue_cancel() - fail every job on the ring without running it
+ * @q: the queue, whose hardware is stopped or gone
+ * @error: the errno their fences get
+ */
+void tessera_queue_cancel(struct tessera_queue *q, int error)
+{
+	struct tessera_job *job, *tmp;
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->lock, flags);
+	list_for_each_entry_safe(job, tmp, &q->inflight, link) {
+		list_del_init(&job->link);
+		tessera_job_record_end(job, NULL, TSR_ERR_NONE, error);
+		dma_fence_set_error(job->hw_fence, error);
+		dma_fence_signal(job->hw_fence);
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+/* Program queue @q's ring into the chip and enable it. */
+void tessera_queue_hw_init(struct tessera_queue *q)
+{
+	struct tessera_device *tdev = q->tdev;
+	u32 base = TSR_QUEUE_BASE(q->index);
+
+	tessera_reg_write(tdev, base + TSR_QREG_CONTROL, 0);
+	tessera_reg_write(tdev, base + TSR_QREG_RING_BASE_LO,
+			  lower_32_bits(q->ring_dma));
+	tessera_reg_write(tdev, base + TSR_QREG_RING_BASE_HI,
+			  upper_32_bits(q->ring_dma));
+	tessera_reg_write(tdev, base + TSR_QREG_RING_SIZE, TESSERA_RING_SIZE);
+	tessera_reg_write(tdev, base + TSR_QREG_FENCE_ADDR_LO,
+			  lower_32_bits(q->fence_dma));
+	tessera_reg_write(tdev, base + TSR_QREG_FENCE_ADDR_HI,
+			  upper_32_bits(q->fence_dma));
+	tessera_reg_write(tdev, base + TSR_QREG_IRQ_STATUS, TSR_QIRQ_ALL);
+	tessera_reg_write(tdev, base + TSR_QREG_IRQ_ENABLE,
+			  TSR_QIRQ_JOB_DONE | TSR_QIRQ_JOB_ERROR);
+	tessera_reg_write(tdev, base + TSR_QREG_CONTROL, TSR_QCTRL_ENABLE);
+}

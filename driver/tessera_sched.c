@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Tessera job scheduling: one drm_sched scheduler per hardware queue, and
+ * each file's entities on them, one per queue and priority.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+
+#include <linux/dma-mapping.h>
+#include <linux/slab.h>
+
+#include <drm/drm_drv.h>
+#include <drm/drm_managed.h>
+#include <drm/drm_print.h>
+#include <drm/tessera_accel.h>
+
+#include "tessera_job.h"
+#include "tessera_reset.h"
+
+static struct dma_fence *tessera_run_job(struct drm_sched_job *sched_job)
+{
+	struct tessera_job *job = to_tessera_job(sched_job);
+	struct dma_fence *fence;
+	int err, idx;
+
+	/* A re-run after a reset needs a fresh fence; the old one is dropped. */
+	fence = job->prealloc;
+	job->prealloc = NULL;
+	if (!fence) {
+		fence = kzalloc(sizeof(*fence), GFP_NOWAIT);
+		if (!fence) {
+			job->start = 0;
+			tessera_job_record_end(job, NULL, TSR_ERR_NONE, -ENOMEM);
+			return ERR_PTR(-ENOMEM);
+		}
+	}
+	if (job->hw_fence)
+		dma_fence_put(job->hw_fence);
+	job->hw_fence = fence;
+
+	err = job->error ?: sched_job->s_fence->finished.error;
+	if (!err && READ_ONCE(job->ctx->banned))
+		err = -ECANCELED;
+	if (err || !drm_dev_enter(&job->tdev->drm, &idx)) {
+		tessera_queue_run(job, err ?: -ENODEV);
+		return dma_fence_get(fence);
+	}
+	tessera_queue_run(job, 0);
+	drm_dev_exit(idx);
+	return dma_fence_get(fence);
+}
+
+static enum drm_gpu_sched_stat tessera_timedout_job(struct drm_sched_job *sched_job)
+{
+	return tessera_job_timedout(to_tessera_job(sched_job));
+}
+
+/**
+ * tessera_sched_requeue() - give a timed-out job back to its scheduler
+ * @job: the job the scheduler took off its pending list to report a
+ *	timeout that turned out not to be a hang
+ *
+ * The scheduler may free the job as soon as it is back: this is the last
+ * thing the caller does with it.
+ */
+void tessera_sched_requeue(struct tessera_job *job)
+{
+	struct drm_gpu_scheduler *sched = job->base.sched;
+
+	spin_lock(&sched->job_list_lock);
+	list_add(&job->base.list, &sched->pending_list);
+	spin_unlock(&sched->job_list_lock);
+}
+
+static void tessera_free_job(struct drm_sched_job *sched_job)
+{
+	struct tessera_job *job = to_tessera_job(sched_job);
+
+	/* Never run: killed with its entity when the file was closed. */
+	if (!job->hw_fence)
+		tessera_job_record_end(job, NULL, TSR_ERR_NONE,
+				       sched_job->s_fence->finished.error ?: -ESRCH);
+	drm_sched_job_cleanup(sched_job);
+	tessera_job_put(job);
+}
+
+static const struct drm_sched_backend_ops tessera_sched_ops = {
+	.run_job = tessera_run_job,
+	.timedout_job = tessera_timedout_job,
+	.free_job = tessera_free_job,
+};
+
+static void tessera_sched_release(struct drm_device *drm, void *arg)
+{
+	struct tessera_device *tdev = to_tessera_device(drm);
+	unsigned int i;
+
+	for (i = 0; i < tdev->num_queues; i++) {
+		struct tessera_queue *q = &tdev->queues[i];
+
+		if (q->sched_ready)
+			drm_sched_fini(&q->sched);
+		if (q->ring)
+			dma_free_coherent(drm->dev, TESSERA_RING_SIZE *
+					  sizeof(*q->ring), q->ring, q->ring_dma);
+		if (q->fence_cpu)
+			dma_free_coherent(drm->dev, sizeof(*q->fence_cpu),
+					  q->fence_cpu, q->fence_dma);
+	}
+	if (tdev->reset_wq)
+		destroy_workqueue(tdev->reset_wq);
+}
+
+/*
+ * Rings, fence words and schedulers live as long as the DRM device: files
+ * that outlive an unplug still hold entities on the schedulers.
+ */
+int tessera_sched_init(struct tessera_device *tdev)
+{
+	struct drm_device *drm = &tdev->drm;
+	unsigned int i;
+	int ret;
+
+	ret = drmm_add_action(drm, tessera_sched_release, NULL);
+	if (ret)
+		return ret;
+	tdev->reset_wq = alloc_ordered_workqueue("tessera-reset", 0);
+	if (!tdev->reset_wq)
+		return -ENOMEM;
+
+	for (i = 0; i < tdev->num_queues; i++) {
+		struct tessera_queue *q = &tdev->queues[i];
+		const struct drm_sched_init_args args = {
+			.ops = &tessera_sched_ops,
+			.timeout_wq = tdev->reset_wq,
+			.num_rqs = DRM_SCHED_PRIORITY_COUNT,
+			.credit_limit = TESSERA_RING_JOBS,
+			.timeout = tessera_job_timeout_ms ?
+				   msecs_to_jiffies(tessera_job_timeout_ms) :
+				   MAX_SCHEDULE_TIMEOUT,
+			.name = q->name,
+			.dev = drm->dev,
+		};
+
+		q->tdev = tdev;
+		q->index = i;
+		spin_lock_init(&q->lock);
+		spin_lock_init(&q->fence_lock);
+		INIT_LIST_HEAD(&q->inflight);
+		snprintf(q->name, sizeof(q->name), "tessera-q%u", i);
+		q->fence_context = dma_fence_context_alloc(1);
+		q->ring = dma_alloc_coherent(drm->dev, TESSERA_RING_SIZE *
+					     sizeof(*q->ring), &q->ring_dma,
+					     GFP_KERNEL);
+		q->fence_cpu = dma_alloc_coherent(drm->dev, sizeof(*q->fence_cpu),
+						  &q->fence_dma, GFP_KERNEL);
+		if (!q->ring || !q->fence_cpu)
+			return -ENOMEM;
+
+		ret = drm_sched_init(&q->sched, &args);
+		if (ret) {
+			drm_err(drm, "cannot start the scheduler of queue %u: %d\n",
+				i, ret);
+			return ret;
+		}
+		q->sched_ready = true;
+	}
+	return 0;
+}
+
+/* --------------------------------------------------------------- files */
+
+int tessera_file_init(struct tessera_file *tfile)
+{
+	struct tessera_ctx *ctx;
+
+	ctx = tessera_ctx_create(tfile->tdev);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	tfile->ctx = ctx;
+	mutex_init(&tfile->lock);
+	return 0;
+}
+
+void tessera_file_fini(struct tessera_file *tfile)
+{
+	unsigned int q, p;
+
+	for (q = 0; q < TSR_MAX_QUEUES; q++) {
+		for (p = 0; p < TESSERA_PRIORITIES; p++) {
+			if (!tfile->entities[q][p])
+				continue;
+			drm_sched_entity_destroy(tfile->entities[q][p]);
+			kfree(tfile->entities[q][p]);
+		}
+	}
+	mutex_destroy(&tfile->lock);
+	tessera_ctx_put(tfile->ctx);
+}
+
+static const enum drm_sched_priority tessera_priorities[TESSERA_PRIORITIES] = {
+	[DRM_TESSERA_PRIORITY_NORMAL] = DRM_SCHED_PRIORITY_NORMAL,
+	[DRM_TESSERA_PRIORITY_LOW] = DRM_SCHED_PRIORITY_LOW,
+	[DRM_TESSERA_PRIORITY_HIGH] = DRM_SCHED_PRIORITY_HIGH,
+};
+
+/**
+ * tessera_file_entity() - the file's entity for a queue and priority
+ * @tfile: the file, whose lock the caller holds
+ * @queue: hardware queue
+ * @priority: DRM_TESSERA_PRIORITY_*
+ *
+ * Entities are made on first use.
+ *
+ * Return: the entity, or an ERR_PTR().
+ */
+struct drm_sched_entity *tessera_file_entity(struct tessera_file *tfile,
+					     u32 queue, u32 priority)
+{
+	struct drm_sched_entity **slot = &tfile->entities[queue][priority];
+	struct drm_gpu_scheduler *sched = &tfile->tdev->queues[queue].sched;
+	struct drm_sched_entity *entity;
+	int ret;
+
+	lockdep_assert_held(&tfile->lock);
+
+	if (*slot)
+		return *slot;
+	entity = kzalloc(sizeof(*entity), GFP_KERNEL_ACCOUNT);
+	if (!entity)
+		return ERR_PTR(-ENOMEM);
+	ret = drm_sched_entity_init(entity, tessera_priorities[priority],
+				    &sched, 1, NULL);
+	if (ret) {
+		kfree(entity);
+		return ERR_PTR(ret);
+	}
+	*slot = entity;
+	return entity;
+}
