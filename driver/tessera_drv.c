@@ -48,7 +48,7 @@ MODULE_PARM_DESC(max_resets_per_job,
 unsigned int tessera_max_jobs_per_file = 1024;
 module_param_named(max_jobs_per_file, tessera_max_jobs_per_file, uint, 0644);
 MODULE_PARM_DESC(max_jobs_per_file,
-		 "Jobs one file may have submitted and not yet retired; SUBMIT fails with EAGAIN beyond (default 1024)");
+		 "Jobs one file may have submitted and not yet retired; SUBMIT fails with EBUSY beyond (default 1024)");
 
 unsigned int tessera_max_pinned_mb;
 module_param_named(max_pinned_mb, tessera_max_pinned_mb, uint, 0644);

@@ -66,7 +66,7 @@ static struct tessera_job *tessera_job_create(struct tessera_file *tfile,
 		atomic_dec(&ctx->jobs_queued);
 		drm_dbg(&tdev->drm, "SUBMIT: %u jobs of context %u are queued already (max_jobs_per_file)\n",
 			tessera_max_jobs_per_file, ctx->id);
-		return ERR_PTR(-EAGAIN);
+		return ERR_PTR(-EBUSY);
 	}
 	job = kzalloc(sizeof(*job), GFP_KERNEL_ACCOUNT);
 	if (!job) {

@@ -7,6 +7,7 @@
  * Copyright (C) 2026 The Tessera Authors
  */
 #include <poll.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -75,6 +76,67 @@ TEST(unbind_with_jobs_in_flight_fails_them_and_later_ioctls)
 	ASSERT_EQ(0, tsr_submit(fd, &c, 0, NULL, 0, sync, NULL));
 	EXPECT_EQ(0, tsr_wait(fd, sync, TSR_TEST_WAIT_NS));
 	close(fd);
+}
+
+/* PING_COUNT from chip @pci's debugfs registers, or -1. */
+static long long ping_count(const char *pci)
+{
+	char path[128], name[64];
+	unsigned int reg, val;
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/registers", pci);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s 0x%x 0x%x", name, &reg, &val) == 3)
+		if (!strcmp(name, "PING_COUNT"))
+			v = val;
+	fclose(f);
+	return v;
+}
+
+/*
+ * A ping waits as long as user space asks (up to a minute); an unbind
+ * meanwhile neither waits for it nor leaves it waiting.
+ */
+TEST(unbind_does_not_wait_for_a_ping)
+{
+	struct drm_tessera_ping ping = {
+		.cookie = 0x600d,
+		.timeout_ms = DRM_TESSERA_PING_MAX_TIMEOUT_MS,
+	};
+	uint64_t t0, unbind_ms;
+	long long pings;
+	int fd, status;
+	char pci[32];
+	pid_t pinger;
+
+	ASSERT_EQ(0, tsr_pci_address(1, pci, sizeof(pci)));
+	fd = tsr_open(1);
+	ASSERT_LE(0, fd);
+	pings = ping_count(pci);
+	ASSERT_LE(0, pings);
+	/* The chip answers, but the answer's interrupt is lost. */
+	ASSERT_EQ(0, tsr_debugfs_write(pci, "fault_drop_irqs", 1));
+	pinger = fork();
+	ASSERT_LE(0, pinger);
+	if (!pinger)
+		_exit(tsr_ioctl(fd, DRM_IOCTL_TESSERA_PING, &ping) == -ENODEV ?
+		      0 : 1);
+	/* The chip has seen the ping: the pinger is waiting for its answer. */
+	while (ping_count(pci) == pings)
+		sched_yield();
+
+	t0 = tsr_now_ns();
+	ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", pci));
+	unbind_ms = (tsr_now_ns() - t0) / 1000000;
+	ASSERT_EQ(pinger, waitpid(pinger, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_GT(5000, unbind_ms);
+	close(fd);
+	ASSERT_EQ(0, write_file(DRIVER_DIR "/bind", pci));
 }
 
 TEST(unload_is_refused_while_a_file_is_open_and_works_after)

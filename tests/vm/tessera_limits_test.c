@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What one user can do to the others: jobs that outlive their SUBMIT,
+ * bounded queues and pinned memory, concurrent register readers, a large
+ * allocation beside other users' submits.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "tessera_util.h"
+
+#define KIB 1024ull
+#define MIB (1024ull * 1024)
+#define PARAMS "/sys/module/tessera/parameters/"
+
+static long long read_number(const char *path, const char *key)
+{
+	char line[256];
+	long long v = -1;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		size_t n = strlen(key);
+
+		if (!key[0] || (!strncmp(line, key, n) && line[n] == ':')) {
+			v = strtoll(line + n + !!key[0], NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+static int write_number(const char *path, long long v)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%lld\n", v) > 0 ? 0 : -EIO;
+	return fclose(f) ? -errno : ret;
+}
+
+static int bo_create_raw(int fd, uint64_t size, uint32_t flags,
+			 uint32_t *handle)
+{
+	struct drm_tessera_bo_create c = { .size = size, .flags = flags };
+	int ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_BO_CREATE, &c);
+
+	*handle = c.handle;
+	return ret;
+}
+
+FIXTURE(lim) {
+	int fd;
+	char pci[32];
+	struct tsr_cmds c;
+	struct tsr_bo host;
+	uint32_t sync;
+};
+
+FIXTURE_SETUP(lim)
+{
+	self->fd = tsr_open(0);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, tsr_pci_address(0, self->pci, sizeof(self->pci)));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->c.bo));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->host));
+	self->sync = tsr_syncobj(self->fd);
+	ASSERT_LT(0, (int)self->sync);
+}
+
+FIXTURE_TEARDOWN(lim)
+{
+	close(self->fd);
+}
+
+/*
+ * The driver holds its own reference to a job until SUBMIT is done with
+ * it: with submit_wait_done, the job has run and the scheduler has been
+ * free to drop it before SUBMIT reads the job's number (a use-after-free
+ * that the debug kernel's KASAN reports if the reference is missing).
+ */
+TEST_F(lim, submit_outlives_its_job)
+{
+	const struct tsr_bo *bos[] = { &self->host };
+	struct drm_tessera_job_status st;
+	uint64_t seq[3];
+	int i;
+
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "submit_wait_done", 3));
+	for (i = 0; i < 3; i++) {
+		self->c.len = 0;
+		tsr_emit_fill(&self->c, self->host.va + 64 * i, 0x5a5a0000 + i, 64);
+		ASSERT_EQ(0, tsr_submit(self->fd, &self->c, i % 2, bos, 1, 0,
+					&seq[i]));
+		/* It returns only once the job is done. */
+		ASSERT_EQ(0, tsr_job_status(self->fd, seq[i], &st));
+		EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+		EXPECT_EQ(0x5a5a0000u + i, ((uint32_t *)self->host.map)[16 * i]);
+	}
+	EXPECT_EQ(seq[0] + 1, seq[1]);
+	EXPECT_EQ(seq[1] + 1, seq[2]);
+}
+
+/*
+ * A file that queues jobs faster than they run gets EBUSY, not memory
+ * (not EAGAIN: libdrm's drmIoctl() would retry that at once, spinning).
+ */
+TEST_F(lim, queued_jobs_per_file_are_bounded)
+{
+	long long old = read_number(PARAMS "max_jobs_per_file", "");
+	struct drm_tessera_job_status st;
+	struct tsr_cmds c2 = { 0 };
+	uint64_t seq = 0;
+	int i, fd2;
+
+	ASSERT_LT(0, old);
+	ASSERT_EQ(0, write_number(PARAMS "max_jobs_per_file", 8));
+	/* Queue 1 takes no jobs until the hang is lifted. */
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_hang_queues", 1u << 1));
+	tsr_emit_nop(&self->c);
+	for (i = 0; i < 8; i++) {
+		EXPECT_EQ(0, tsr_submit(self->fd, &self->c, 1, NULL, 0,
+					self->sync, &seq));
+	}
+	EXPECT_EQ(-EBUSY, tsr_submit(self->fd, &self->c, 1, NULL, 0, 0, NULL));
+
+	/* Another file is not held to this one's count. */
+	fd2 = tsr_open(0);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, tsr_bo_create(fd2, 4096, 0, &c2.bo));
+	tsr_emit_nop(&c2);
+	EXPECT_EQ(0, tsr_submit(fd2, &c2, 0, NULL, 0, 0, NULL));
+	close(fd2);
+
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_hang_queues", 0));
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0, write_number(PARAMS "max_jobs_per_file", old));
+}
+
+/*
+ * Allocating system-memory buffers until failure: the allocator gets
+ * ENOMEM at the pinned-memory limit, the guest keeps memory to spare and
+ * a bystander lives on.
+ */
+TEST_F(lim, pinned_memory_is_capped_and_the_allocator_takes_the_failure)
+{
+	long long total = read_number("/proc/meminfo", "MemTotal") * KIB;
+	int status, pipefd[2], idle[2], result[2];
+	pid_t bystander, hog;
+
+	ASSERT_LT(0, total);
+	ASSERT_EQ(0, pipe(pipefd));
+	ASSERT_EQ(0, pipe(idle));
+	/* Waits for the end of the test, when its pipe closes. */
+	bystander = fork();
+	ASSERT_LE(0, bystander);
+	if (!bystander) {
+		char ch;
+
+		close(idle[1]);
+		_exit(read(idle[0], &ch, 1) == 0 ? 0 : 1);
+	}
+	close(idle[0]);
+	hog = fork();
+	ASSERT_LE(0, hog);
+	if (!hog) {
+		int fd = tsr_open(0), n = 0, ret;
+		uint32_t handle;
+
+		do
+			ret = bo_create_raw(fd, 16 * MIB, 0, &handle);
+		while (!ret && ++n < 4096);
+		result[0] = n;
+		result[1] = -ret;
+		if (write(pipefd[1], result, sizeof(result)) != sizeof(result))
+			_exit(2);
+		/* Hold the memory until the parent, having looked, kills us. */
+		for (;;)
+			pause();
+	}
+	ASSERT_EQ(sizeof(result), read(pipefd[0], result, sizeof(result)));
+	EXPECT_EQ(ENOMEM, result[1]);
+	EXPECT_GE(total / 2, result[0] * 16 * MIB);
+	EXPECT_LT(0, result[0]);
+	/* With the hog at its limit, the guest still has room. */
+	EXPECT_LT(total / 8, read_number("/proc/meminfo", "MemAvailable") * KIB);
+
+	kill(hog, SIGKILL);
+	ASSERT_EQ(hog, waitpid(hog, &status, 0));
+	close(idle[1]);
+	ASSERT_EQ(bystander, waitpid(bystander, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(pipefd[0]);
+	close(pipefd[1]);
+
+	/* The hog's memory is back. */
+	{
+		uint32_t handle;
+
+		EXPECT_EQ(0, bo_create_raw(self->fd, 16 * MIB, 0, &handle));
+	}
+}
+
+struct reader {
+	int fd;
+	int iterations;
+	int torn;
+	uint64_t hbm_write_min;
+};
+
+static void *read_counters(void *arg)
+{
+	struct reader *r = arg;
+	struct drm_tessera_counters c;
+	int i;
+
+	for (i = 0; i < r->iterations; i++) {
+		if (tsr_counters(r->fd, &c))
+			return NULL;
+		/* High halves of other registers would show up here. */
+		if (c.chip_jobs >> 32 || c.chip_commands >> 32 ||
+		    c.hbm_write_bytes < r->hbm_write_min ||
+		    c.hbm_write_bytes >> 32 != r->hbm_write_min >> 32)
+			r->torn++;
+	}
+	return NULL;
+}
+
+/*
+ * The chip latches one high half for all 64-bit registers: two readers of
+ * different registers must not interleave their halves.
+ */
+TEST_F(lim, concurrent_64bit_register_reads_are_never_torn)
+{
+	struct drm_tessera_job_status st;
+	struct drm_tessera_counters c;
+	const struct tsr_bo *bos[1];
+	struct reader r[2];
+	struct tsr_bo a;
+	pthread_t t[2];
+	uint64_t seq;
+	int i;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs a VM with two CPUs for readers to overlap");
+	bos[0] = &a;
+
+	/* Over 4 GiB written to HBM: the counter's high half becomes 1. */
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * MIB, DRM_TESSERA_BO_HBM, &a));
+	ASSERT_EQ(0, tsr_counters(self->fd, &c));
+	for (i = 0; c.hbm_write_bytes + (uint64_t)i * 64 * MIB < (5ull << 30); i++)
+		tsr_emit_fill(&self->c, a.va, i, 64 * MIB);
+	ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, bos, 1, self->sync, &seq));
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
+	ASSERT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	ASSERT_EQ(0, tsr_counters(self->fd, &c));
+	ASSERT_EQ(1, c.hbm_write_bytes >> 32);
+
+	for (i = 0; i < 2; i++) {
+		r[i] = (struct reader){ .fd = self->fd, .iterations = 3000,
+					.hbm_write_min = c.hbm_write_bytes };
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, read_counters, &r[i]));
+	}
+	for (i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		EXPECT_EQ(0, r[i].torn);
+	}
+}
+
+struct submitter {
+	int fd;
+	struct tsr_cmds c;
+	uint32_t sync;
+	volatile int stop;
+	uint64_t worst_ns;
+	int jobs;
+};
+
+static void *submit_loop(void *arg)
+{
+	struct submitter *s = arg;
+
+	while (!s->stop) {
+		uint64_t t0 = tsr_now_ns(), dt;
+
+		if (tsr_submit(s->fd, &s->c, 2, NULL, 0, s->sync, NULL))
+			break;
+		dt = tsr_now_ns() - t0;
+		if (dt > s->worst_ns)
+			s->worst_ns = dt;
+		s->jobs++;
+		if (tsr_wait(s->fd, s->sync, TSR_TEST_WAIT_NS))
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * Pinning and mapping a large buffer holds only that buffer's lock: other
+ * files' submits go on meanwhile.
+ */
+TEST_F(lim, a_large_allocation_does_not_stall_other_submitters)
+{
+	struct submitter s = { 0 };
+	uint64_t t0, create_ns;
+	uint32_t handle;
+	pthread_t t;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs a VM with two CPUs for the users to overlap");
+
+	s.fd = tsr_open(0);
+	ASSERT_LE(0, s.fd);
+	ASSERT_EQ(0, tsr_bo_create(s.fd, 4096, 0, &s.c.bo));
+	tsr_emit_nop(&s.c);
+	s.sync = tsr_syncobj(s.fd);
+	ASSERT_EQ(0, pthread_create(&t, NULL, submit_loop, &s));
+	while (s.jobs < 3)
+		sched_yield();
+
+	t0 = tsr_now_ns();
+	ASSERT_EQ(0, bo_create_raw(self->fd, 96 * MIB, 0, &handle));
+	create_ns = tsr_now_ns() - t0;
+	s.stop = 1;
+	pthread_join(t, NULL);
+	TH_LOG("96 MiB buffer made in %llu ms; worst submit %llu ms over %d jobs",
+	       (unsigned long long)create_ns / 1000000,
+	       (unsigned long long)s.worst_ns / 1000000, s.jobs);
+	EXPECT_LT(s.worst_ns, create_ns / 2);
+	close(s.fd);
+}
+
+TEST_HARNESS_MAIN
