@@ -218,7 +218,7 @@ $(filter-out %/libaccel_ops_test,$(filter $(B)/tests/host/libaccel_%,$(HOST_TEST
 		$(LIBACCEL_A) $(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< \
-		$(LIBACCEL_A) $(DRM_LIBS)
+		$(LIBACCEL_A) $(DRM_LIBS) -lm
 
 $(B)/tests/vm/%_test: tests/vm/%_test.c tests/vm/tessera_util.h tests/vm/libaccel_util.h $(LIBACCEL_SO) \
 		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h

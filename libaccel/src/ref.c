@@ -2,14 +2,51 @@
 /*
  * The CPU reference: what the chip's commands and libaccel's ops compute,
  * written plainly on the host (Documentation/chip.md, "Numerics").
- * Element-wise ops use the same f32 libm functions as the chip; products
- * and sums of many terms use double, so that the reference is the more
- * accurate side of a comparison.
+ * Element-wise ops use the same f32 libm functions as the chip (GELU is
+ * evaluated in double); products and sums of many terms use double, so
+ * that the reference is the more accurate side of a comparison.  MAX, MIN
+ * and RELU propagate NaN and order +0 above -0, as XLA's do.
  */
 #include <math.h>
 #include <stdbool.h>
 
 #include <accel/accel.h>
+
+/*
+ * XLA's maximum and minimum: NaN if either operand is NaN, and +0 above
+ * -0 whatever the order of the operands.
+ */
+static float ref_max(float a, float b)
+{
+	if (isnan(a) || isnan(b))
+		return NAN;
+	if (a == 0.0f && b == 0.0f)
+		return signbit(a) && signbit(b) ? -0.0f : 0.0f;
+	return a > b ? a : b;
+}
+
+static float ref_min(float a, float b)
+{
+	if (isnan(a) || isnan(b))
+		return NAN;
+	if (a == 0.0f && b == 0.0f)
+		return signbit(a) || signbit(b) ? -0.0f : 0.0f;
+	return a < b ? a : b;
+}
+
+/*
+ * GELU, the tanh approximation 0.5 a (1 + tanh(u)), u = sqrt(2 / pi)
+ * (a + 0.044715 a^3), in double as a / (1 + exp(-2u)) (no cancellation for
+ * negative a).  Its limit at -inf is -0.
+ */
+static float ref_gelu(float a)
+{
+	double u = sqrt(2.0 / M_PI) * (a + 0.044715 * (double)a * a * a);
+
+	if (isinf(a))
+		return a > 0 ? a : -0.0f;
+	return (float)(a / (1.0 + exp(-2.0 * u)));
+}
 
 float accel_ref_vpu(enum tsr_vpu_op op, float a, float b, float c)
 {
@@ -27,10 +64,9 @@ float accel_ref_vpu(enum tsr_vpu_op op, float a, float b, float c)
 	case TSR_VPU_SIGMOID:
 		return 1.0f / (1.0f + expf(-a));
 	case TSR_VPU_RELU:
-		return a > 0.0f ? a : 0.0f;
-	case TSR_VPU_GELU:	/* the tanh approximation */
-		return 0.5f * a *
-		       (1.0f + tanhf(0.7978845608f * (a + 0.044715f * a * a * a)));
+		return ref_max(a, 0.0f);
+	case TSR_VPU_GELU:
+		return ref_gelu(a);
 	case TSR_VPU_SQRT:
 		return sqrtf(a);
 	case TSR_VPU_RSQRT:
@@ -44,9 +80,9 @@ float accel_ref_vpu(enum tsr_vpu_op op, float a, float b, float c)
 	case TSR_VPU_DIV:
 		return a / b;
 	case TSR_VPU_MAX:
-		return fmaxf(a, b);
+		return ref_max(a, b);
 	case TSR_VPU_MIN:
-		return fminf(a, b);
+		return ref_min(a, b);
 	case TSR_VPU_CMP_EQ:
 		return a == b ? 1.0f : 0.0f;
 	case TSR_VPU_CMP_LT:
@@ -126,9 +162,9 @@ static float fold(enum tsr_reduce_op op, float acc, float x)
 {
 	switch (op) {
 	case TSR_REDUCE_MAX:
-		return fmaxf(acc, x);
+		return ref_max(acc, x);
 	case TSR_REDUCE_MIN:
-		return fminf(acc, x);
+		return ref_min(acc, x);
 	default:
 		return acc + x;
 	}
@@ -170,7 +206,7 @@ int accel_ref_softmax(const float *in, uint32_t rows, uint32_t cols,
 		double sum = 0.0;
 
 		for (j = 0; j < cols; j++)
-			max = fmaxf(max, x[j]);
+			max = ref_max(max, x[j]);
 		for (j = 0; j < cols; j++) {
 			y[j] = expf(x[j] - max);
 			sum += y[j];

@@ -64,6 +64,33 @@ static inline int32_t tsr_f32_to_i32(float f)
     return (int32_t)nearbyintf(f);
 }
 
+/*
+ * maximum and minimum as XLA defines them: a NaN operand gives a NaN
+ * (fmaxf and fminf would drop it), and +0 is greater than -0, so that the
+ * result does not depend on the order of the operands.
+ */
+static inline float tsr_maxf(float x, float y)
+{
+    if (isnan(x) || isnan(y)) {
+        return x + y;
+    }
+    if (x == y) {
+        return signbit(x) ? y : x;
+    }
+    return x > y ? x : y;
+}
+
+static inline float tsr_minf(float x, float y)
+{
+    if (isnan(x) || isnan(y)) {
+        return x + y;
+    }
+    if (x == y) {
+        return signbit(x) ? x : y;
+    }
+    return x < y ? x : y;
+}
+
 #define TSR_DTYPE_MASK(d) (1u << (d))
 
 #endif /* TESSERA_NUMERICS_H */

@@ -39,10 +39,20 @@ static void charge(TsrMem *mem, TsrCost *cost, uint64_t n, unsigned int per)
 
 static float gelu(float x)
 {
-    /* The tanh approximation, as used by most TPU models. */
-    const float k = 0.7978845608f; /* sqrt(2 / pi) */
+    /*
+     * The tanh approximation, as used by most TPU models:
+     * 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) (x + 0.044715 x^3).  It is
+     * evaluated as x / (1 + exp(-2u)), the same value without the
+     * cancellation of 1 + tanh(u) for negative x, in double and rounded
+     * once.  At -inf the formula gives -inf / inf; the limit is -0.
+     */
+    const double k = 0.7978845608028654; /* sqrt(2 / pi) */
+    double u = k * (x + 0.044715 * (double)x * x * x);
 
-    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+    if (isinf(x)) {
+        return x > 0.0f ? x : -0.0f;
+    }
+    return (float)(x / (1.0 + exp(-2.0 * u)));
 }
 
 static bool unary_op(uint32_t op)
@@ -78,7 +88,7 @@ static float apply1(uint32_t op, float x)
     case TSR_VPU_SIGMOID:
         return 1.0f / (1.0f + expf(-x));
     case TSR_VPU_RELU:
-        return x > 0.0f ? x : 0.0f;
+        return tsr_maxf(x, 0.0f);
     case TSR_VPU_GELU:
         return gelu(x);
     case TSR_VPU_SQRT:
@@ -100,9 +110,9 @@ static float apply2(uint32_t op, float x, float y)
     case TSR_VPU_DIV:
         return x / y;
     case TSR_VPU_MAX:
-        return fmaxf(x, y);
+        return tsr_maxf(x, y);
     case TSR_VPU_MIN:
-        return fminf(x, y);
+        return tsr_minf(x, y);
     case TSR_VPU_CMP_EQ:
         return x == y ? 1.0f : 0.0f;
     case TSR_VPU_CMP_LT:
@@ -259,9 +269,9 @@ static float combine(uint32_t op, float acc, float x)
     case TSR_REDUCE_SUM:
         return acc + x;
     case TSR_REDUCE_MAX:
-        return fmaxf(acc, x);
+        return tsr_maxf(acc, x);
     default:
-        return fminf(acc, x);
+        return tsr_minf(acc, x);
     }
 }
 
