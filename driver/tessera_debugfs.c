@@ -30,14 +30,14 @@
 #include "tessera_mmu.h"
 #include "tessera_reset.h"
 
-static struct tessera_device *seq_tdev(struct seq_file *m)
+static struct tessera_device *tessera_seq_tdev(struct seq_file *m)
 {
 	struct drm_debugfs_entry *entry = m->private;
 
 	return to_tessera_device(entry->dev);
 }
 
-static int registers_show(struct seq_file *m, void *unused)
+static int tessera_registers_show(struct seq_file *m, void *unused)
 {
 	static const struct {
 		const char *name;
@@ -73,7 +73,7 @@ static int registers_show(struct seq_file *m, void *unused)
 		{ "IRQ_STATUS", TSR_QREG_IRQ_STATUS },
 		{ "LAST_ERROR", TSR_QREG_LAST_ERROR },
 	};
-	struct tessera_device *tdev = seq_tdev(m);
+	struct tessera_device *tdev = tessera_seq_tdev(m);
 	unsigned int i, q;
 	u64 clock;
 	int idx;
@@ -106,9 +106,9 @@ static int registers_show(struct seq_file *m, void *unused)
 	return 0;
 }
 
-static int queues_show(struct seq_file *m, void *unused)
+static int tessera_queues_show(struct seq_file *m, void *unused)
 {
-	struct tessera_device *tdev = seq_tdev(m);
+	struct tessera_device *tdev = tessera_seq_tdev(m);
 	unsigned int i;
 
 	for (i = 0; i < tdev->num_queues; i++) {
@@ -134,9 +134,9 @@ static int queues_show(struct seq_file *m, void *unused)
 	return 0;
 }
 
-static int contexts_show(struct seq_file *m, void *unused)
+static int tessera_contexts_show(struct seq_file *m, void *unused)
 {
-	struct tessera_device *tdev = seq_tdev(m);
+	struct tessera_device *tdev = tessera_seq_tdev(m);
 	struct tessera_mapping *map;
 	struct tessera_ctx *ctx;
 	struct tessera_bo *bo;
@@ -163,13 +163,14 @@ static int contexts_show(struct seq_file *m, void *unused)
 }
 
 static const struct drm_debugfs_info tessera_debugfs_list[] = {
-	{ "registers", registers_show, 0 },
-	{ "queues", queues_show, 0 },
-	{ "contexts", contexts_show, 0 },
+	{ "registers", tessera_registers_show, 0 },
+	{ "queues", tessera_queues_show, 0 },
+	{ "contexts", tessera_contexts_show, 0 },
 };
 
-static ssize_t force_recovery_write(struct file *file, const char __user *buf,
-				    size_t len, loff_t *ppos)
+static ssize_t tessera_force_recovery_write(struct file *file,
+					    const char __user *buf, size_t len,
+					    loff_t *ppos)
 {
 	struct tessera_device *tdev = file->private_data;
 	bool reset;
@@ -183,10 +184,10 @@ static ssize_t force_recovery_write(struct file *file, const char __user *buf,
 	return len;
 }
 
-static const struct file_operations force_recovery_fops = {
+static const struct file_operations tessera_force_recovery_fops = {
 	.owner = THIS_MODULE,
 	.open = simple_open,
-	.write = force_recovery_write,
+	.write = tessera_force_recovery_write,
 };
 
 /* One file per register of the chip's debug block. */
@@ -212,7 +213,7 @@ struct tessera_dbg_file {
 	const struct tessera_dbg_reg *reg;
 };
 
-static int dbg_reg_get(void *data, u64 *val)
+static int tessera_dbg_reg_get(void *data, u64 *val)
 {
 	struct tessera_dbg_file *f = data;
 	int idx;
@@ -224,7 +225,7 @@ static int dbg_reg_get(void *data, u64 *val)
 	return 0;
 }
 
-static int dbg_reg_set(void *data, u64 val)
+static int tessera_dbg_reg_set(void *data, u64 val)
 {
 	struct tessera_dbg_file *f = data;
 	int idx;
@@ -238,7 +239,8 @@ static int dbg_reg_set(void *data, u64 val)
 	return 0;
 }
 
-DEFINE_DEBUGFS_ATTRIBUTE(dbg_reg_fops, dbg_reg_get, dbg_reg_set, "0x%llx\n");
+DEFINE_DEBUGFS_ATTRIBUTE(tessera_dbg_reg_fops, tessera_dbg_reg_get,
+			 tessera_dbg_reg_set, "0x%llx\n");
 
 void tessera_debugfs_init(struct tessera_device *tdev)
 {
@@ -249,7 +251,7 @@ void tessera_debugfs_init(struct tessera_device *tdev)
 	drm_debugfs_add_files(&tdev->drm, tessera_debugfs_list,
 			      ARRAY_SIZE(tessera_debugfs_list));
 	debugfs_create_file("force_recovery", 0200, root, tdev,
-			    &force_recovery_fops);
+			    &tessera_force_recovery_fops);
 	debugfs_create_atomic_t("fail_bo_alloc", 0600, root,
 				&tdev->inject_bo_failures);
 	debugfs_create_atomic_t("fail_submit", 0600, root,
@@ -268,6 +270,6 @@ void tessera_debugfs_init(struct tessera_device *tdev)
 		files[i].reg = &tessera_dbg_regs[i];
 		debugfs_create_file_unsafe(tessera_dbg_regs[i].name,
 					   tessera_dbg_regs[i].write_only ? 0200 : 0600,
-					   root, &files[i], &dbg_reg_fops);
+					   root, &files[i], &tessera_dbg_reg_fops);
 	}
 }

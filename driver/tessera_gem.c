@@ -31,7 +31,7 @@
 /* Buffers of at least this size start on a 2 MiB boundary (large pages). */
 #define TESSERA_LARGE_ALIGN_MIN		TSR_LARGE_PAGE_SIZE
 
-static u64 bo_alignment(u64 size)
+static u64 tessera_bo_alignment(u64 size)
 {
 	return size >= TESSERA_LARGE_ALIGN_MIN ? TSR_LARGE_PAGE_SIZE : PAGE_SIZE;
 }
@@ -74,7 +74,7 @@ static struct tessera_mapping *tessera_mapping_create(struct tessera_bo *bo,
 	/* One unmapped guard page after each buffer catches overruns. */
 	mutex_lock(&ctx->lock);
 	ret = drm_mm_insert_node_generic(&ctx->va, &map->va, size + PAGE_SIZE,
-					 bo_alignment(size), 0,
+					 tessera_bo_alignment(size), 0,
 					 DRM_MM_INSERT_BEST);
 	mutex_unlock(&ctx->lock);
 	if (ret) {
@@ -375,7 +375,7 @@ static struct drm_gem_object *tessera_hbm_bo_create(struct tessera_device *tdev,
 
 	mutex_lock(&tdev->hbm_lock);
 	ret = drm_mm_insert_node_generic(&tdev->hbm_mm, &bo->hbm_node, size,
-					 bo_alignment(size), 0,
+					 tessera_bo_alignment(size), 0,
 					 DRM_MM_INSERT_BEST);
 	if (!ret)
 		tdev->hbm_used += size;

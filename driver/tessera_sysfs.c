@@ -20,8 +20,8 @@ struct tessera_counter_attr {
 	enum tessera_counter counter;
 };
 
-static ssize_t counter_show(struct device *dev, struct device_attribute *attr,
-			    char *buf)
+static ssize_t tessera_counter_show(struct device *dev,
+				    struct device_attribute *attr, char *buf)
 {
 	struct tessera_device *tdev = pci_get_drvdata(to_pci_dev(dev));
 	struct tessera_counter_attr *ca =
@@ -32,7 +32,7 @@ static ssize_t counter_show(struct device *dev, struct device_attribute *attr,
 
 #define TESSERA_COUNTER_ATTR(_name, _counter) \
 	static struct tessera_counter_attr dev_attr_##_name = { \
-		.attr = __ATTR(_name, 0444, counter_show, NULL), \
+		.attr = __ATTR(_name, 0444, tessera_counter_show, NULL), \
 		.counter = _counter, \
 	}
 

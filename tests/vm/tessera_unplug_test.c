@@ -6,8 +6,12 @@
  *
  * Copyright (C) 2026 The Tessera Authors
  */
+#include <linux/userfaultfd.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -137,6 +141,110 @@ TEST(unbind_does_not_wait_for_a_ping)
 	EXPECT_GT(5000, unbind_ms);
 	close(fd);
 	ASSERT_EQ(0, write_file(DRIVER_DIR "/bind", pci));
+}
+
+struct stuck_submit {
+	int fd;
+	struct drm_tessera_submit args;
+	int ret;
+	char pci[32];
+};
+
+static void *submit_thread(void *arg)
+{
+	struct stuck_submit *s = arg;
+
+	s->ret = tsr_ioctl(s->fd, DRM_IOCTL_TESSERA_SUBMIT, &s->args);
+	return NULL;
+}
+
+static void *unbind_thread(void *arg)
+{
+	struct stuck_submit *s = arg;
+
+	s->ret = write_file(DRIVER_DIR "/unbind", s->pci);
+	return NULL;
+}
+
+/*
+ * SUBMIT copies its arrays in before it enters the device: a copy stuck on
+ * a page fault, which user space serves through userfaultfd as late as it
+ * likes, does not hold off an unbind.
+ */
+TEST(unbind_does_not_wait_for_a_submit_stuck_copying_its_arrays)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	long page = sysconf(_SC_PAGESIZE);
+	struct stuck_submit sub = { 0 }, unb = { 0 };
+	struct drm_tessera_submit_bo *entry;
+	struct uffdio_register reg;
+	struct uffdio_copy copy;
+	struct tsr_cmds c = { 0 };
+	struct timespec deadline;
+	struct uffd_msg msg;
+	pthread_t ts, tu;
+	struct pollfd p;
+	void *area, *src;
+	int uffd, joined;
+
+	ASSERT_EQ(0, tsr_pci_address(1, sub.pci, sizeof(sub.pci)));
+	memcpy(unb.pci, sub.pci, sizeof(unb.pci));
+	sub.fd = tsr_open(1);
+	ASSERT_LE(0, sub.fd);
+	ASSERT_EQ(0, tsr_bo_create(sub.fd, 4096, 0, &c.bo));
+	tsr_emit_nop(&c);
+
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd: %s", strerror(errno));
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	area = mmap(NULL, page, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, area);
+	reg = (struct uffdio_register){
+		.range = { .start = (uintptr_t)area, .len = page },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+
+	/* The buffer list lies in the page nobody has served yet. */
+	sub.args = (struct drm_tessera_submit){
+		.cmdbuf_handle = c.bo.handle, .cmdbuf_size = c.len,
+		.bo_count = 1, .bos = (uintptr_t)area,
+	};
+	ASSERT_EQ(0, pthread_create(&ts, NULL, submit_thread, &sub));
+	p = (struct pollfd){ .fd = uffd, .events = POLLIN };
+	ASSERT_EQ(1, poll(&p, 1, 10000));
+	ASSERT_EQ(sizeof(msg), read(uffd, &msg, sizeof(msg)));
+	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+
+	/* SUBMIT waits on the fault; the unbind must not wait for it. */
+	ASSERT_EQ(0, pthread_create(&tu, NULL, unbind_thread, &unb));
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 5;
+	joined = pthread_timedjoin_np(tu, NULL, &deadline);
+	EXPECT_EQ(0, joined);
+
+	/* Serve the fault: SUBMIT goes on and finds the device gone. */
+	src = mmap(NULL, page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, src);
+	entry = src;
+	entry->handle = c.bo.handle;
+	entry->flags = DRM_TESSERA_BO_READ;
+	copy = (struct uffdio_copy){
+		.dst = (uintptr_t)area, .src = (uintptr_t)src, .len = page,
+	};
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy));
+	pthread_join(ts, NULL);
+	EXPECT_EQ(-ENODEV, sub.ret);
+	if (joined)
+		pthread_join(tu, NULL);
+	EXPECT_EQ(0, unb.ret);
+
+	close(uffd);
+	close(sub.fd);
+	ASSERT_EQ(0, write_file(DRIVER_DIR "/bind", sub.pci));
 }
 
 TEST(unload_is_refused_while_a_file_is_open_and_works_after)
