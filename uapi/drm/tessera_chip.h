@@ -592,4 +592,104 @@ static inline __u32 tsr_dtype_size(__u32 dtype)
 	}
 }
 
+/* ---------------------------------------------------------- ICI links */
+
+/*
+ * Ports, in the order of the QEMU properties ici0..ici5: the + and -
+ * directions of each dimension.  Port 2d faces +d, port 2d + 1 faces -d;
+ * a link always joins port 2d of one chip to port 2d + 1 of its neighbour.
+ */
+#define TSR_ICI_MAX_PORTS		6
+#define TSR_ICI_MAX_DIMS		3
+#define TSR_ICI_PORT(dim, negative)	(2 * (dim) + !!(negative))
+#define TSR_ICI_PORT_DIM(port)		((port) / 2)
+#define TSR_ICI_PORT_OPPOSITE(port)	((port) ^ 1)
+
+/* A port's link state. */
+enum tsr_ici_state {
+	TSR_ICI_STATE_DISCONNECTED = 0,	/* nobody at the other end of the socket */
+	TSR_ICI_STATE_TRAINING = 1,	/* exchanging identities */
+	TSR_ICI_STATE_UP = 2,		/* carrying frames */
+	TSR_ICI_STATE_MISWIRED = 3,	/* the peer is of this slice, but not the
+					 * neighbour this port faces */
+	TSR_ICI_STATE_FOREIGN = 4,	/* the peer belongs to another slice, or
+					 * speaks another protocol version */
+	TSR_ICI_STATE_DOWN = 5,		/* retry limit reached, or taken down: until
+					 * retrained */
+};
+
+/*
+ * Link frames, little-endian, on the port's byte stream: a header, then
+ * @len payload bytes and, when @len is not 0, the CRC32C of the payload.
+ * The header's own CRC32C lets a receiver find the next frame after
+ * corruption.  Every frame carries the cumulative acknowledgement @ack and
+ * the credits of both virtual channels.
+ */
+#define TSR_ICI_FRAME_MAGIC		0x4954	/* "TI" */
+#define TSR_ICI_VERSION			1
+#define TSR_ICI_MAX_PAYLOAD		4096
+/* Virtual channels: a frame switches to 1 once it has crossed a dateline. */
+#define TSR_ICI_VCS			2
+
+enum tsr_ici_frame_type {
+	TSR_ICI_FRAME_TRAIN = 1,	/* payload: struct tsr_ici_train */
+	TSR_ICI_FRAME_DATA = 2,		/* a sequenced payload */
+	TSR_ICI_FRAME_ACK = 3,		/* @ack and credits only */
+	TSR_ICI_FRAME_NAK = 4,		/* resend from @ack */
+};
+
+/* Bits of struct tsr_ici_frame_hdr.flags. */
+#define TSR_ICI_FRAME_VC1		0x01	/* DATA: on virtual channel 1 */
+
+/**
+ * struct tsr_ici_frame_hdr - the header of every link frame
+ * @magic: TSR_ICI_FRAME_MAGIC
+ * @type: enum tsr_ici_frame_type
+ * @flags: TSR_ICI_FRAME_*
+ * @len: payload bytes, at most TSR_ICI_MAX_PAYLOAD (0 for ACK and NAK)
+ * @reserved: zero
+ * @seq: DATA: the frame's sequence number
+ * @ack: the sequence number the sender expects next from its peer
+ * @credit: per virtual channel, how many DATA frames of that channel the
+ *	sender has freed room for since the link was trained (mod 2^32): its
+ *	peer may send while it has sent fewer
+ * @hdr_crc: CRC32C of the header up to this field
+ */
+struct tsr_ici_frame_hdr {
+	__u16 magic;
+	__u8 type;
+	__u8 flags;
+	__u16 len;
+	__u16 reserved;
+	__u32 seq;
+	__u32 ack;
+	__u32 credit[TSR_ICI_VCS];
+	__u32 hdr_crc;
+};
+
+/* Bits of struct tsr_ici_train.flags. */
+#define TSR_ICI_TRAIN_PEER_SEEN		0x01	/* the sender has heard the peer */
+#define TSR_ICI_TRAIN_FRESH		0x02	/* the sender has no state from an
+						 * earlier training */
+
+/**
+ * struct tsr_ici_train - a TRAIN frame's payload: who is at this end
+ * @version: TSR_ICI_VERSION
+ * @slice_id: the slice the sender belongs to
+ * @coords: the sender's coordinates in the slice
+ * @port: the port the sender sends from
+ * @flags: TSR_ICI_TRAIN_*
+ * @snd_una: the oldest sequence number the sender may still (re)send
+ * @rcv_next: the sequence number the sender expects next
+ */
+struct tsr_ici_train {
+	__u32 version;
+	__u32 slice_id;
+	__u8 coords[TSR_ICI_MAX_DIMS];
+	__u8 port;
+	__u32 flags;
+	__u32 snd_una;
+	__u32 rcv_next;
+};
+
 #endif /* _TESSERA_CHIP_H_ */

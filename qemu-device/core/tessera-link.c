@@ -1,0 +1,870 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Tessera ICI link layer (see tessera-link.h and Documentation/chip.md,
+ * "ICI links").
+ *
+ * Sequence numbers and credit counts are 32-bit and wrap; they are
+ * compared as serial numbers (RFC 1982).  The replay ring holds the frames
+ * [snd_una, snd_end): [snd_una, snd_nxt) have been sent and wait for an
+ * acknowledgement, [snd_nxt, snd_end) wait to be sent, again after a
+ * go-back.  snd_max is one past the highest number ever sent, so that a
+ * frame sent below it is a replay.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera-link.h"
+
+#define HDR_SIZE sizeof(struct tsr_ici_frame_hdr)
+#define CRC_SIZE sizeof(uint32_t)
+#define FRAME_MAX (HDR_SIZE + TSR_ICI_MAX_PAYLOAD + CRC_SIZE)
+/* Bytes of frames waiting for the wire: enough to keep it busy. */
+#define WBUF_SIZE (4 * FRAME_MAX)
+
+_Static_assert(HDR_SIZE == 28, "the ICI frame header is 28 bytes");
+
+/* ------------------------------------------------------------- CRC32C */
+
+static uint32_t crc32c_table[256];
+
+static void crc32c_init(void)
+{
+    uint32_t i, j, c;
+
+    if (crc32c_table[1]) {
+        return;
+    }
+    for (i = 0; i < 256; i++) {
+        c = i;
+        for (j = 0; j < 8; j++) {
+            c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+        }
+        crc32c_table[i] = c;
+    }
+}
+
+uint32_t tsr_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+
+    crc32c_init();
+    crc = ~crc;
+    while (len--) {
+        crc = crc32c_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    }
+    return ~crc;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static bool seq_lt(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) < 0;
+}
+
+static bool seq_le(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) <= 0;
+}
+
+typedef struct Payload {
+    uint16_t len;
+    uint8_t vc;
+    uint8_t data[TSR_ICI_MAX_PAYLOAD];
+} Payload;
+
+/* A FIFO of payloads. */
+typedef struct Fifo {
+    Payload *slot;
+    unsigned int cap;
+    unsigned int head;
+    unsigned int count;
+} Fifo;
+
+static bool fifo_init(Fifo *f, unsigned int cap)
+{
+    f->slot = calloc(cap, sizeof(*f->slot));
+    f->cap = cap;
+    f->head = f->count = 0;
+    return f->slot != NULL;
+}
+
+static Payload *fifo_front(Fifo *f)
+{
+    return &f->slot[f->head];
+}
+
+static Payload *fifo_push(Fifo *f)
+{
+    return &f->slot[(f->head + f->count++) % f->cap];
+}
+
+static void fifo_pop(Fifo *f)
+{
+    f->head = (f->head + 1) % f->cap;
+    f->count--;
+}
+
+struct TsrLink {
+    TsrLinkConfig cfg;
+    const TsrLinkOps *ops;
+    void *opaque;
+    uint32_t state;
+    /* Trained since creation: sequence state survives a retraining. */
+    bool trained;
+    /* This training has heard a valid TRAIN from the peer. */
+    bool peer_seen;
+    bool peer_known;
+    TsrLinkId peer;
+
+    /* Sending. */
+    Payload *ring;
+    uint32_t snd_una;
+    uint32_t snd_nxt;
+    uint32_t snd_end;
+    uint32_t snd_max;
+    Fifo txq[TSR_ICI_VCS];
+    uint32_t sent_new[TSR_ICI_VCS];
+    uint32_t peer_credit[TSR_ICI_VCS];
+    bool stalled[TSR_ICI_VCS];
+    unsigned int next_vc;
+    uint64_t rto_deadline;          /* 0: not armed */
+    unsigned int retries;
+    uint64_t train_deadline;        /* 0: not training */
+
+    /* Receiving. */
+    uint32_t rcv_next;
+    uint32_t consumed[TSR_ICI_VCS];
+    Fifo held[TSR_ICI_VCS];
+    bool ack_due;
+    bool nak_due;
+    bool nak_sent;
+    bool resyncing;
+    uint8_t rbuf[2 * FRAME_MAX];
+    size_t rlen;
+
+    /* The wire. */
+    uint8_t wbuf[WBUF_SIZE];
+    size_t wlen;
+    uint64_t hold_until;
+
+    TsrLinkCounters cnt;
+    TsrLinkFaults faults;
+    uint64_t rng;
+};
+
+static void set_state(TsrLink *link, uint32_t state)
+{
+    if (link->state == state) {
+        return;
+    }
+    link->state = state;
+    if (link->ops->state_changed) {
+        link->ops->state_changed(link->opaque, state);
+    }
+}
+
+/* splitmix64: a small generator, so that injected rates repeat exactly. */
+static uint64_t next_random(TsrLink *link)
+{
+    uint64_t z = (link->rng += 0x9e3779b97f4a7c15ull);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static bool draw(TsrLink *link, uint32_t *next, uint32_t ppm)
+{
+    if (*next) {
+        (*next)--;
+        return true;
+    }
+    return ppm && next_random(link) % 1000000 < ppm;
+}
+
+/* ------------------------------------------------------------ the wire */
+
+static void wire_flush(TsrLink *link, uint64_t now)
+{
+    size_t n;
+
+    if (!link->wlen || now < link->hold_until) {
+        return;
+    }
+    n = link->ops->wire_write(link->opaque, link->wbuf, link->wlen);
+    if (n > link->wlen) {
+        n = link->wlen;
+    }
+    memmove(link->wbuf, link->wbuf + n, link->wlen - n);
+    link->wlen -= n;
+}
+
+static bool wire_has_room(const TsrLink *link)
+{
+    return link->wlen + FRAME_MAX <= WBUF_SIZE;
+}
+
+/*
+ * Put a frame on the wire, where the injected faults apply: it may be
+ * lost, have one bit flipped, or be held back.
+ */
+static void emit(TsrLink *link, uint8_t type, uint8_t flags, uint32_t seq,
+                 const void *payload, uint16_t len, uint64_t now)
+{
+    struct tsr_ici_frame_hdr h = {
+        .magic = TSR_ICI_FRAME_MAGIC, .type = type, .flags = flags,
+        .len = len, .seq = seq, .ack = link->rcv_next,
+    };
+    size_t total = HDR_SIZE + (len ? len + CRC_SIZE : 0);
+    uint8_t *f = link->wbuf + link->wlen;
+    unsigned int vc;
+
+    for (vc = 0; vc < TSR_ICI_VCS; vc++) {
+        h.credit[vc] = link->consumed[vc] + link->cfg.rx_slots;
+    }
+    h.hdr_crc = tsr_crc32c(0, &h, offsetof(struct tsr_ici_frame_hdr,
+                                           hdr_crc));
+    memcpy(f, &h, HDR_SIZE);
+    if (len) {
+        uint32_t crc = tsr_crc32c(0, payload, len);
+
+        memcpy(f + HDR_SIZE, payload, len);
+        memcpy(f + HDR_SIZE + len, &crc, CRC_SIZE);
+    }
+    link->ack_due = false;
+    link->cnt.frames_tx++;
+    link->cnt.bytes_tx += total;
+
+    if (link->faults.delay_ns) {
+        link->hold_until = now + link->faults.delay_ns;
+        link->faults.delay_ns = 0;
+    }
+    if (type == TSR_ICI_FRAME_ACK && link->faults.drop_acks_next) {
+        link->faults.drop_acks_next--;
+        return;
+    }
+    if (draw(link, &link->faults.drop_next, link->faults.drop_ppm)) {
+        return;
+    }
+    if (draw(link, &link->faults.corrupt_next, link->faults.corrupt_ppm)) {
+        uint64_t bit = next_random(link) % (total * 8);
+
+        f[bit / 8] ^= 1u << (bit % 8);
+    }
+    link->wlen += total;
+}
+
+static void send_train(TsrLink *link, uint64_t now)
+{
+    struct tsr_ici_train t = {
+        .version = TSR_ICI_VERSION,
+        .slice_id = link->cfg.self.slice_id,
+        .port = link->cfg.self.port,
+        .flags = (link->peer_seen ? TSR_ICI_TRAIN_PEER_SEEN : 0) |
+                 (link->trained ? 0 : TSR_ICI_TRAIN_FRESH),
+        .snd_una = link->snd_una,
+        .rcv_next = link->rcv_next,
+    };
+
+    memcpy(t.coords, link->cfg.self.coords, sizeof(t.coords));
+    if (wire_has_room(link)) {
+        emit(link, TSR_ICI_FRAME_TRAIN, 0, 0, &t, sizeof(t), now);
+    }
+    link->train_deadline = now + link->cfg.retransmit_ns;
+    wire_flush(link, now);
+}
+
+/* ------------------------------------------------------------ sending */
+
+static Payload *ring_slot(TsrLink *link, uint32_t seq)
+{
+    return &link->ring[seq & (link->cfg.window - 1)];
+}
+
+/* Move one queued payload into the ring, if room and credit allow. */
+static bool admit_one(TsrLink *link)
+{
+    unsigned int i;
+
+    if (link->snd_end - link->snd_una >= link->cfg.window) {
+        return false;
+    }
+    for (i = 0; i < TSR_ICI_VCS; i++) {
+        unsigned int vc = (link->next_vc + i) % TSR_ICI_VCS;
+        Fifo *q = &link->txq[vc];
+
+        if (!q->count) {
+            continue;
+        }
+        if (!seq_lt(link->sent_new[vc], link->peer_credit[vc])) {
+            if (!link->stalled[vc]) {
+                link->stalled[vc] = true;
+                link->cnt.credit_stalls++;
+            }
+            continue;
+        }
+        link->stalled[vc] = false;
+        *ring_slot(link, link->snd_end++) = *fifo_front(q);
+        fifo_pop(q);
+        link->sent_new[vc]++;
+        link->next_vc = vc + 1;
+        return true;
+    }
+    return false;
+}
+
+/* Send what can be sent: a NAK, ring frames, new frames, an ACK. */
+static void pump(TsrLink *link, uint64_t now)
+{
+    while (link->state == TSR_ICI_STATE_UP && wire_has_room(link)) {
+        if (link->nak_due) {
+            link->nak_due = false;
+            emit(link, TSR_ICI_FRAME_NAK, 0, 0, NULL, 0, now);
+        } else if (link->snd_nxt != link->snd_end) {
+            Payload *p = ring_slot(link, link->snd_nxt);
+
+            if (seq_lt(link->snd_nxt, link->snd_max)) {
+                link->cnt.replays++;
+            } else {
+                link->snd_max = link->snd_nxt + 1;
+            }
+            emit(link, TSR_ICI_FRAME_DATA, p->vc ? TSR_ICI_FRAME_VC1 : 0,
+                 link->snd_nxt++, p->data, p->len, now);
+            if (!link->rto_deadline) {
+                link->rto_deadline = now + link->cfg.retransmit_ns;
+            }
+        } else if (!admit_one(link)) {
+            if (link->ack_due) {
+                emit(link, TSR_ICI_FRAME_ACK, 0, 0, NULL, 0, now);
+            }
+            break;
+        }
+    }
+    wire_flush(link, now);
+}
+
+/* The peer has everything before @ack. */
+static void take_ack(TsrLink *link, uint32_t ack, uint64_t now)
+{
+    if (!seq_le(ack, link->snd_max)) {
+        link->cnt.protocol_errors++;
+        return;
+    }
+    if (!seq_lt(link->snd_una, ack)) {
+        return;
+    }
+    link->snd_una = ack;
+    if (seq_lt(link->snd_nxt, ack)) {
+        link->snd_nxt = ack;
+    }
+    link->retries = 0;
+    link->rto_deadline = link->snd_una == link->snd_nxt ? 0 :
+                         now + link->cfg.retransmit_ns;
+}
+
+static void take_credit(TsrLink *link, const struct tsr_ici_frame_hdr *h)
+{
+    unsigned int vc;
+
+    for (vc = 0; vc < TSR_ICI_VCS; vc++) {
+        if (seq_lt(link->peer_credit[vc], h->credit[vc])) {
+            link->peer_credit[vc] = h->credit[vc];
+        }
+    }
+}
+
+/* Resend everything unacknowledged, oldest first. */
+static void go_back(TsrLink *link, uint64_t now)
+{
+    link->snd_nxt = link->snd_una;
+    link->rto_deadline = now + link->cfg.retransmit_ns;
+}
+
+static void go_down(TsrLink *link)
+{
+    link->cnt.link_downs++;
+    link->rto_deadline = 0;
+    link->train_deadline = 0;
+    link->peer_seen = false;
+    set_state(link, TSR_ICI_STATE_DOWN);
+}
+
+/* ---------------------------------------------------------- receiving */
+
+/* Offer held payloads of @vc to the user, oldest first. */
+static void deliver_held(TsrLink *link, unsigned int vc)
+{
+    Fifo *q = &link->held[vc];
+
+    while (q->count) {
+        Payload *p = fifo_front(q);
+
+        if (!link->ops->deliver(link->opaque, vc, p->data, p->len)) {
+            return;
+        }
+        fifo_pop(q);
+        link->consumed[vc]++;
+        link->ack_due = true;   /* with fresh credit */
+    }
+}
+
+static void ask_resend(TsrLink *link)
+{
+    if (!link->nak_sent) {
+        link->nak_sent = true;
+        link->nak_due = true;
+    }
+}
+
+static void take_data(TsrLink *link, const struct tsr_ici_frame_hdr *h,
+                      const uint8_t *payload)
+{
+    unsigned int vc = h->flags & TSR_ICI_FRAME_VC1 ? 1 : 0;
+    Fifo *q = &link->held[vc];
+    Payload *p;
+
+    if (h->seq != link->rcv_next) {
+        link->cnt.seq_errors++;
+        if (seq_lt(h->seq, link->rcv_next)) {
+            link->ack_due = true;   /* a duplicate: its ACK was lost */
+        } else {
+            ask_resend(link);       /* a gap: something was lost */
+        }
+        return;
+    }
+    if (!h->len || q->count >= link->cfg.rx_slots) {
+        /* Empty, or more than the credit granted: no correct peer. */
+        link->cnt.protocol_errors++;
+        return;
+    }
+    link->rcv_next++;
+    link->nak_sent = false;
+    link->ack_due = true;
+    p = fifo_push(q);
+    p->len = h->len;
+    p->vc = vc;
+    memcpy(p->data, payload, h->len);
+    deliver_held(link, vc);
+}
+
+static void reset_streams(TsrLink *link)
+{
+    unsigned int vc;
+
+    link->snd_una = link->snd_nxt = link->snd_end = link->snd_max =
+        link->cfg.isn;
+    link->rto_deadline = 0;
+    link->retries = 0;
+    for (vc = 0; vc < TSR_ICI_VCS; vc++) {
+        link->sent_new[vc] = 0;
+        link->peer_credit[vc] = 0;
+        link->consumed[vc] = 0;
+        link->held[vc].head = link->held[vc].count = 0;
+        link->stalled[vc] = false;
+    }
+    link->nak_sent = link->nak_due = false;
+}
+
+static bool id_equal(const TsrLinkId *a, const TsrLinkId *b)
+{
+    return a->slice_id == b->slice_id && a->port == b->port &&
+           !memcmp(a->coords, b->coords, sizeof(a->coords));
+}
+
+static void take_train(TsrLink *link, const struct tsr_ici_frame_hdr *h,
+                       const uint8_t *payload, uint64_t now)
+{
+    struct tsr_ici_train t;
+    bool fresh;
+
+    if (h->len != sizeof(t)) {
+        link->cnt.protocol_errors++;
+        return;
+    }
+    memcpy(&t, payload, sizeof(t));
+    link->peer.slice_id = t.slice_id;
+    link->peer.port = t.port;
+    memcpy(link->peer.coords, t.coords, sizeof(t.coords));
+    link->peer_known = true;
+
+    if (link->state == TSR_ICI_STATE_DOWN ||
+        link->state == TSR_ICI_STATE_DISCONNECTED) {
+        return;
+    }
+    if (t.version != TSR_ICI_VERSION ||
+        t.slice_id != link->cfg.self.slice_id) {
+        link->train_deadline = 0;
+        set_state(link, TSR_ICI_STATE_FOREIGN);
+        return;
+    }
+    if (!id_equal(&link->peer, &link->cfg.peer)) {
+        link->train_deadline = 0;
+        set_state(link, TSR_ICI_STATE_MISWIRED);
+        return;
+    }
+    if (link->state == TSR_ICI_STATE_UP &&
+        !(t.flags & TSR_ICI_TRAIN_PEER_SEEN)) {
+        /* The peer trains again: so do we. */
+        link->peer_seen = false;
+        set_state(link, TSR_ICI_STATE_TRAINING);
+    }
+    if (link->state != TSR_ICI_STATE_TRAINING) {
+        /* UP already (a late copy of its TRAIN), or refused. */
+        return;
+    }
+
+    fresh = !link->trained || (t.flags & TSR_ICI_TRAIN_FRESH);
+    if (fresh) {
+        /* A new peer, or one that lost its state: start both streams. */
+        if (link->trained) {
+            reset_streams(link);
+            link->trained = false;
+        }
+        link->rcv_next = t.snd_una;
+        link->peer_credit[0] = h->credit[0];
+        link->peer_credit[1] = h->credit[1];
+    } else {
+        /* Resume: resend whatever the peer has not got. */
+        take_ack(link, t.rcv_next, now);
+        take_credit(link, h);
+        go_back(link, now);
+    }
+    link->peer_seen = true;
+    if (!(t.flags & TSR_ICI_TRAIN_PEER_SEEN)) {
+        send_train(link, now);
+        return;
+    }
+    link->trained = true;
+    link->train_deadline = 0;
+    link->retries = 0;
+    link->rto_deadline = link->snd_una == link->snd_end ? 0 :
+                         now + link->cfg.retransmit_ns;
+    set_state(link, TSR_ICI_STATE_UP);
+    /* Tell the peer, which may still wait for our PEER_SEEN. */
+    send_train(link, now);
+    link->train_deadline = 0;
+}
+
+static void take_frame(TsrLink *link, const struct tsr_ici_frame_hdr *h,
+                       const uint8_t *payload, uint64_t now)
+{
+    if (h->reserved) {
+        link->cnt.protocol_errors++;
+        return;
+    }
+    if (h->type == TSR_ICI_FRAME_TRAIN) {
+        take_train(link, h, payload, now);
+        return;
+    }
+    if (h->type < TSR_ICI_FRAME_DATA || h->type > TSR_ICI_FRAME_NAK ||
+        (h->type != TSR_ICI_FRAME_DATA && h->len)) {
+        link->cnt.protocol_errors++;
+        return;
+    }
+    if (link->state != TSR_ICI_STATE_UP) {
+        return;
+    }
+    take_ack(link, h->ack, now);
+    take_credit(link, h);
+    switch (h->type) {
+    case TSR_ICI_FRAME_DATA:
+        take_data(link, h, payload);
+        break;
+    case TSR_ICI_FRAME_NAK:
+        link->cnt.naks++;
+        go_back(link, now);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Copy the header at @p (any alignment) into @h; whether it is valid. */
+static bool read_header(const uint8_t *p, struct tsr_ici_frame_hdr *h)
+{
+    memcpy(h, p, HDR_SIZE);
+    return h->magic == TSR_ICI_FRAME_MAGIC &&
+           h->hdr_crc == tsr_crc32c(0, h, offsetof(struct tsr_ici_frame_hdr,
+                                                   hdr_crc)) &&
+           h->len <= TSR_ICI_MAX_PAYLOAD;
+}
+
+/* Take every whole frame in rbuf; keep the partial one at the end. */
+static void parse(TsrLink *link, uint64_t now)
+{
+    size_t off = 0;
+
+    while (link->rlen - off >= HDR_SIZE) {
+        const uint8_t *p = link->rbuf + off;
+        struct tsr_ici_frame_hdr h;
+        uint32_t crc;
+        size_t total;
+
+        if (!read_header(p, &h)) {
+            /* Lost framing: look for the next header byte by byte. */
+            if (!link->resyncing) {
+                link->resyncing = true;
+                link->cnt.crc_errors++;
+                if (link->state == TSR_ICI_STATE_UP) {
+                    ask_resend(link);
+                }
+            }
+            off++;
+            continue;
+        }
+        total = HDR_SIZE + (h.len ? h.len + CRC_SIZE : 0);
+        if (link->rlen - off < total) {
+            break;
+        }
+        link->resyncing = false;
+        off += total;
+        link->cnt.frames_rx++;
+        link->cnt.bytes_rx += total;
+        if (h.len) {
+            memcpy(&crc, p + HDR_SIZE + h.len, CRC_SIZE);
+            if (crc != tsr_crc32c(0, p + HDR_SIZE, h.len)) {
+                link->cnt.crc_errors++;
+                if (link->state == TSR_ICI_STATE_UP) {
+                    ask_resend(link);
+                }
+                continue;
+            }
+        }
+        take_frame(link, &h, p + HDR_SIZE, now);
+    }
+    memmove(link->rbuf, link->rbuf + off, link->rlen - off);
+    link->rlen -= off;
+}
+
+/* ----------------------------------------------------------------- API */
+
+TsrLink *tsr_link_new(const TsrLinkConfig *cfg, const TsrLinkOps *ops,
+                      void *opaque)
+{
+    TsrLink *link;
+    unsigned int vc;
+    bool ok;
+
+    if (!cfg->window || cfg->window > 1024 ||
+        (cfg->window & (cfg->window - 1)) || !cfg->rx_slots ||
+        !cfg->tx_slots || !cfg->retransmit_ns || !ops->wire_write ||
+        !ops->deliver) {
+        return NULL;
+    }
+    link = calloc(1, sizeof(*link));
+    if (!link) {
+        return NULL;
+    }
+    link->cfg = *cfg;
+    link->ops = ops;
+    link->opaque = opaque;
+    link->ring = calloc(cfg->window, sizeof(*link->ring));
+    ok = link->ring != NULL;
+    for (vc = 0; vc < TSR_ICI_VCS; vc++) {
+        ok &= fifo_init(&link->txq[vc], cfg->tx_slots);
+        ok &= fifo_init(&link->held[vc], cfg->rx_slots);
+    }
+    if (!ok) {
+        tsr_link_free(link);
+        return NULL;
+    }
+    reset_streams(link);
+    link->state = TSR_ICI_STATE_DISCONNECTED;
+    return link;
+}
+
+void tsr_link_free(TsrLink *link)
+{
+    unsigned int vc;
+
+    if (!link) {
+        return;
+    }
+    for (vc = 0; vc < TSR_ICI_VCS; vc++) {
+        free(link->txq[vc].slot);
+        free(link->held[vc].slot);
+    }
+    free(link->ring);
+    free(link);
+}
+
+static void start_training(TsrLink *link, uint64_t now)
+{
+    link->peer_seen = false;
+    link->rlen = 0;
+    link->resyncing = false;
+    link->rto_deadline = 0;
+    set_state(link, TSR_ICI_STATE_TRAINING);
+    send_train(link, now);
+}
+
+void tsr_link_connected(TsrLink *link, uint64_t now)
+{
+    link->wlen = 0;
+    link->hold_until = 0;
+    start_training(link, now);
+}
+
+void tsr_link_disconnected(TsrLink *link)
+{
+    link->peer_seen = false;
+    link->rlen = 0;
+    link->wlen = 0;
+    link->rto_deadline = 0;
+    link->train_deadline = 0;
+    set_state(link, TSR_ICI_STATE_DISCONNECTED);
+}
+
+void tsr_link_retrain(TsrLink *link, uint64_t now)
+{
+    if (link->state != TSR_ICI_STATE_DISCONNECTED) {
+        start_training(link, now);
+    }
+}
+
+void tsr_link_down(TsrLink *link)
+{
+    if (link->state != TSR_ICI_STATE_DISCONNECTED &&
+        link->state != TSR_ICI_STATE_DOWN) {
+        go_down(link);
+    }
+}
+
+uint32_t tsr_link_state(const TsrLink *link)
+{
+    return link->state;
+}
+
+bool tsr_link_peer(const TsrLink *link, TsrLinkId *peer)
+{
+    if (link->peer_known) {
+        *peer = link->peer;
+    }
+    return link->peer_known;
+}
+
+void tsr_link_receive(TsrLink *link, const void *buf, size_t len,
+                      uint64_t now)
+{
+    const uint8_t *p = buf;
+
+    if (link->state == TSR_ICI_STATE_DISCONNECTED) {
+        return;
+    }
+    while (len) {
+        size_t n = sizeof(link->rbuf) - link->rlen;
+
+        n = n < len ? n : len;
+        memcpy(link->rbuf + link->rlen, p, n);
+        link->rlen += n;
+        p += n;
+        len -= n;
+        parse(link, now);
+    }
+    pump(link, now);
+}
+
+int tsr_link_send(TsrLink *link, unsigned int vc, const void *payload,
+                  size_t len, uint64_t now)
+{
+    Payload *p;
+
+    if (vc >= TSR_ICI_VCS || !len || len > TSR_ICI_MAX_PAYLOAD ||
+        !tsr_link_can_send(link, vc)) {
+        return -1;
+    }
+    p = fifo_push(&link->txq[vc]);
+    p->len = len;
+    p->vc = vc;
+    memcpy(p->data, payload, len);
+    pump(link, now);
+    return 0;
+}
+
+bool tsr_link_can_send(const TsrLink *link, unsigned int vc)
+{
+    return vc < TSR_ICI_VCS && link->txq[vc].count < link->txq[vc].cap;
+}
+
+unsigned int tsr_link_pending(const TsrLink *link)
+{
+    return link->snd_end - link->snd_una + link->txq[0].count +
+           link->txq[1].count;
+}
+
+void tsr_link_rx_ready(TsrLink *link, uint64_t now)
+{
+    unsigned int vc;
+
+    for (vc = 0; vc < TSR_ICI_VCS; vc++) {
+        deliver_held(link, vc);
+    }
+    pump(link, now);
+}
+
+void tsr_link_flush(TsrLink *link, uint64_t now)
+{
+    wire_flush(link, now);
+    pump(link, now);
+}
+
+void tsr_link_poll(TsrLink *link, uint64_t now)
+{
+    if (link->train_deadline && now >= link->train_deadline &&
+        link->state == TSR_ICI_STATE_TRAINING) {
+        send_train(link, now);
+    }
+    if (link->rto_deadline && now >= link->rto_deadline &&
+        link->state == TSR_ICI_STATE_UP && link->wlen) {
+        /* The wire is backed up or held: nothing is lost, just late. */
+        link->rto_deadline = now + link->cfg.retransmit_ns;
+    } else if (link->rto_deadline && now >= link->rto_deadline &&
+               link->state == TSR_ICI_STATE_UP) {
+        link->cnt.timeouts++;
+        if (++link->retries > link->cfg.retry_limit) {
+            go_down(link);
+            return;
+        }
+        go_back(link, now);
+    }
+    pump(link, now);
+}
+
+uint64_t tsr_link_deadline(const TsrLink *link)
+{
+    uint64_t d = UINT64_MAX;
+
+    if (link->state == TSR_ICI_STATE_TRAINING && link->train_deadline) {
+        d = link->train_deadline;
+    }
+    if (link->state == TSR_ICI_STATE_UP && link->rto_deadline &&
+        link->rto_deadline < d) {
+        d = link->rto_deadline;
+    }
+    if (link->wlen && link->hold_until && link->hold_until < d) {
+        d = link->hold_until;
+    }
+    return d;
+}
+
+void tsr_link_get_counters(const TsrLink *link, TsrLinkCounters *c)
+{
+    *c = link->cnt;
+}
+
+void tsr_link_set_faults(TsrLink *link, const TsrLinkFaults *faults)
+{
+    if (faults->seed != link->faults.seed) {
+        link->rng = faults->seed;
+    }
+    link->faults = *faults;
+}
+
+void tsr_link_get_faults(const TsrLink *link, TsrLinkFaults *faults)
+{
+    *faults = link->faults;
+}

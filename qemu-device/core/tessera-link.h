@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Tessera ICI link layer: one end of one link, in plain C.
+ *
+ * The socket under a link is reliable; the modeled link is not.  After
+ * PCIe's data link layer and InfiniBand's reliable connections, this layer
+ * turns a byte stream that may lose, corrupt or delay frames (faults are
+ * injected here, deterministically) into an ordered, exactly-once stream
+ * of payloads on two virtual channels:
+ *
+ * - training: both ends exchange slice id, coordinates and port, and a
+ *   link whose peer is not the neighbour this port faces stays down;
+ * - frames carry a sequence number, a CRC32C of header and payload, the
+ *   cumulative acknowledgement and the credits of the other direction;
+ * - the receiver takes frames in order only, discards duplicates, and asks
+ *   for a resend (NAK) at the first gap or corrupt frame;
+ * - the sender keeps every unacknowledged frame in a replay buffer and
+ *   goes back to the oldest on a NAK or when the retransmit timer fires;
+ *   after too many timeouts without progress the link goes down;
+ * - credits: a receiver whose user is slow holds frames and grants no
+ *   more; the sender waits (a credit stall) and never overruns it.
+ *
+ * No I/O and no threads: the owner feeds received bytes in, drains the
+ * bytes to send through a callback, and calls tsr_link_poll() by the
+ * deadline tsr_link_deadline() gives.  Times are the owner's nanoseconds.
+ * Calls on one link must not overlap.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#ifndef TESSERA_LINK_H
+#define TESSERA_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drm/tessera_chip.h"
+
+typedef struct TsrLink TsrLink;
+
+/* CRC32C (Castagnoli), as in iSCSI and ext4: check value 0xe3069283. */
+uint32_t tsr_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* Who is at one end of a link. */
+typedef struct TsrLinkId {
+    uint32_t slice_id;
+    uint8_t coords[TSR_ICI_MAX_DIMS];
+    uint8_t port;
+} TsrLinkId;
+
+typedef struct TsrLinkConfig {
+    TsrLinkId self;
+    /* The peer this port must face; anything else is refused. */
+    TsrLinkId peer;
+    /* Frames sent and not yet acknowledged, a power of two <= 1024. */
+    unsigned int window;
+    /* Frames per virtual channel the receiver holds for a slow user. */
+    unsigned int rx_slots;
+    /* Frames per virtual channel queued for sending. */
+    unsigned int tx_slots;
+    /* Resend what is unacknowledged after this long without progress. */
+    uint64_t retransmit_ns;
+    /* Timeouts in a row after which the link goes down. */
+    unsigned int retry_limit;
+    /* First sequence number sent (tests start near the wrap). */
+    uint32_t isn;
+} TsrLinkConfig;
+
+typedef struct TsrLinkOps {
+    /*
+     * Send wire bytes; return how many were taken (0 to @len).  The link
+     * keeps the rest for its next call, after tsr_link_flush().
+     */
+    size_t (*wire_write)(void *opaque, const void *buf, size_t len);
+    /*
+     * A payload arrived, in order, on virtual channel @vc.  Return false
+     * if it cannot be taken now: the link holds it, stops granting credit
+     * on @vc, and offers it again from tsr_link_rx_ready().
+     */
+    bool (*deliver)(void *opaque, unsigned int vc, const void *payload,
+                    size_t len);
+    /* The link changed state (enum tsr_ici_state). */
+    void (*state_changed)(void *opaque, uint32_t state);
+} TsrLinkOps;
+
+/* Per-link counters; the chip exports them per port. */
+typedef struct TsrLinkCounters {
+    uint64_t frames_tx;
+    uint64_t frames_rx;
+    uint64_t bytes_tx;          /* wire bytes, resent frames included */
+    uint64_t bytes_rx;
+    uint64_t crc_errors;        /* frames (or bytes before a frame) refused */
+    uint64_t seq_errors;        /* DATA frames out of order or duplicated */
+    uint64_t naks;              /* NAKs received: resends asked for */
+    uint64_t replays;           /* DATA frames sent more than once */
+    uint64_t timeouts;          /* retransmit timer expiries */
+    uint64_t credit_stalls;     /* times a frame waited for credit */
+    uint64_t link_downs;
+    uint64_t protocol_errors;   /* frames no correct peer would send */
+} TsrLinkCounters;
+
+/*
+ * Injected faults, applied to the frames this end sends.  Counts apply to
+ * the next frames; rates (per million frames) draw from a generator seeded
+ * with @seed, so that a run repeats exactly.
+ */
+typedef struct TsrLinkFaults {
+    uint32_t drop_next;         /* lose the next N frames */
+    uint32_t drop_ppm;
+    uint32_t corrupt_next;      /* flip one bit in each of the next N */
+    uint32_t corrupt_ppm;
+    uint32_t drop_acks_next;    /* lose the next N ACK frames */
+    uint64_t delay_ns;          /* hold the wire this long, once */
+    uint64_t seed;
+} TsrLinkFaults;
+
+TsrLink *tsr_link_new(const TsrLinkConfig *cfg, const TsrLinkOps *ops,
+                      void *opaque);
+void tsr_link_free(TsrLink *link);
+
+/* The byte stream is there (socket connected): train. */
+void tsr_link_connected(TsrLink *link, uint64_t now);
+/* The byte stream is gone; frames in flight stay for the next training. */
+void tsr_link_disconnected(TsrLink *link);
+/* Train again, keeping what is in flight (the port's RETRAIN control). */
+void tsr_link_retrain(TsrLink *link, uint64_t now);
+/* Take the link down until retrained (the port's DOWN control). */
+void tsr_link_down(TsrLink *link);
+uint32_t tsr_link_state(const TsrLink *link);
+/* The peer's identity, once it has trained (MISWIRED: whom it claims). */
+bool tsr_link_peer(const TsrLink *link, TsrLinkId *peer);
+
+/* Bytes from the wire, in any pieces. */
+void tsr_link_receive(TsrLink *link, const void *buf, size_t len,
+                      uint64_t now);
+
+/*
+ * Queue a payload of at most TSR_ICI_MAX_PAYLOAD bytes on virtual channel
+ * @vc.  Returns 0, or -1 when that channel's queue is full (try again
+ * after the link has sent some) or the link is not up.
+ */
+int tsr_link_send(TsrLink *link, unsigned int vc, const void *payload,
+                  size_t len, uint64_t now);
+/* Whether tsr_link_send() would take a payload on @vc now. */
+bool tsr_link_can_send(const TsrLink *link, unsigned int vc);
+/* Payloads queued or unacknowledged. */
+unsigned int tsr_link_pending(const TsrLink *link);
+
+/* The user can take held payloads again. */
+void tsr_link_rx_ready(TsrLink *link, uint64_t now);
+/* The wire can take bytes again: send what is waiting. */
+void tsr_link_flush(TsrLink *link, uint64_t now);
+/* Timers: call at or after tsr_link_deadline(). */
+void tsr_link_poll(TsrLink *link, uint64_t now);
+/* When tsr_link_poll() is next needed; UINT64_MAX if not. */
+uint64_t tsr_link_deadline(const TsrLink *link);
+
+void tsr_link_get_counters(const TsrLink *link, TsrLinkCounters *c);
+void tsr_link_set_faults(TsrLink *link, const TsrLinkFaults *faults);
+void tsr_link_get_faults(const TsrLink *link, TsrLinkFaults *faults);
+
+#endif /* TESSERA_LINK_H */

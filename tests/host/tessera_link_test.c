@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The ICI link layer on the host: two ends joined by an in-memory wire
+ * that can also misbehave (duplicate, reorder, black-hole), on a simulated
+ * clock.  Every test sends streams of payloads with a known pattern both
+ * ways and checks that what arrives is exactly what was sent.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include "tessera-link.h"
+
+#define WIRE_CAP	(256 * 1024)
+#define LOG_CAP		(64 * 1024 * 1024)
+#define RTO_NS		100000ull	/* 100 us */
+
+struct end {
+	TsrLink *link;
+	struct end *peer;
+	/* Bytes written by this end, on their way to the peer. */
+	uint8_t *wire;
+	size_t wire_len;
+	size_t write_limit;	/* per call; 0 means no limit */
+	bool blackhole;		/* the wire loses everything */
+	/* What arrived, per virtual channel, and how many payloads. */
+	uint8_t *log[TSR_ICI_VCS];
+	size_t log_len[TSR_ICI_VCS];
+	unsigned int delivered;
+	bool refuse;
+	uint32_t states[16];
+	unsigned int nstates;
+	/* What was sent, per virtual channel, to compare with. */
+	uint8_t *sent[TSR_ICI_VCS];
+	size_t sent_len[TSR_ICI_VCS];
+	uint64_t pattern;
+};
+
+static size_t end_write(void *opaque, const void *buf, size_t len)
+{
+	struct end *e = opaque;
+	size_t room = WIRE_CAP - e->wire_len;
+
+	if (e->write_limit && len > e->write_limit)
+		len = e->write_limit;
+	if (len > room)
+		len = room;
+	if (!e->blackhole)
+		memcpy(e->wire + e->wire_len, buf, len);
+	e->wire_len += e->blackhole ? 0 : len;
+	return len;
+}
+
+static bool end_deliver(void *opaque, unsigned int vc, const void *payload,
+			size_t len)
+{
+	struct end *e = opaque;
+
+	if (e->refuse)
+		return false;
+	memcpy(e->log[vc] + e->log_len[vc], payload, len);
+	e->log_len[vc] += len;
+	e->delivered++;
+	return true;
+}
+
+static void end_state(void *opaque, uint32_t state)
+{
+	struct end *e = opaque;
+
+	if (e->nstates < 16)
+		e->states[e->nstates++] = state;
+}
+
+static const TsrLinkOps end_ops = {
+	.wire_write = end_write,
+	.deliver = end_deliver,
+	.state_changed = end_state,
+};
+
+FIXTURE(link) {
+	struct end a, b;
+	uint64_t now;
+	TsrLinkConfig ca, cb;
+	/* Payloads exchange() has queued and must see arrive, per end. */
+	unsigned int queued[2], target[2];
+};
+
+static void config(TsrLinkConfig *c, uint8_t x, uint8_t port, uint8_t px,
+		   uint8_t pport)
+{
+	*c = (TsrLinkConfig){
+		.self = { .slice_id = 7, .coords = { x, 0, 0 }, .port = port },
+		.peer = { .slice_id = 7, .coords = { px, 0, 0 }, .port = pport },
+		.window = 64, .rx_slots = 16, .tx_slots = 32,
+		.retransmit_ns = RTO_NS, .retry_limit = 8,
+	};
+}
+
+static void end_init(struct end *e, struct end *peer)
+{
+	unsigned int vc;
+
+	memset(e, 0, sizeof(*e));
+	e->peer = peer;
+	e->wire = malloc(WIRE_CAP);
+	for (vc = 0; vc < TSR_ICI_VCS; vc++) {
+		e->log[vc] = malloc(LOG_CAP);
+		e->sent[vc] = malloc(LOG_CAP);
+	}
+}
+
+static void end_fini(struct end *e)
+{
+	unsigned int vc;
+
+	tsr_link_free(e->link);
+	free(e->wire);
+	for (vc = 0; vc < TSR_ICI_VCS; vc++) {
+		free(e->log[vc]);
+		free(e->sent[vc]);
+	}
+}
+
+FIXTURE_SETUP(link)
+{
+	end_init(&self->a, &self->b);
+	end_init(&self->b, &self->a);
+	/* Chip x=0's +x port faces chip x=1's -x port. */
+	config(&self->ca, 0, TSR_ICI_PORT(0, 0), 1, TSR_ICI_PORT(0, 1));
+	config(&self->cb, 1, TSR_ICI_PORT(0, 1), 0, TSR_ICI_PORT(0, 0));
+	self->a.pattern = 1;
+	self->b.pattern = 2;
+}
+
+FIXTURE_TEARDOWN(link)
+{
+	end_fini(&self->a);
+	end_fini(&self->b);
+}
+
+static void start(FIXTURE_DATA(link) *self)
+{
+	self->a.link = tsr_link_new(&self->ca, &end_ops, &self->a);
+	self->b.link = tsr_link_new(&self->cb, &end_ops, &self->b);
+	tsr_link_connected(self->a.link, self->now);
+	tsr_link_connected(self->b.link, self->now);
+}
+
+/* Move what @e wrote to its peer. */
+static void carry(FIXTURE_DATA(link) *self, struct end *e)
+{
+	size_t n = e->wire_len;
+
+	if (!n)
+		return;
+	e->wire_len = 0;
+	/* Into a copy: the peer's answer may refill e->wire. */
+	{
+		uint8_t *copy = malloc(n);
+
+		memcpy(copy, e->wire, n);
+		tsr_link_receive(e->peer->link, copy, n, self->now);
+		free(copy);
+	}
+	tsr_link_flush(e->link, self->now);
+}
+
+/* One step of the simulation: carry both ways, then run due timers. */
+static void step(FIXTURE_DATA(link) *self)
+{
+	uint64_t d;
+
+	carry(self, &self->a);
+	carry(self, &self->b);
+	self->now += 1000;
+	d = tsr_link_deadline(self->a.link);
+	if (self->now >= d)
+		tsr_link_poll(self->a.link, self->now);
+	d = tsr_link_deadline(self->b.link);
+	if (self->now >= d)
+		tsr_link_poll(self->b.link, self->now);
+}
+
+static bool both_up(FIXTURE_DATA(link) *self)
+{
+	return tsr_link_state(self->a.link) == TSR_ICI_STATE_UP &&
+	       tsr_link_state(self->b.link) == TSR_ICI_STATE_UP;
+}
+
+static bool train(FIXTURE_DATA(link) *self)
+{
+	int i;
+
+	start(self);
+	for (i = 0; i < 1000 && !both_up(self); i++)
+		step(self);
+	return both_up(self);
+}
+
+/* A payload of 1 to 4096 bytes from @e's pattern generator. */
+static size_t next_payload(struct end *e, uint8_t *buf)
+{
+	size_t len, i;
+
+	e->pattern = e->pattern * 6364136223846793005ull + 1442695040888963407ull;
+	len = 1 + (e->pattern >> 33) % TSR_ICI_MAX_PAYLOAD;
+	for (i = 0; i < len; i++)
+		buf[i] = (uint8_t)((e->pattern >> 40) + i * 131);
+	return len;
+}
+
+/*
+ * Send @count more payloads each way, alternating virtual channels, and
+ * run until everything queued so far has arrived and both wires are
+ * quiet (or @max_steps pass).  Returns whether that happened.
+ */
+static bool exchange(FIXTURE_DATA(link) *self, unsigned int count,
+		     unsigned int max_steps)
+{
+	struct end *ends[2] = { &self->a, &self->b };
+	unsigned int *queued = self->queued, k, s;
+	uint8_t buf[TSR_ICI_MAX_PAYLOAD];
+
+	self->target[0] += count;
+	self->target[1] += count;
+	for (s = 0; s < max_steps; s++) {
+		for (k = 0; k < 2; k++) {
+			struct end *e = ends[k];
+
+			while (queued[k] < self->target[k]) {
+				unsigned int vc = queued[k] % 2;
+				uint64_t saved = e->pattern;
+				size_t len = next_payload(e, buf);
+
+				if (tsr_link_send(e->link, vc, buf, len,
+						  self->now)) {
+					e->pattern = saved;
+					break;
+				}
+				memcpy(e->sent[vc] + e->sent_len[vc], buf, len);
+				e->sent_len[vc] += len;
+				queued[k]++;
+			}
+		}
+		if (self->b.delivered == self->target[0] &&
+		    self->a.delivered == self->target[1] &&
+		    !self->a.wire_len && !self->b.wire_len &&
+		    !tsr_link_pending(self->a.link) &&
+		    !tsr_link_pending(self->b.link))
+			return true;
+		step(self);
+	}
+	return false;
+}
+
+/* What each end received is exactly what the other sent. */
+static bool streams_match(FIXTURE_DATA(link) *self)
+{
+	unsigned int vc;
+
+	for (vc = 0; vc < TSR_ICI_VCS; vc++) {
+		if (self->a.sent_len[vc] != self->b.log_len[vc] ||
+		    memcmp(self->a.sent[vc], self->b.log[vc], self->a.sent_len[vc]) ||
+		    self->b.sent_len[vc] != self->a.log_len[vc] ||
+		    memcmp(self->b.sent[vc], self->a.log[vc], self->b.sent_len[vc]))
+			return false;
+	}
+	return true;
+}
+
+static TsrLinkCounters counters(struct end *e)
+{
+	TsrLinkCounters c;
+
+	tsr_link_get_counters(e->link, &c);
+	return c;
+}
+
+static void inject(struct end *e, const TsrLinkFaults *f)
+{
+	tsr_link_set_faults(e->link, f);
+}
+
+TEST(crc32c_check_value)
+{
+	EXPECT_EQ(0xe3069283u, tsr_crc32c(0, "123456789", 9));
+	EXPECT_EQ(0u, tsr_crc32c(0, "", 0));
+}
+
+TEST_F(link, trains_and_carries_streams_both_ways)
+{
+	TsrLinkCounters a, b;
+	TsrLinkId peer;
+
+	ASSERT_TRUE(train(self));
+	ASSERT_TRUE(tsr_link_peer(self->a.link, &peer));
+	EXPECT_EQ(1, peer.coords[0]);
+	EXPECT_EQ(TSR_ICI_PORT(0, 1), peer.port);
+	ASSERT_TRUE(exchange(self, 2000, 200000));
+	EXPECT_TRUE(streams_match(self));
+	a = counters(&self->a);
+	b = counters(&self->b);
+	EXPECT_EQ(0, a.crc_errors + a.seq_errors + a.naks + a.replays +
+		     a.timeouts + a.link_downs + a.protocol_errors);
+	EXPECT_EQ(0, b.crc_errors + b.seq_errors + b.naks + b.replays +
+		     b.timeouts + b.link_downs + b.protocol_errors);
+	EXPECT_LT(2000, a.frames_tx);
+	EXPECT_EQ(a.frames_tx, b.frames_rx);
+	EXPECT_EQ(a.bytes_tx, b.bytes_rx);
+}
+
+TEST_F(link, a_dropped_frame_is_asked_for_again_and_resent)
+{
+	TsrLinkFaults f = { .drop_next = 1 };
+	TsrLinkCounters a, b;
+
+	ASSERT_TRUE(train(self));
+	inject(&self->a, &f);
+	ASSERT_TRUE(exchange(self, 300, 100000));
+	EXPECT_TRUE(streams_match(self));
+	a = counters(&self->a);
+	b = counters(&self->b);
+	EXPECT_LE(1, b.seq_errors);
+	EXPECT_EQ(1, a.naks);
+	EXPECT_LE(1, a.replays);
+	EXPECT_EQ(0, b.crc_errors);
+	EXPECT_EQ(0, a.timeouts);
+}
+
+TEST_F(link, a_corrupt_frame_is_refused_and_resent)
+{
+	TsrLinkFaults f = { .corrupt_next = 1, .seed = 3 };
+	TsrLinkCounters a, b;
+
+	ASSERT_TRUE(train(self));
+	inject(&self->a, &f);
+	ASSERT_TRUE(exchange(self, 300, 100000));
+	EXPECT_TRUE(streams_match(self));
+	a = counters(&self->a);
+	b = counters(&self->b);
+	EXPECT_EQ(1, b.crc_errors);
+	EXPECT_EQ(1, a.naks);
+	EXPECT_LE(1, a.replays);
+}
+
+TEST_F(link, random_drops_and_corruption_lose_nothing_and_repeat_exactly)
+{
+	TsrLinkFaults f = { .drop_ppm = 1000, .corrupt_ppm = 1000, .seed = 42 };
+	TsrLinkCounters first, again;
+
+	ASSERT_TRUE(train(self));
+	inject(&self->a, &f);
+	inject(&self->b, &f);
+	ASSERT_TRUE(exchange(self, 10000, 2000000));
+	EXPECT_TRUE(streams_match(self));
+	first = counters(&self->b);
+	EXPECT_LT(0, first.crc_errors);
+	EXPECT_LT(0, first.seq_errors);
+	EXPECT_LT(0, counters(&self->a).replays);
+
+	/* The same seed, the same run: the same counters. */
+	end_fini(&self->a);
+	end_fini(&self->b);
+	end_init(&self->a, &self->b);
+	end_init(&self->b, &self->a);
+	self->a.pattern = 1;
+	self->b.pattern = 2;
+	self->now = 0;
+	memset(self->queued, 0, sizeof(self->queued));
+	memset(self->target, 0, sizeof(self->target));
+	ASSERT_TRUE(train(self));
+	inject(&self->a, &f);
+	inject(&self->b, &f);
+	ASSERT_TRUE(exchange(self, 10000, 2000000));
+	again = counters(&self->b);
+	EXPECT_EQ(0, memcmp(&first, &again, sizeof(first)));
+}
+
+TEST_F(link, lost_acks_are_covered_by_the_retransmit_timer)
+{
+	TsrLinkFaults f = { .drop_acks_next = 3 };
+	uint8_t buf[100] = { 1 };
+	TsrLinkCounters a, b;
+	int i;
+
+	ASSERT_TRUE(train(self));
+	/* One way only, so that acknowledgements travel in ACK frames. */
+	inject(&self->b, &f);
+	for (i = 0; i < 5; i++) {
+		ASSERT_EQ(0, tsr_link_send(self->a.link, 0, buf, sizeof(buf),
+					   self->now));
+		memcpy(self->a.sent[0] + self->a.sent_len[0], buf, sizeof(buf));
+		self->a.sent_len[0] += sizeof(buf);
+	}
+	for (i = 0; i < 2000 && tsr_link_pending(self->a.link); i++)
+		step(self);
+	EXPECT_EQ(0, tsr_link_pending(self->a.link));
+	EXPECT_TRUE(streams_match(self));
+	a = counters(&self->a);
+	b = counters(&self->b);
+	EXPECT_LE(1, a.timeouts);
+	EXPECT_GE(self->ca.retry_limit, a.timeouts);
+	EXPECT_LE(5, a.replays);
+	/* The resent frames were duplicates there, and discarded. */
+	EXPECT_LE(5, b.seq_errors);
+	EXPECT_EQ(5, self->b.delivered);
+	EXPECT_EQ(TSR_ICI_STATE_UP, tsr_link_state(self->a.link));
+}
+
+/* Frame boundaries in a wire buffer (the test knows the format). */
+static size_t frame_len(const uint8_t *p)
+{
+	const struct tsr_ici_frame_hdr *h = (const void *)p;
+
+	return sizeof(*h) + (h->len ? h->len + 4 : 0);
+}
+
+TEST_F(link, duplicated_and_reordered_frames_are_put_right)
+{
+	uint8_t buf[64] = { 9 }, *w = self->a.wire, tmp[WIRE_CAP];
+	TsrLinkCounters b;
+	size_t l0, l1;
+	int i;
+
+	ASSERT_TRUE(train(self));
+	for (i = 0; i < 3; i++) {
+		buf[1] = i;
+		ASSERT_EQ(0, tsr_link_send(self->a.link, 0, buf, sizeof(buf),
+					   self->now));
+		memcpy(self->a.sent[0] + self->a.sent_len[0], buf, sizeof(buf));
+		self->a.sent_len[0] += sizeof(buf);
+	}
+	/* Three DATA frames on the wire: swap the first two, repeat one. */
+	l0 = frame_len(w);
+	l1 = frame_len(w + l0);
+	memcpy(tmp, w + l0, l1);
+	memcpy(tmp + l1, w, l0);
+	memcpy(tmp + l0 + l1, w + l0 + l1, self->a.wire_len - l0 - l1);
+	memcpy(tmp + self->a.wire_len, w + l0 + l1, frame_len(w + l0 + l1));
+	self->a.wire_len += frame_len(w + l0 + l1);
+	memcpy(w, tmp, self->a.wire_len);
+
+	for (i = 0; i < 1000 && tsr_link_pending(self->a.link); i++)
+		step(self);
+	EXPECT_EQ(0, tsr_link_pending(self->a.link));
+	EXPECT_TRUE(streams_match(self));
+	EXPECT_EQ(3, self->b.delivered);
+	b = counters(&self->b);
+	EXPECT_LE(2, b.seq_errors);
+	EXPECT_EQ(0, b.protocol_errors);
+}
+
+TEST_F(link, a_slow_receiver_stalls_the_sender_without_losing_anything)
+{
+	TsrLinkCounters a, b;
+
+	ASSERT_TRUE(train(self));
+	self->b.refuse = true;
+	/* Far more than the receiver's 16 slots per channel. */
+	EXPECT_FALSE(exchange(self, 200, 3000));
+	a = counters(&self->a);
+	EXPECT_LE(1, a.credit_stalls);
+	EXPECT_EQ(0, self->b.delivered);
+	/* Holding frames, the receiver asked for none again. */
+	EXPECT_EQ(0, counters(&self->a).replays);
+	self->b.refuse = false;
+	tsr_link_rx_ready(self->b.link, self->now);
+	ASSERT_TRUE(exchange(self, 0, 200000));
+	EXPECT_EQ(200, self->b.delivered);
+	EXPECT_TRUE(streams_match(self));
+	b = counters(&self->b);
+	EXPECT_EQ(0, b.protocol_errors);
+	EXPECT_EQ(0, counters(&self->a).replays);
+}
+
+TEST_F(link, sequence_numbers_wrap)
+{
+	self->ca.isn = 0xffffff00u;
+	self->cb.isn = 0xfffffff0u;
+	ASSERT_TRUE(train(self));
+	ASSERT_TRUE(exchange(self, 1000, 200000));
+	EXPECT_TRUE(streams_match(self));
+	EXPECT_EQ(0, counters(&self->b).seq_errors);
+}
+
+TEST_F(link, too_many_timeouts_take_the_link_down)
+{
+	uint8_t buf[32] = { 0 };
+	TsrLinkCounters a;
+	int i;
+
+	ASSERT_TRUE(train(self));
+	self->b.blackhole = true;	/* no ACK ever comes back */
+	ASSERT_EQ(0, tsr_link_send(self->a.link, 0, buf, sizeof(buf), self->now));
+	for (i = 0; i < 100000 &&
+	     tsr_link_state(self->a.link) == TSR_ICI_STATE_UP; i++)
+		step(self);
+	EXPECT_EQ(TSR_ICI_STATE_DOWN, tsr_link_state(self->a.link));
+	a = counters(&self->a);
+	EXPECT_EQ(self->ca.retry_limit + 1, a.timeouts);
+	EXPECT_EQ(1, a.link_downs);
+	EXPECT_EQ(TSR_ICI_STATE_DOWN, self->a.states[self->a.nstates - 1]);
+	/* Nothing was lost: retrained, the link delivers what waited. */
+	self->b.blackhole = false;
+	tsr_link_retrain(self->a.link, self->now);
+	for (i = 0; i < 10000 && tsr_link_pending(self->a.link); i++)
+		step(self);
+	EXPECT_EQ(0, tsr_link_pending(self->a.link));
+	EXPECT_EQ(1, self->b.delivered);
+}
+
+TEST_F(link, retraining_mid_stream_neither_loses_nor_repeats)
+{
+	int i;
+
+	ASSERT_TRUE(train(self));
+	ASSERT_TRUE(exchange(self, 100, 100000));
+	/* Frames in flight both ways when one end retrains. */
+	EXPECT_FALSE(exchange(self, 100, 3));
+	tsr_link_retrain(self->a.link, self->now);
+	EXPECT_EQ(TSR_ICI_STATE_TRAINING, tsr_link_state(self->a.link));
+	for (i = 0; i < 1000 && !both_up(self); i++)
+		step(self);
+	ASSERT_TRUE(both_up(self));
+	ASSERT_TRUE(exchange(self, 0, 200000));
+	EXPECT_EQ(200, self->a.delivered);
+	EXPECT_EQ(200, self->b.delivered);
+	EXPECT_TRUE(streams_match(self));
+}
+
+TEST_F(link, a_peer_that_is_not_the_neighbour_is_refused)
+{
+	/* b claims to be chip 2: a expects chip 1 on its +x port. */
+	self->cb.self.coords[0] = 2;
+	self->cb.peer.coords[0] = 0;
+	start(self);
+	for (int i = 0; i < 100; i++)
+		step(self);
+	EXPECT_EQ(TSR_ICI_STATE_MISWIRED, tsr_link_state(self->a.link));
+	/* b hears the chip it expects, but never an answer to its TRAIN. */
+	EXPECT_EQ(TSR_ICI_STATE_TRAINING, tsr_link_state(self->b.link));
+}
+
+TEST_F(link, a_peer_of_another_slice_is_foreign)
+{
+	self->cb.self.slice_id = 8;
+	self->cb.peer.slice_id = 8;
+	start(self);
+	for (int i = 0; i < 100; i++)
+		step(self);
+	EXPECT_EQ(TSR_ICI_STATE_FOREIGN, tsr_link_state(self->a.link));
+	EXPECT_EQ(TSR_ICI_STATE_FOREIGN, tsr_link_state(self->b.link));
+}
+
+TEST_F(link, garbage_on_the_wire_is_skipped_and_the_stream_goes_on)
+{
+	uint8_t junk[10000];
+	unsigned int i;
+
+	ASSERT_TRUE(train(self));
+	srand(5);
+	for (i = 0; i < sizeof(junk); i++)
+		junk[i] = rand();
+	tsr_link_receive(self->b.link, junk, sizeof(junk), self->now);
+	EXPECT_LE(1, counters(&self->b).crc_errors);
+	ASSERT_TRUE(exchange(self, 200, 100000));
+	EXPECT_TRUE(streams_match(self));
+}
+
+TEST_F(link, frames_in_small_pieces_and_a_delayed_wire_arrive_whole)
+{
+	TsrLinkFaults f = { .delay_ns = 50 * RTO_NS };
+
+	ASSERT_TRUE(train(self));
+	self->a.write_limit = 7;
+	self->b.write_limit = 13;
+	inject(&self->a, &f);
+	ASSERT_TRUE(exchange(self, 200, 2000000));
+	EXPECT_TRUE(streams_match(self));
+}
+
+TEST_HARNESS_MAIN
