@@ -78,7 +78,8 @@ HOST_TESTS := $(patsubst tests/host/%.c,$(B)/tests/host/%,$(wildcard tests/host/
 CORE_TESTS := $(filter $(B)/tests/host/tessera_%,$(HOST_TESTS))
 VM_TESTS := $(patsubst tests/vm/%.c,$(B)/tests/vm/%,$(wildcard tests/vm/*_test.c))
 SAMPLES := $(patsubst tools/samples/%.c,$(B)/bin/%,$(wildcard tools/samples/*.c))
-# Command-line tools written in C, one directory each: tools/<name>/<name>.c.
+# Command-line tools written in C, one directory each: tools/<name>/<name>.c
+# and the other .c files beside it.
 TOOLS := $(patsubst tools/%/,$(B)/bin/%,$(dir $(wildcard tools/*/tessera-*.c)))
 BENCHES := $(patsubst tests/bench/%.c,$(B)/bench/%,$(wildcard tests/bench/*.c))
 GUEST_BENCHES := $(patsubst tests/bench/vm/%.c,$(B)/bench/vm/%,$(wildcard tests/bench/vm/*.c))
@@ -223,8 +224,11 @@ $(filter-out %/libaccel_ops_test,$(filter $(B)/tests/host/libaccel_%,$(HOST_TEST
 $(B)/tests/vm/%_test: tests/vm/%_test.c tests/vm/tessera_util.h tests/vm/libaccel_util.h $(LIBACCEL_SO) \
 		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(LIBACCEL_CFLAGS) $(JSONC_CFLAGS) -o $@ $< \
-		-L$(B)/lib -laccel $(DRM_LIBS) $(JSONC_LIBS) -lm
+	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(LIBACCEL_CFLAGS) $(JSONC_CFLAGS) -o $@ \
+		$(filter %.c,$^) -L$(B)/lib -laccel $(DRM_LIBS) $(JSONC_LIBS) -lm
+
+# The fuzzer's parts are compiled with it.
+$(B)/tests/vm/tessera_fuzz_test: $(wildcard tests/vm/fuzz/*.[ch])
 
 # Benchmarks and helper programs that run in the guest, on the raw uapi.
 $(B)/bench/vm/%: tests/bench/vm/%.c tests/vm/tessera_util.h $(USER_HEADERS) $(DEPS_STAMP)
@@ -264,9 +268,9 @@ $(B)/bin/%: tools/samples/%.c $(wildcard tools/samples/*.h) $(LIBACCEL_SO) $(USE
 tools: $(TOOLS)
 
 .SECONDEXPANSION:
-$(TOOLS): $(B)/bin/%: tools/%/$$*.c $(LIBACCEL_SO) $(USER_HEADERS)
+$(TOOLS): $(B)/bin/%: tools/%/$$*.c $$(wildcard tools/$$*/*.[ch]) $(LIBACCEL_SO) $(USER_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) $(JSONC_CFLAGS) -o $@ $< \
+	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) $(JSONC_CFLAGS) -o $@ $(filter %.c,$^) \
 		-L$(B)/lib -laccel $(JSONC_LIBS) -lm
 
 # ---------------------------------------------------------------- guest

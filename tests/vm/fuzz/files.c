@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The fuzzer's files: two on one chip and, when the VM has a second chip,
+ * one on it.  Each is closed and reopened now and then; PRIME passes
+ * buffers between them as dma-bufs.
+ */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+
+/* ---------------------------------------------------------- the files */
+
+void open_file(struct fuzz *fz, struct fuzz_file *f)
+{
+	struct drm_tessera_info *info = (void *)fz->arg;
+	const char *node = f->node;
+
+	memset(f, 0, sizeof(*f));
+	f->node = node;
+	f->fd = open(node, O_RDWR | O_CLOEXEC);
+	if (f->fd < 0) {
+		violation(fz, "open %s: %s", node, strerror(errno));
+		return;
+	}
+	memset(info, 0, sizeof(*info));
+	if (ioctl(f->fd, DRM_IOCTL_TESSERA_GET_INFO, info)) {
+		violation(fz, "GET_INFO on a new file: %s", strerror(errno));
+		return;
+	}
+	f->context_id = info->context_id;
+	f->num_queues = info->num_queues;
+	f->hbm_size = info->hbm_size;
+}
+
+/* Close a file with whatever it holds; its mappings outlive it a while. */
+void close_file(struct fuzz *fz, struct fuzz_file *f)
+{
+	while (f->nbo) {
+		struct fuzz_bo *bo = &f->bo[f->nbo - 1];
+
+		if (bo->map && one_in(fz, 4))
+			keep_zombie(fz, bo->map, bo->size, PROT_READ | PROT_WRITE);
+		else if (bo->map)
+			munmap(bo->map, bo->size);
+		f->nbo--;
+	}
+	close(f->fd);
+}
+
+void op_reopen(struct fuzz *fz, struct fuzz_file *f)
+{
+	struct fuzz_record *r;
+
+	r = record_start(fz, f, OP_REOPEN, 0, fz->arg, 0);
+	close_file(fz, f);
+	open_file(fz, f);
+	record_end(fz, r, OP_REOPEN, 0);
+}
+
+/* -------------------------------------------------------------- PRIME */
+
+static struct fuzz_dmabuf *find_dmabuf(struct fuzz *fz, int fd)
+{
+	unsigned int i;
+
+	for (i = 0; i < fz->ndmabuf; i++)
+		if (fz->dmabuf[i].fd == fd)
+			return &fz->dmabuf[i];
+	return NULL;
+}
+
+void forget_dmabuf(struct fuzz *fz, struct fuzz_dmabuf *d)
+{
+	close(d->fd);
+	*d = fz->dmabuf[--fz->ndmabuf];
+}
+
+static void add_dmabuf(struct fuzz *fz, int fd, const struct fuzz_bo *bo)
+{
+	struct fuzz_dmabuf *d;
+
+	if (fz->ndmabuf == FUZZ_DMABUFS)
+		forget_dmabuf(fz, &fz->dmabuf[below(fz, FUZZ_DMABUFS)]);
+	d = &fz->dmabuf[fz->ndmabuf++];
+	*d = (struct fuzz_dmabuf) {
+		.fd = fd, .obj = bo->obj, .size = bo->size, .cmd = bo->cmd,
+	};
+}
+
+void op_prime_handle_to_fd(struct fuzz *fz, struct fuzz_file *f)
+{
+	struct drm_prime_handle *a = (void *)fz->arg;
+	struct fuzz_bo *bo = pick_bo(fz, f);
+	bool valid;
+	int err;
+
+	memset(a, 0, sizeof(*a));
+	a->handle = bo ? bo->handle : stale_handle(fz, f);
+	a->flags = DRM_CLOEXEC | (one_in(fz, 2) ? DRM_RDWR : 0);
+	a->fd = -1;
+	valid = !mutate(fz, f, OP_PRIME_HANDLE_TO_FD, a);
+	bo = find_bo(f, a->handle);
+	err = fuzz_ioctl(fz, f, OP_PRIME_HANDLE_TO_FD, a,
+			 valid && bo && !bo->hbm);
+	if (valid && fz->out_ok && bo && bo->hbm && err != EOPNOTSUPP)
+		violation(fz, "PRIME export of HBM handle %u: %s, not EOPNOTSUPP",
+			  a->handle, err ? strerror(err) : "success");
+	if (err)
+		return;
+	if (!bo || bo->hbm) {
+		violation(fz, "PRIME export of handle %u succeeded: %s",
+			  a->handle, bo ? "an HBM buffer" : "no such handle");
+		close(a->fd);
+		return;
+	}
+	add_dmabuf(fz, a->fd, bo);
+}
+
+/* Import a dma-buf into @f: the handle is the one @f holds for it, or new. */
+void op_prime_fd_to_handle(struct fuzz *fz, struct fuzz_file *f)
+{
+	struct drm_prime_handle *a = (void *)fz->arg;
+	struct fuzz_dmabuf *d = fz->ndmabuf ? &fz->dmabuf[below(fz, fz->ndmabuf)] :
+					      NULL;
+	struct fuzz_bo *held = NULL;
+	unsigned int i;
+	bool valid;
+
+	make_room(fz, f, FUZZ_BO_MAX);
+	memset(a, 0, sizeof(*a));
+	a->fd = d ? d->fd : fz->null_fd;
+	valid = d && !mutate(fz, f, OP_PRIME_FD_TO_HANDLE, a);
+	d = find_dmabuf(fz, a->fd);
+	if (fuzz_ioctl(fz, f, OP_PRIME_FD_TO_HANDLE, a, valid))
+		return;
+	if (!d) {
+		violation(fz, "PRIME import of fd %d, not a dma-buf of ours, gave handle %u",
+			  a->fd, a->handle);
+		return;
+	}
+	for (i = 0; i < f->nbo; i++)
+		if (f->bo[i].obj == d->obj)
+			held = &f->bo[i];
+	if (held && held->handle != a->handle)
+		violation(fz, "PRIME import of a buffer file %u holds as %u gave handle %u",
+			  (unsigned int)(f - fz->file), held->handle, a->handle);
+	if (!held)
+		add_bo(fz, f, a->handle, d->obj, false, d->cmd, d->size);
+}

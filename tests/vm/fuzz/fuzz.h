@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The ioctl fuzzer's state, shared by its parts (tessera_fuzz_test.c says
+ * what it does): the pools of what each file holds, the flight recorder,
+ * the table of calls, and the functions the parts call in each other.
+ */
+#ifndef TESSERA_FUZZ_H
+#define TESSERA_FUZZ_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <drm/tessera_accel.h>
+#include <drm/tessera_chip.h>
+
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
+#define FUZZ_PAGE		4096ull
+#define FUZZ_FILES		3	/* two on ACCEL_NODE, one on OTHER_NODE */
+#define FUZZ_BOS		24	/* buffer handles a file holds at most */
+#define FUZZ_SYNCOBJS		12
+#define FUZZ_DMABUFS		6
+#define FUZZ_ZOMBIES		4	/* mappings kept past their handle */
+#define FUZZ_STALE		4	/* recently closed handles */
+/* Bytes of buffers a file holds, and the largest buffer that may succeed. */
+#define FUZZ_BO_BUDGET		(16ull << 20)
+#define FUZZ_BO_MAX		(TSR_LARGE_PAGE_SIZE + FUZZ_PAGE)
+#define FUZZ_WAIT_HANDLES	6
+#define FUZZ_MAX_ARG		176	/* largest ioctl argument recorded */
+#define FUZZ_EXTRA		192
+#define FUZZ_RECORDS		32	/* calls the flight recorder keeps */
+#define FUZZ_MAX_REPORTS	20
+#define FUZZ_HANGS		2	/* jobs left to hang until their timeout */
+
+/* What the fuzzer does: the ioctls, mmap() and the rest. */
+enum fuzz_op {
+	OP_GET_INFO,
+	OP_PING,
+	OP_BO_CREATE,
+	OP_BO_INFO,
+	OP_SUBMIT,
+	OP_JOB_STATUS,
+	OP_GET_COUNTERS,
+	OP_GEM_CLOSE,
+	OP_SYNCOBJ_CREATE,
+	OP_SYNCOBJ_DESTROY,
+	OP_SYNCOBJ_WAIT,
+	OP_SYNCOBJ_TIMELINE_WAIT,
+	OP_SYNCOBJ_RESET,
+	OP_SYNCOBJ_SIGNAL,
+	OP_SYNCOBJ_TIMELINE_SIGNAL,
+	OP_SYNCOBJ_QUERY,
+	OP_PRIME_HANDLE_TO_FD,
+	OP_PRIME_FD_TO_HANDLE,
+	OP_MMAP,
+	OP_UNKNOWN_IOCTL,
+	OP_FDINFO,
+	OP_REOPEN,
+	OP_CHAOS,
+	OP_COUNT
+};
+
+struct fuzz_bo {
+	__u32 handle;
+	__u32 obj;		/* the fuzzer's name of the object */
+	__u64 size;		/* page-rounded */
+	__u64 mmap_offset;
+	__u64 device_va;
+	bool hbm;
+	bool cmd;		/* holds command streams; no job writes it */
+	void *map;		/* CPU mapping of a command buffer */
+};
+
+struct fuzz_syncobj {
+	__u32 handle;
+	bool fence;		/* holds a fence */
+	bool timeline;		/* the fence is a timeline point */
+	__u64 point;		/* the last timeline point added */
+};
+
+struct fuzz_file {
+	const char *node;
+	int fd;
+	__u32 context_id;
+	__u32 num_queues;
+	__u64 hbm_size;
+	struct fuzz_bo bo[FUZZ_BOS];
+	unsigned int nbo;
+	__u64 bo_bytes;
+	struct fuzz_syncobj so[FUZZ_SYNCOBJS];
+	unsigned int nso;
+	__u32 stale[FUZZ_STALE];
+	__u64 last_seq;
+	__u8 seq_queue[DRM_TESSERA_JOB_HISTORY];
+	bool banned;
+	struct drm_tessera_counters counters;	/* last seen on the device */
+};
+
+struct fuzz_dmabuf {
+	int fd;
+	__u32 obj;
+	__u64 size;
+	bool cmd;
+};
+
+struct fuzz_mapping {
+	void *addr;
+	size_t len;
+	int prot;
+};
+
+/* mmap() as the fuzzer records it. */
+struct fuzz_mmap_args {
+	__u64 offset;
+	__u64 length;
+	__u32 prot;
+	__u32 flags;
+	__u32 handle;
+};
+
+struct fuzz_stats {
+	__u64 calls;
+	__u64 ok;
+	__u64 ns;
+	__u64 max_ns;
+	__u32 errnos[EHWPOISON + 1];
+};
+
+struct fuzz_record {
+	__u32 call;
+	__u8 op;
+	__u8 file;
+	__u8 done;
+	__u8 arg_len;
+	int err;
+	unsigned long request;
+	__u8 arg[FUZZ_MAX_ARG];
+	char extra[FUZZ_EXTRA];
+};
+
+/*
+ * Shared with the harness's parent, so that a later test can print the
+ * calls that led to a crash of the fuzzing process.
+ */
+struct fuzz_recorder {
+	__u64 seed;
+	__u32 calls;
+	bool started;
+	bool finished;
+	struct fuzz_record rec[FUZZ_RECORDS];
+};
+
+struct fuzz {
+	__u64 rng;
+	__u32 call;
+	__u64 start;		/* of the current call */
+	struct fuzz_file file[FUZZ_FILES];
+	unsigned int nfiles;
+	struct fuzz_dmabuf dmabuf[FUZZ_DMABUFS];
+	unsigned int ndmabuf;
+	struct fuzz_mapping zombie[FUZZ_ZOMBIES];
+	unsigned int nzombie;
+	__u32 next_obj;
+	int null_fd;
+	__u8 *edge;		/* 8 readable bytes, then an inaccessible page */
+	__u8 *noaccess;
+	__u64 violations;
+	bool exact;		/* the fuzzer's own call: no mutation */
+	bool trace;		/* print every call */
+	bool reported[256];	/* undocumented fence errors reported */
+	unsigned int hangs;
+	char debugfs[320];	/* the device's debugfs directory, or "" */
+	bool debug_regs;	/* the chip's fault injection is there */
+	bool faulted;		/* a chip fault was injected */
+	bool irqs_dropped;	/* interrupts may have been lost */
+	/* The racer thread, and the first errno it did not expect. */
+	pthread_t racer;
+	bool stop;
+	__u64 race_calls;
+	const char *race_op;
+	int race_err;
+	bool out_ok;
+	struct fuzz_stats stats[OP_COUNT];
+	char extra[FUZZ_EXTRA];	/* what the current call points to */
+	/*
+	 * Arguments, and the arrays they point to: long enough for the
+	 * largest valid count, and followed by an inaccessible page.
+	 */
+	__u64 arg[2048];
+	struct drm_tessera_sync syncs[DRM_TESSERA_MAX_SYNCS + 1];
+	__u32 handles[DRM_TESSERA_MAX_BOS + 1];
+	__u64 points[DRM_TESSERA_MAX_BOS + 1];
+	struct drm_tessera_submit_bo bos[DRM_TESSERA_MAX_BOS + 1];
+};
+
+/* What a field of an argument holds: how to mutate it. */
+enum fuzz_kind {
+	FK_VAL,		/* any value */
+	FK_PTR,		/* user pointer */
+	FK_HANDLE,	/* GEM handle */
+	FK_SYNCOBJ,	/* syncobj handle */
+	FK_FD,		/* file descriptor */
+	FK_TIMEOUT,	/* absolute timeout: never far in the future */
+};
+
+struct fuzz_field {
+	const char *name;
+	unsigned short offset;
+	unsigned char size;
+	unsigned char kind;
+};
+
+/* A call the fuzzer makes: fuzz_ops[] in ops.c has one per enum fuzz_op. */
+struct fuzz_op_desc {
+	const char *name;
+	unsigned long request;		/* 0: not an ioctl */
+	unsigned int arg_size;
+	bool driver;			/* a tessera ioctl: its size may vary */
+	unsigned int weight;
+	const struct fuzz_field *fields;
+	const int *errnos;
+	void (*run)(struct fuzz *fz, struct fuzz_file *f);
+};
+
+/* mutate.c */
+__u64 splitmix64(__u64 *state);
+__u64 now_ns(void);
+__u64 rnd(struct fuzz *fz);
+__u64 below(struct fuzz *fz, __u64 n);
+bool one_in(struct fuzz *fz, unsigned int n);
+__u64 boundary(struct fuzz *fz);
+__u64 fuzz_value(struct fuzz *fz, __u64 valid);
+__u64 field_get(const void *arg, const struct fuzz_field *fl);
+void *bad_pointer(struct fuzz *fz);
+__u32 stale_handle(struct fuzz *fz, struct fuzz_file *f);
+__u64 fuzz_timeout(struct fuzz *fz);
+bool mutate(struct fuzz *fz, struct fuzz_file *f, enum fuzz_op op,
+	    void *arg);
+
+/* call.c */
+extern struct fuzz_recorder *recorder;
+void print_last_calls(unsigned int count);
+void violation(struct fuzz *fz, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+bool errno_allowed(const int *allowed, int err);
+struct fuzz_record *record_start(struct fuzz *fz, struct fuzz_file *f,
+				 enum fuzz_op op, unsigned long request,
+				 const void *arg, unsigned int size);
+void record_end(struct fuzz *fz, struct fuzz_record *r, enum fuzz_op op,
+		int err);
+int fuzz_ioctl(struct fuzz *fz, struct fuzz_file *f, enum fuzz_op op,
+	       void *arg, bool valid);
+
+/* ops.c */
+extern const struct fuzz_op_desc fuzz_ops[OP_COUNT];
+void fuzz_step(struct fuzz *fz);
+
+/* bo.c */
+struct fuzz_bo *find_bo(struct fuzz_file *f, __u32 handle);
+struct fuzz_bo *pick_bo(struct fuzz *fz, struct fuzz_file *f);
+struct fuzz_bo *pick_bo_role(struct fuzz *fz, struct fuzz_file *f,
+			     bool cmd);
+void keep_zombie(struct fuzz *fz, void *addr, size_t len, int prot);
+void make_room(struct fuzz *fz, struct fuzz_file *f, __u64 size);
+struct fuzz_bo *add_bo(struct fuzz *fz, struct fuzz_file *f,
+		       __u32 handle, __u32 obj, bool hbm, bool cmd,
+		       __u64 size);
+void op_bo_create(struct fuzz *fz, struct fuzz_file *f);
+void op_bo_info(struct fuzz *fz, struct fuzz_file *f);
+void op_gem_close(struct fuzz *fz, struct fuzz_file *f);
+void op_mmap(struct fuzz *fz, struct fuzz_file *f);
+
+/* syncobj.c */
+struct fuzz_syncobj *find_syncobj(struct fuzz_file *f, __u32 handle);
+struct fuzz_syncobj *pick_syncobj(struct fuzz *fz, struct fuzz_file *f);
+void op_syncobj_create(struct fuzz *fz, struct fuzz_file *f);
+void op_syncobj_destroy(struct fuzz *fz, struct fuzz_file *f);
+void op_syncobj_wait(struct fuzz *fz, struct fuzz_file *f);
+void op_syncobj_timeline_wait(struct fuzz *fz, struct fuzz_file *f);
+void op_syncobj_reset(struct fuzz *fz, struct fuzz_file *f);
+void op_syncobj_signal(struct fuzz *fz, struct fuzz_file *f);
+void op_syncobj_timeline_signal(struct fuzz *fz, struct fuzz_file *f);
+void op_syncobj_query(struct fuzz *fz, struct fuzz_file *f);
+
+/* files.c */
+void open_file(struct fuzz *fz, struct fuzz_file *f);
+void close_file(struct fuzz *fz, struct fuzz_file *f);
+void op_reopen(struct fuzz *fz, struct fuzz_file *f);
+void forget_dmabuf(struct fuzz *fz, struct fuzz_dmabuf *d);
+void op_prime_handle_to_fd(struct fuzz *fz, struct fuzz_file *f);
+void op_prime_fd_to_handle(struct fuzz *fz, struct fuzz_file *f);
+
+/* submit.c */
+void op_submit(struct fuzz *fz, struct fuzz_file *f);
+void op_job_status(struct fuzz *fz, struct fuzz_file *f);
+
+/* info.c */
+void op_get_info(struct fuzz *fz, struct fuzz_file *f);
+void op_ping(struct fuzz *fz, struct fuzz_file *f);
+void op_get_counters(struct fuzz *fz, struct fuzz_file *f);
+void op_unknown_ioctl(struct fuzz *fz, struct fuzz_file *f);
+void op_fdinfo(struct fuzz *fz, struct fuzz_file *f);
+
+/* chaos.c */
+int debugfs_write(const struct fuzz *fz, const char *knob,
+		  unsigned int value);
+void op_chaos(struct fuzz *fz, struct fuzz_file *f);
+void find_debugfs(struct fuzz *fz);
+
+/* racer.c */
+extern const int race_errnos[];
+int race_lookup(int fd, __u32 handle, bool submit, const char **name);
+void *racer(void *arg);
+
+#endif /* TESSERA_FUZZ_H */
