@@ -7,9 +7,11 @@
  * the HBM BAR, a worker thread per hardware queue, properties, reset and
  * tracing.  The chip's behaviour lives in the core.
  *
- * Interrupts raised by the core (from any thread) are collected in a
- * bitmap and delivered by a bottom half under the BQL, so that queue
- * workers never take the BQL and reset can wait for them.
+ * Queue workers never take the BQL, and nothing under the BQL waits for
+ * a worker: interrupts raised by the core (from any thread) are collected
+ * in a bitmap and delivered by a bottom half; the workers' DMA reaches RAM
+ * only, so it never re-enters a device; and a reset needs no drain, since
+ * the core itself cuts off the writes of the jobs a reset aborts.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -17,6 +19,7 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qemu/rcu.h"
 #include "qemu/thread.h"
 #include "qemu/units.h"
 #include "qapi/error.h"
@@ -25,6 +28,7 @@
 #include "hw/pci/pcie.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
 #include "qom/object.h"
 
 #include "drm/tessera_chip.h"
@@ -45,7 +49,6 @@ typedef struct TesseraWorker {
     QemuMutex lock;
     QemuCond cond;
     bool kicked;
-    bool busy;
     bool quit;
 } TesseraWorker;
 
@@ -70,19 +73,32 @@ struct TesseraState {
 
 /* ------------------------------------------------------- core callbacks */
 
+/*
+ * The chip's DMA reaches RAM only (MemTxAttrs.memory): workers run
+ * without the BQL, holding core locks, and a transfer that landed in MMIO
+ * (the chip's own BAR0 or MSI-X table, or another device) would re-enter a
+ * device from the wrong thread and could deadlock.  Such a transfer fails
+ * with TSR_ERR_DMA instead, and QEMU logs it as an invalid access.
+ */
+static int tessera_dma(TesseraState *s, uint64_t addr, void *buf, size_t len,
+                       DMADirection dir)
+{
+    MemTxAttrs attrs = { .memory = 1 };
+
+    return pci_dma_rw(PCI_DEVICE(s), addr, buf, len, dir, attrs) == MEMTX_OK
+           ? 0 : -1;
+}
+
 static int tessera_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 {
-    TesseraState *s = opaque;
-
-    return pci_dma_read(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+    return tessera_dma(opaque, addr, buf, len, DMA_DIRECTION_TO_DEVICE);
 }
 
 static int tessera_dma_write(void *opaque, uint64_t addr, const void *buf,
                              size_t len)
 {
-    TesseraState *s = opaque;
-
-    return pci_dma_write(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+    return tessera_dma(opaque, addr, (void *)buf, len,
+                       DMA_DIRECTION_FROM_DEVICE);
 }
 
 static void tessera_raise_irq(void *opaque, unsigned int vector)
@@ -112,12 +128,19 @@ static void tessera_kick_queue(void *opaque, unsigned int queue)
     qemu_mutex_unlock(&w->lock);
 }
 
+static void tessera_guest_error(void *opaque, const char *msg)
+{
+    trace_tessera_guest_error(msg);
+    qemu_log_mask(LOG_GUEST_ERROR, "tessera: %s\n", msg);
+}
+
 static const TsrCoreOps tessera_core_ops = {
     .dma_read = tessera_dma_read,
     .dma_write = tessera_dma_write,
     .raise_irq = tessera_raise_irq,
     .schedule = tessera_schedule,
     .kick_queue = tessera_kick_queue,
+    .guest_error = tessera_guest_error,
 };
 
 static void tessera_irq_bh(void *opaque)
@@ -153,6 +176,8 @@ static void *tessera_worker_thread(void *opaque)
 {
     TesseraWorker *w = opaque;
 
+    /* DMA walks the memory map under RCU: the thread must be a reader. */
+    rcu_register_thread();
     qemu_mutex_lock(&w->lock);
     for (;;) {
         while (!w->kicked && !w->quit) {
@@ -162,16 +187,14 @@ static void *tessera_worker_thread(void *opaque)
             break;
         }
         w->kicked = false;
-        w->busy = true;
         qemu_mutex_unlock(&w->lock);
 
         tsr_core_queue_run(w->s->core, w->queue);
 
         qemu_mutex_lock(&w->lock);
-        w->busy = false;
-        qemu_cond_broadcast(&w->cond);
     }
     qemu_mutex_unlock(&w->lock);
+    rcu_unregister_thread();
     return NULL;
 }
 
@@ -212,27 +235,6 @@ static void tessera_workers_stop(TesseraState *s)
     s->nr_workers = 0;
 }
 
-/* Wait until queue @q's worker has left the core. */
-static void tessera_worker_drain(TesseraWorker *w)
-{
-    qemu_mutex_lock(&w->lock);
-    w->kicked = false;
-    while (w->busy) {
-        qemu_cond_wait(&w->cond, &w->lock);
-    }
-    qemu_mutex_unlock(&w->lock);
-}
-
-/* Wait until no worker is inside the core; jobs abort at their next step. */
-static void tessera_workers_drain(TesseraState *s)
-{
-    unsigned int q;
-
-    for (q = 0; q < s->nr_workers; q++) {
-        tessera_worker_drain(&s->workers[q]);
-    }
-}
-
 /* ------------------------------------------------------------- BAR0 */
 
 static uint64_t tessera_mmio_read(void *opaque, hwaddr addr, unsigned size)
@@ -244,6 +246,10 @@ static uint64_t tessera_mmio_read(void *opaque, hwaddr addr, unsigned size)
     return val;
 }
 
+/*
+ * A chip or queue reset is complete when the write returns: the core has
+ * cut off the aborted jobs' writes by then, without waiting for them.
+ */
 static void tessera_mmio_write(void *opaque, hwaddr addr, uint64_t val,
                                unsigned size)
 {
@@ -252,30 +258,8 @@ static void tessera_mmio_write(void *opaque, hwaddr addr, uint64_t val,
     trace_tessera_mmio_write(addr, val);
     if (addr == TSR_REG_RESET && val == TSR_RESET_MAGIC) {
         trace_tessera_reset();
-        tsr_core_reset(s->core);
-        tessera_workers_drain(s);
-        return;
     }
     tsr_core_reg_write(s->core, addr, val);
-    /*
-     * A queue reset is complete when the write is: the aborted job can no
-     * longer write its record or fence once the driver sees it done.
-     */
-    if (addr >= TSR_BLOCK_QUEUE && addr < TSR_BLOCK_MMU &&
-        (addr - TSR_BLOCK_QUEUE) % TSR_QUEUE_STRIDE == TSR_QREG_CONTROL &&
-        (val & TSR_QCTRL_RESET)) {
-        unsigned int q = (addr - TSR_BLOCK_QUEUE) / TSR_QUEUE_STRIDE;
-
-        if (q < s->nr_workers) {
-            TesseraWorker *w = &s->workers[q];
-
-            tessera_worker_drain(w);
-            /* The drain ate a kick the re-enabled queue may need. */
-            if (val & TSR_QCTRL_ENABLE) {
-                tsr_core_reg_write(s->core, addr, TSR_QCTRL_ENABLE);
-            }
-        }
-    }
 }
 
 static const MemoryRegionOps tessera_mmio_ops = {
@@ -410,7 +394,6 @@ static void tessera_reset_hold(Object *obj, ResetType type)
 
     trace_tessera_reset();
     tsr_core_reset(s->core);
-    tessera_workers_drain(s);
     qatomic_set(&s->irq_pending, 0);
 }
 
@@ -573,6 +556,12 @@ static void tessera_instance_init(Object *obj)
     tessera_add_fault_props(obj);
 }
 
+/* Jobs, rings and HBM live outside any VMState: not migratable yet. */
+static const VMStateDescription tessera_vmstate = {
+    .name = TYPE_TESSERA,
+    .unmigratable = 1,
+};
+
 static void tessera_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
@@ -588,6 +577,7 @@ static void tessera_class_init(ObjectClass *klass, void *data)
     k->class_id = TSR_PCI_CLASS >> 8;
     rc->phases.hold = tessera_reset_hold;
     device_class_set_props(dc, tessera_properties);
+    dc->vmsd = &tessera_vmstate;
     dc->desc = "Tessera virtual AI accelerator (experimental)";
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }

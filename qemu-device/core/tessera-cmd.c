@@ -52,6 +52,7 @@ uint64_t tsr_mem_cycles(const TsrMem *mem)
 uint32_t tsr_tensor_check(const struct tsr_tensor *t, uint32_t dtypes)
 {
     unsigned int esize = tsr_dtype_size(t->dtype);
+    uint64_t elems, bytes, last;
 
     if (t->reserved) {
         return TSR_ERR_RESERVED;
@@ -69,7 +70,33 @@ uint32_t tsr_tensor_check(const struct tsr_tensor *t, uint32_t dtypes)
     if (t->va % esize) {
         return TSR_ERR_BAD_ALIGNMENT;
     }
+    /* No row may wrap around the end of the address space. */
+    if (!tsr_span(t->rows, t->stride, t->cols, &elems) ||
+        !tsr_mul(elems, esize, &bytes) || !tsr_add(t->va, bytes - 1, &last)) {
+        return TSR_ERR_BAD_STRIDE;
+    }
     return TSR_ERR_NONE;
+}
+
+struct tsr_tensor tsr_tensor_block(const struct tsr_tensor *t, uint32_t row,
+                                   uint32_t rows, uint32_t col,
+                                   uint32_t cols)
+{
+    struct tsr_tensor b = *t;
+
+    /* Inside a checked tensor: no overflow. */
+    b.va += ((uint64_t)row * t->stride + col) * tsr_dtype_size(t->dtype);
+    b.rows = rows;
+    b.cols = cols;
+    return b;
+}
+
+uint32_t tsr_block_rows(const struct tsr_tensor *t, uint64_t elems)
+{
+    uint64_t rows = elems / t->cols;
+
+    rows = rows < t->rows ? rows : t->rows;
+    return rows ? rows : 1;
 }
 
 bool tsr_tensor_is_zero(const struct tsr_tensor *t)
@@ -208,9 +235,35 @@ int tsr_tensor_store_f32(TsrMem *mem, const struct tsr_tensor *t,
 
 /* ------------------------------------------------------------- DMA */
 
+/*
+ * The bytes one side of a DMA spans from its address: size[1] rows
+ * @stride[0] apart in each of size[2] planes @stride[1] apart.  Strides
+ * are unsigned; one that would step backwards wraps, and fails here.
+ */
+static bool dma_span(const struct tsr_cmd_dma *c, uint64_t row_stride,
+                     uint64_t plane_stride, uint64_t *rows, uint64_t *span)
+{
+    return tsr_span(c->size[1], row_stride, c->size[0], rows) &&
+           tsr_span(c->size[2], plane_stride, *rows, span);
+}
+
+/*
+ * One side's bytes lie in the address space, in order: no wrap-around.
+ * Sets @rows to the bytes one plane spans.
+ */
+static bool dma_side_ok(const struct tsr_cmd_dma *c, uint64_t va,
+                        uint64_t row_stride, uint64_t plane_stride,
+                        uint64_t *rows)
+{
+    uint64_t span, last;
+
+    return dma_span(c, row_stride, plane_stride, rows, &span) &&
+           tsr_add(va, span - 1, &last);
+}
+
 static uint32_t dma_check(const struct tsr_cmd_dma *c, bool fill)
 {
-    uint64_t total;
+    uint64_t total, src_rows, dst_rows;
     int i;
 
     if (c->hdr.flags) {
@@ -228,14 +281,19 @@ static uint32_t dma_check(const struct tsr_cmd_dma *c, bool fill)
     if (fill && c->size[0] % 4) {
         return TSR_ERR_BAD_SHAPE;
     }
-    total = (uint64_t)c->size[0] * c->size[1] * c->size[2];
-    if (total > TSR_MAX_TRANSFER) {
+    if (!tsr_mul(c->size[0], c->size[1], &total) ||
+        !tsr_mul(total, c->size[2], &total) || total > TSR_MAX_TRANSFER) {
         return TSR_ERR_TOO_LARGE;
+    }
+    if ((!fill && !dma_side_ok(c, c->src, c->src_stride[0],
+                               c->src_stride[1], &src_rows)) ||
+        !dma_side_ok(c, c->dst, c->dst_stride[0], c->dst_stride[1],
+                     &dst_rows)) {
+        return TSR_ERR_BAD_STRIDE;
     }
     /* Destination rows and planes must not overlap each other. */
     if ((c->size[1] > 1 && c->dst_stride[0] < c->size[0]) ||
-        (c->size[2] > 1 &&
-         c->dst_stride[1] < c->dst_stride[0] * (c->size[1] - 1) + c->size[0])) {
+        (c->size[2] > 1 && c->dst_stride[1] < dst_rows)) {
         return TSR_ERR_BAD_STRIDE;
     }
     if (fill && (c->dst % 4 || c->dst_stride[0] % 4 || c->dst_stride[1] % 4)) {
@@ -244,23 +302,25 @@ static uint32_t dma_check(const struct tsr_cmd_dma *c, bool fill)
     return TSR_ERR_NONE;
 }
 
+/* One row, a chunk at a time, stopping early when the job is aborted. */
 static uint32_t dma_row(TsrMem *mem, const struct tsr_cmd_dma *c, bool fill,
                         uint8_t *buf, uint64_t src, uint64_t dst)
 {
-    uint64_t done = 0;
+    uint64_t done, n;
+    int ret;
 
-    if (!fill) {
-        return tsr_mem_copy(mem, dst, src, c->size[0], buf, TSR_DMA_CHUNK)
-               ? mem->error : TSR_ERR_NONE;
-    }
-    while (done < c->size[0]) {
-        uint64_t n = c->size[0] - done;
-
+    for (done = 0; done < c->size[0]; done += n) {
+        n = c->size[0] - done;
         n = n < TSR_DMA_CHUNK ? n : TSR_DMA_CHUNK;
-        if (tsr_mem_write(mem, dst + done, buf, n)) {
+        if (tsr_mem_aborted(mem)) {
+            return TSR_ERR_ABORTED;
+        }
+        ret = fill ? tsr_mem_write(mem, dst + done, buf, n)
+                   : tsr_mem_copy(mem, dst + done, src + done, n, buf,
+                                  TSR_DMA_CHUNK);
+        if (ret) {
             return mem->error;
         }
-        done += n;
     }
     return TSR_ERR_NONE;
 }
@@ -288,6 +348,7 @@ static uint32_t cmd_dma(TsrMem *mem, const struct tsr_cmd_dma *c, bool fill,
             memcpy(buf + i, &pattern, 4);
         }
     }
+    /* Every address below lies inside a side dma_check() accepted. */
     for (plane = 0; plane < c->size[2] && !err; plane++) {
         for (row = 0; row < c->size[1] && !err; row++) {
             uint64_t src = c->src + plane * c->src_stride[1] +
@@ -319,40 +380,58 @@ static uint32_t sem_check(const struct tsr_cmd_sem *c)
     return TSR_ERR_NONE;
 }
 
+static uint32_t current_epoch(TsrCore *core)
+{
+    uint32_t epoch;
+
+    pthread_mutex_lock(&core->lock);
+    epoch = core->epoch;
+    pthread_mutex_unlock(&core->lock);
+    return epoch;
+}
+
+/* The sem_times entry of (@context, @va) this epoch, or -1; sem_lock held. */
+static int sem_time_find(TsrCore *core, uint32_t epoch, uint32_t context,
+                         uint64_t va)
+{
+    int i;
+
+    for (i = 0; i < TSR_SEM_TIMES; i++) {
+        if (core->sem_times[i].epoch == epoch &&
+            core->sem_times[i].context == context &&
+            core->sem_times[i].va == va) {
+            return i;
+        }
+    }
+    return -1;
+}
+
 /* Remember when (@context, @va) was last signalled; sem_lock held. */
 static void sem_time_record(TsrCore *core, uint32_t context, uint64_t va,
                             uint64_t cycle)
 {
-    unsigned int i;
+    uint32_t epoch = current_epoch(core);
+    int i = sem_time_find(core, epoch, context, va);
 
-    for (i = 0; i < TSR_SEM_TIMES; i++) {
-        if (core->sem_times[i].context == context &&
-            core->sem_times[i].va == va) {
-            break;
-        }
-    }
-    if (i == TSR_SEM_TIMES) {
+    if (i < 0) {
         i = core->sem_times_next++ % TSR_SEM_TIMES;
+        core->sem_times[i].epoch = epoch;
         core->sem_times[i].context = context;
         core->sem_times[i].va = va;
     }
     core->sem_times[i].cycle = cycle;
 }
 
-/* The modeled time (@context, @va) was last signalled, or 0. */
+/* The modeled time (@context, @va) was last signalled since reset, or 0. */
 static uint64_t sem_time_lookup(TsrCore *core, uint32_t context, uint64_t va)
 {
-    uint64_t cycle = 0;
-    unsigned int i;
+    uint32_t epoch = current_epoch(core);
+    uint64_t cycle;
+    int i;
 
     pthread_mutex_lock(&core->sem_lock);
-    for (i = 0; i < TSR_SEM_TIMES; i++) {
-        if (core->sem_times[i].context == context &&
-            core->sem_times[i].va == va) {
-            cycle = core->sem_times[i].cycle;
-            break;
-        }
-    }
+    i = sem_time_find(core, epoch, context, va);
+    cycle = i < 0 ? 0 : core->sem_times[i].cycle;
     pthread_mutex_unlock(&core->sem_lock);
     return cycle;
 }
@@ -380,13 +459,12 @@ static uint32_t cmd_sem_update(TsrMem *mem, const struct tsr_cmd_sem *c,
     if (!mem->error) {
         sem_time_record(core, mem->context, c->va, tsr_cost_now(cost));
     }
-    pthread_cond_broadcast(&core->sem_cond);
     pthread_mutex_unlock(&core->sem_lock);
+    tsr_core_wake_waiters(core);
     return mem->error;
 }
 
-static uint32_t cmd_sem_wait(TsrMem *mem, unsigned int queue,
-                             uint32_t generation, const struct tsr_cmd_sem *c,
+static uint32_t cmd_sem_wait(TsrMem *mem, const struct tsr_cmd_sem *c,
                              TsrCost *cost)
 {
     TsrCore *core = mem->core;
@@ -412,7 +490,7 @@ static uint32_t cmd_sem_wait(TsrMem *mem, unsigned int queue,
             }
             return TSR_ERR_NONE;
         }
-        if (tsr_queue_aborted(core, queue, generation)) {
+        if (tsr_mem_aborted(mem)) {
             return TSR_ERR_ABORTED;
         }
         /* Woken by another queue's signal, or re-read for the CPU's. */
@@ -422,9 +500,9 @@ static uint32_t cmd_sem_wait(TsrMem *mem, unsigned int queue,
             until.tv_nsec -= 1000000000;
             until.tv_sec++;
         }
-        pthread_mutex_lock(&core->sem_lock);
-        pthread_cond_timedwait(&core->sem_cond, &core->sem_lock, &until);
-        pthread_mutex_unlock(&core->sem_lock);
+        pthread_mutex_lock(&core->wake_lock);
+        pthread_cond_timedwait(&core->sem_cond, &core->wake_lock, &until);
+        pthread_mutex_unlock(&core->wake_lock);
     }
 }
 
@@ -450,12 +528,12 @@ static uint32_t cmd_timestamp(TsrMem *mem, const struct tsr_cmd_timestamp *c,
     return mem->error;
 }
 
-static uint32_t cmd_interrupt(TsrMem *mem, unsigned int queue,
-                              const struct tsr_cmd_header *c, TsrCost *cost)
+static uint32_t cmd_interrupt(TsrMem *mem, const struct tsr_cmd_header *c,
+                              TsrCost *cost)
 {
     TsrCore *core = mem->core;
-    TsrQueue *qu = &core->queue[queue];
-    bool raise;
+    TsrQueue *qu = &core->queue[mem->queue];
+    bool raise = false;
 
     if (c->flags) {
         return TSR_ERR_BAD_FLAGS;
@@ -464,11 +542,14 @@ static uint32_t cmd_interrupt(TsrMem *mem, unsigned int queue,
         return TSR_ERR_RESERVED;
     }
     pthread_mutex_lock(&core->lock);
-    qu->irq_status |= TSR_QIRQ_USER;
-    raise = qu->irq_enable & TSR_QIRQ_USER;
+    /* A job a reset aborted raises nothing any more. */
+    if (qu->generation == mem->generation) {
+        qu->irq_status |= TSR_QIRQ_USER;
+        raise = qu->irq_enable & TSR_QIRQ_USER;
+    }
     pthread_mutex_unlock(&core->lock);
     if (raise) {
-        tsr_core_irq(core, TSR_MSIX_VEC_QUEUE(queue));
+        tsr_core_irq(core, TSR_MSIX_VEC_QUEUE(mem->queue));
     }
     cost->other += TSR_MISC_CYCLES;
     return TSR_ERR_NONE;
@@ -518,8 +599,7 @@ static uint32_t cmd_size_qw(uint8_t opcode)
     }
 }
 
-uint32_t tsr_cmd_execute(TsrMem *mem, unsigned int queue,
-                         uint32_t generation, const void *cmd, uint32_t size,
+uint32_t tsr_cmd_execute(TsrMem *mem, const void *cmd, uint32_t size,
                          TsrCost *cost)
 {
     const struct tsr_cmd_header *hdr = cmd;
@@ -549,7 +629,7 @@ uint32_t tsr_cmd_execute(TsrMem *mem, unsigned int queue,
     case TSR_OP_TRANSPOSE:
         return tsr_cmd_transpose(mem, cmd, cost);
     case TSR_OP_SEM_WAIT:
-        return cmd_sem_wait(mem, queue, generation, cmd, cost);
+        return cmd_sem_wait(mem, cmd, cost);
     case TSR_OP_SEM_SIGNAL:
         return cmd_sem_update(mem, cmd, false, cost);
     case TSR_OP_SEM_INC:
@@ -557,7 +637,7 @@ uint32_t tsr_cmd_execute(TsrMem *mem, unsigned int queue,
     case TSR_OP_TIMESTAMP:
         return cmd_timestamp(mem, cmd, cost);
     case TSR_OP_INTERRUPT:
-        return cmd_interrupt(mem, queue, hdr, cost);
+        return cmd_interrupt(mem, hdr, cost);
     default:
         return TSR_ERR_BAD_OPCODE;
     }

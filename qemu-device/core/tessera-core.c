@@ -4,6 +4,9 @@
  *
  * Copyright (C) 2026 The Tessera Authors
  */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +17,7 @@ TsrCore *tsr_core_new(const TsrConfig *cfg, uint8_t *hbm,
 {
     const char *why;
     TsrCore *core;
+    unsigned int q;
 
     if (tsr_config_check(cfg, &why) || !hbm) {
         return NULL;
@@ -27,7 +31,11 @@ TsrCore *tsr_core_new(const TsrConfig *cfg, uint8_t *hbm,
     core->ops = ops;
     core->opaque = opaque;
     pthread_mutex_init(&core->lock, NULL);
+    for (q = 0; q < TSR_MAX_QUEUES; q++) {
+        pthread_mutex_init(&core->write_lock[q], NULL);
+    }
     pthread_mutex_init(&core->sem_lock, NULL);
+    pthread_mutex_init(&core->wake_lock, NULL);
     pthread_cond_init(&core->sem_cond, NULL);
     tsr_core_reset(core);
     core->counters[TSR_CNT_RESETS] = 0;
@@ -36,9 +44,15 @@ TsrCore *tsr_core_new(const TsrConfig *cfg, uint8_t *hbm,
 
 void tsr_core_free(TsrCore *core)
 {
+    unsigned int q;
+
     if (core) {
         pthread_cond_destroy(&core->sem_cond);
+        pthread_mutex_destroy(&core->wake_lock);
         pthread_mutex_destroy(&core->sem_lock);
+        for (q = 0; q < TSR_MAX_QUEUES; q++) {
+            pthread_mutex_destroy(&core->write_lock[q]);
+        }
         pthread_mutex_destroy(&core->lock);
         free(core);
     }
@@ -74,6 +88,7 @@ void tsr_core_reset(TsrCore *core)
     memset(core->counters, 0, sizeof(core->counters));
     memset(&core->faults, 0, sizeof(core->faults));
     core->counters[TSR_CNT_RESETS] = resets;
+    core->epoch++;
     for (q = 0; q < TSR_MAX_QUEUES; q++) {
         uint32_t generation = core->queue[q].generation + 1;
 
@@ -81,11 +96,32 @@ void tsr_core_reset(TsrCore *core)
         core->queue[q].generation = generation;
     }
     pthread_mutex_unlock(&core->lock);
-    /* Wake semaphore waiters so that they see the reset. */
-    pthread_mutex_lock(&core->sem_lock);
-    memset(core->sem_times, 0, sizeof(core->sem_times));
+    for (q = 0; q < TSR_MAX_QUEUES; q++) {
+        tsr_queue_fence_writes(core, q);
+    }
+    /* Semaphore waiters see the reset at once. */
+    tsr_core_wake_waiters(core);
+}
+
+void tsr_core_wake_waiters(TsrCore *core)
+{
+    pthread_mutex_lock(&core->wake_lock);
     pthread_cond_broadcast(&core->sem_cond);
-    pthread_mutex_unlock(&core->sem_lock);
+    pthread_mutex_unlock(&core->wake_lock);
+}
+
+void tsr_core_guest_error(TsrCore *core, const char *fmt, ...)
+{
+    char msg[TSR_GUEST_ERROR_LEN];
+    va_list ap;
+
+    if (!core->ops->guest_error) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    core->ops->guest_error(core->opaque, msg);
 }
 
 void tsr_core_irq(TsrCore *core, unsigned int vector)
@@ -116,9 +152,17 @@ static bool take_dma_failure(TsrCore *core)
     return fail;
 }
 
+/* A transfer that would wrap around the bus address space fails. */
+static bool dma_fails(TsrCore *core, uint64_t addr, size_t len)
+{
+    uint64_t end;
+
+    return !tsr_add(addr, len, &end) || take_dma_failure(core);
+}
+
 int tsr_core_dma_read(TsrCore *core, uint64_t addr, void *buf, size_t len)
 {
-    if (take_dma_failure(core)) {
+    if (dma_fails(core, addr, len)) {
         return -1;
     }
     return core->ops->dma_read(core->opaque, addr, buf, len);
@@ -127,7 +171,7 @@ int tsr_core_dma_read(TsrCore *core, uint64_t addr, void *buf, size_t len)
 int tsr_core_dma_write(TsrCore *core, uint64_t addr, const void *buf,
                        size_t len)
 {
-    if (take_dma_failure(core)) {
+    if (dma_fails(core, addr, len)) {
         return -1;
     }
     return core->ops->dma_write(core->opaque, addr, buf, len);
@@ -137,8 +181,9 @@ static bool poisoned_locked(TsrCore *core, uint64_t addr, uint64_t len)
 {
     const TsrFaults *f = &core->faults;
 
-    return f->poison_size && addr < f->poison_addr + f->poison_size &&
-           f->poison_addr < addr + len;
+    return f->poison_size &&
+           addr < tsr_add_sat(f->poison_addr, f->poison_size) &&
+           f->poison_addr < tsr_add_sat(addr, len);
 }
 
 bool tsr_core_hbm_poisoned(TsrCore *core, uint64_t addr, uint64_t len)
@@ -199,24 +244,56 @@ void tsr_core_set_faults(TsrCore *core, const TsrFaults *faults)
     }
 }
 
+/*
+ * Running jobs abort at their next step and still write their ABORTED
+ * records and fences (the generation stays): the driver re-runs them after
+ * the chip reset.  HEAD and the counters no longer move.
+ */
 void tsr_core_raise_fatal(TsrCore *core)
 {
-    unsigned int q;
     bool irq;
 
     pthread_mutex_lock(&core->lock);
     core->fatal = true;
-    for (q = 0; q < TSR_MAX_QUEUES; q++) {
-        core->queue[q].generation++;
-    }
     irq = tsr_core_latch_irq_locked(core, TSR_IRQ_FATAL);
     pthread_mutex_unlock(&core->lock);
-    pthread_mutex_lock(&core->sem_lock);
-    pthread_cond_broadcast(&core->sem_cond);
-    pthread_mutex_unlock(&core->sem_lock);
+    tsr_core_wake_waiters(core);
     if (irq) {
         tsr_core_irq(core, TSR_MSIX_VEC_DEVICE);
     }
+}
+
+/*
+ * What a register write leaves to do once the lock is dropped, and the
+ * value it rejected, for the log.
+ */
+typedef struct TsrRegEffects {
+    int kick;                   /* queue to kick, or -1 */
+    int queue_event;            /* queue whose interrupt state changed */
+    bool queue_reset;           /* ... or that was reset */
+    bool device_irq;
+    bool ping;
+    bool reset;
+    bool fatal;
+    bool set_faults;
+    TsrFaults faults;
+    char rejected[TSR_GUEST_ERROR_LEN];
+} TsrRegEffects;
+
+static void __attribute__((format(printf, 2, 3)))
+reject(TsrRegEffects *e, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(e->rejected, sizeof(e->rejected), fmt, ap);
+    va_end(ap);
+}
+
+static void reject_write(TsrRegEffects *e, uint32_t offset, uint32_t value)
+{
+    reject(e, "write 0x%" PRIx32 " to read-only or reserved register 0x%"
+           PRIx32 " ignored", value, offset);
 }
 
 static uint32_t debug_reg_read(TsrCore *core, uint32_t offset)
@@ -246,13 +323,19 @@ static uint32_t debug_reg_read(TsrCore *core, uint32_t offset)
     }
 }
 
-/* Returns true when a fatal error was requested. */
-static bool debug_reg_write(TsrCore *core, uint32_t offset, uint32_t value,
-                            TsrFaults *f)
+static void debug_reg_write(TsrCore *core, uint32_t offset, uint32_t value,
+                            TsrRegEffects *e)
 {
+    TsrFaults *f = &e->faults;
+
     if (!core->cfg.debug_regs) {
-        return false;
+        reject(e, "write 0x%" PRIx32 " to debug register 0x%" PRIx32
+               " ignored: the debug block is off (debug-regs)",
+               value, offset);
+        return;
     }
+    *f = core->faults;
+    e->set_faults = true;
     switch (offset) {
     case TSR_REG_DBG_HANG_QUEUES:
         f->hang_queues = value;
@@ -277,9 +360,14 @@ static bool debug_reg_write(TsrCore *core, uint32_t offset, uint32_t value,
         f->drop_irqs = value;
         break;
     case TSR_REG_DBG_FATAL:
-        return value != 0;
+        e->set_faults = false;
+        e->fatal = value != 0;
+        break;
+    default:
+        e->set_faults = false;
+        reject_write(e, offset, value);
+        break;
     }
-    return false;
 }
 
 bool tsr_core_latch_irq_locked(TsrCore *core, uint32_t bits)
@@ -355,11 +443,12 @@ static uint32_t config_reg(const TsrConfig *cfg, uint32_t offset, bool *hit)
 static uint32_t queue_reg_read(TsrCore *core, uint32_t offset)
 {
     unsigned int q = (offset - TSR_BLOCK_QUEUE) / TSR_QUEUE_STRIDE;
-    TsrQueue *qu = &core->queue[q];
+    TsrQueue *qu;
 
     if (q >= core->cfg.num_queues) {
         return 0;
     }
+    qu = &core->queue[q];
     switch ((offset - TSR_BLOCK_QUEUE) % TSR_QUEUE_STRIDE) {
     case TSR_QREG_RING_BASE_LO:
         return (uint32_t)qu->ring_base;
@@ -415,71 +504,123 @@ static bool valid_ring_size(uint32_t size)
 }
 
 /*
- * Returns the queue to kick, or -1.  Sets @event when the queue's interrupt
- * state or generation changed: the caller then re-evaluates its vector and
- * wakes semaphore waiters.
+ * The ring cannot change while the queue is enabled or still runs a job
+ * (a job of the current generation: one a reset aborted no longer counts),
+ * so a running job always finds the ring it started from.
  */
-static int queue_reg_write(TsrCore *core, uint32_t offset, uint32_t value,
-                           bool *event)
+static void ring_reg_write(TsrCore *core, unsigned int q, uint32_t reg,
+                           uint32_t value, TsrRegEffects *e)
+{
+    TsrQueue *qu = &core->queue[q];
+
+    if ((qu->control & TSR_QCTRL_ENABLE) || qu->running) {
+        reject(e, "queue %u: ring register 0x%02" PRIx32 " <- 0x%" PRIx32
+               " ignored: the queue is %s", q, reg, value,
+               qu->running ? "running a job" : "enabled");
+        return;
+    }
+    switch (reg) {
+    case TSR_QREG_RING_BASE_LO:
+        if (value & (TSR_RING_ALIGN - 1)) {
+            reject(e, "queue %u: RING_BASE_LO 0x%" PRIx32 " is not %u-byte "
+                   "aligned; low bits dropped", q, value, TSR_RING_ALIGN);
+        }
+        qu->ring_base = (qu->ring_base & ~0xffffffffull) |
+                        (value & ~(uint32_t)(TSR_RING_ALIGN - 1));
+        break;
+    case TSR_QREG_RING_BASE_HI:
+        qu->ring_base = (qu->ring_base & 0xffffffffull) |
+                        (uint64_t)value << 32;
+        break;
+    default: /* TSR_QREG_RING_SIZE */
+        if (!valid_ring_size(value)) {
+            reject(e, "queue %u: RING_SIZE %" PRIu32 " is not a power of two "
+                   "from %u to %u; the ring is invalid", q, value,
+                   TSR_RING_SIZE_MIN, TSR_RING_SIZE_MAX);
+        }
+        qu->ring_size = valid_ring_size(value) ? value : 0;
+        break;
+    }
+}
+
+static void queue_control_write(TsrCore *core, unsigned int q, uint32_t value,
+                                TsrRegEffects *e)
+{
+    TsrQueue *qu = &core->queue[q];
+
+    if (value & ~(TSR_QCTRL_ENABLE | TSR_QCTRL_RESET)) {
+        reject(e, "queue %u: CONTROL 0x%" PRIx32 " has unknown bits", q,
+               value);
+    }
+    if (value & TSR_QCTRL_RESET) {
+        core->faults.hang_queues &= ~(1u << q);
+        qu->generation++;
+        qu->head = 0;
+        qu->tail = 0;
+        qu->running = false;
+        e->queue_event = q;
+        e->queue_reset = true;
+    }
+    qu->control = value & TSR_QCTRL_ENABLE;
+    if (qu->control && !qu->ring_size) {
+        reject(e, "queue %u enabled without a valid ring (RING_SIZE 0)", q);
+    }
+    e->kick = qu->control ? (int)q : -1;
+}
+
+static void queue_reg_write(TsrCore *core, uint32_t offset, uint32_t value,
+                            TsrRegEffects *e)
 {
     unsigned int q = (offset - TSR_BLOCK_QUEUE) / TSR_QUEUE_STRIDE;
-    TsrQueue *qu = &core->queue[q];
-    bool enabled = qu->control & TSR_QCTRL_ENABLE;
+    uint32_t reg = (offset - TSR_BLOCK_QUEUE) % TSR_QUEUE_STRIDE;
+    TsrQueue *qu;
 
     if (q >= core->cfg.num_queues) {
-        return -1;
+        reject(e, "write 0x%" PRIx32 " to register 0x%" PRIx32 " of queue %u "
+               "ignored: the chip has %u queues", value, offset, q,
+               core->cfg.num_queues);
+        return;
     }
-    switch ((offset - TSR_BLOCK_QUEUE) % TSR_QUEUE_STRIDE) {
-    /* The ring cannot move while the queue is enabled. */
+    qu = &core->queue[q];
+    switch (reg) {
     case TSR_QREG_RING_BASE_LO:
-        if (!enabled) {
-            qu->ring_base = (qu->ring_base & ~0xffffffffull) |
-                            (value & ~(uint32_t)(TSR_RING_ALIGN - 1));
-        }
-        return -1;
     case TSR_QREG_RING_BASE_HI:
-        if (!enabled) {
-            qu->ring_base = (qu->ring_base & 0xffffffffull) |
-                            (uint64_t)value << 32;
-        }
-        return -1;
     case TSR_QREG_RING_SIZE:
-        if (!enabled) {
-            qu->ring_size = valid_ring_size(value) ? value : 0;
-        }
-        return -1;
+        ring_reg_write(core, q, reg, value, e);
+        break;
     case TSR_QREG_CONTROL:
-        if (value & TSR_QCTRL_RESET) {
-            core->faults.hang_queues &= ~(1u << q);
-            qu->generation++;
-            qu->head = 0;
-            qu->tail = 0;
-            *event = true;
-        }
-        qu->control = value & TSR_QCTRL_ENABLE;
-        return qu->control ? (int)q : -1;
+        queue_control_write(core, q, value, e);
+        break;
     case TSR_QREG_TAIL:
-        if (!qu->ring_size || value >= qu->ring_size) {
-            return -1;
+        if (value >= qu->ring_size) {
+            reject(e, "queue %u: TAIL %" PRIu32 " ignored: RING_SIZE is %"
+                   PRIu32, q, value, qu->ring_size);
+            break;
         }
         qu->tail = value;
-        return enabled ? (int)q : -1;
+        e->kick = (qu->control & TSR_QCTRL_ENABLE) ? (int)q : -1;
+        break;
     case TSR_QREG_FENCE_ADDR_LO:
+        if (value & 7) {
+            reject(e, "queue %u: FENCE_ADDR_LO 0x%" PRIx32 " is not 8-byte "
+                   "aligned; low bits dropped", q, value);
+        }
         qu->fence_addr = (qu->fence_addr & ~0xffffffffull) | (value & ~7u);
-        return -1;
+        break;
     case TSR_QREG_FENCE_ADDR_HI:
         qu->fence_addr = (qu->fence_addr & 0xffffffffull) |
                          (uint64_t)value << 32;
-        return -1;
+        break;
     case TSR_QREG_IRQ_STATUS:
         qu->irq_status &= ~value;
-        return -1;
+        break;
     case TSR_QREG_IRQ_ENABLE:
         qu->irq_enable = value & TSR_QIRQ_ALL;
-        *event = true;
-        return -1;
+        e->queue_event = q;
+        break;
     default:
-        return -1;
+        reject_write(e, offset, value);
+        break;
     }
 }
 
@@ -507,10 +648,15 @@ static uint32_t mmu_reg_read(TsrCore *core, uint32_t offset)
     }
 }
 
-static void mmu_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
+static void mmu_reg_write(TsrCore *core, uint32_t offset, uint32_t value,
+                          TsrRegEffects *e)
 {
     switch (offset) {
     case TSR_REG_MMU_CTX_TABLE_LO:
+        if (value & 0xfff) {
+            reject(e, "MMU_CTX_TABLE_LO 0x%" PRIx32 " is not 4 KiB aligned; "
+                   "low bits dropped", value);
+        }
         core->mmu_ctx_table = (core->mmu_ctx_table & ~0xffffffffull) |
                               (value & ~0xfffu);
         break;
@@ -519,6 +665,10 @@ static void mmu_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
                               (uint64_t)value << 32;
         break;
     case TSR_REG_MMU_CTX_COUNT:
+        if (value > TSR_MAX_CONTEXTS) {
+            reject(e, "MMU_CTX_COUNT %" PRIu32 " is above %u; no context is "
+                   "valid", value, TSR_MAX_CONTEXTS);
+        }
         core->mmu_ctx_count = value <= TSR_MAX_CONTEXTS ? value : 0;
         break;
     case TSR_REG_MMU_INVALIDATE:
@@ -529,6 +679,7 @@ static void mmu_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
         __atomic_add_fetch(&core->mmu_generation, 1, __ATOMIC_RELEASE);
         break;
     default:
+        reject_write(e, offset, value);
         break;
     }
 }
@@ -600,20 +751,19 @@ uint32_t tsr_core_reg_read(TsrCore *core, uint32_t offset)
     return v;
 }
 
-void tsr_core_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
+static void global_reg_write(TsrCore *core, uint32_t offset, uint32_t value,
+                             TsrRegEffects *e)
 {
-    bool device_irq = false, queue_event = false, ping = false, reset = false;
-    bool debug = false, fatal = false;
-    TsrFaults faults;
-    int kick = -1;
-
-    pthread_mutex_lock(&core->lock);
     switch (offset) {
     case TSR_REG_SCRATCH:
         core->scratch = value;
         break;
     case TSR_REG_RESET:
-        reset = value == TSR_RESET_MAGIC;
+        e->reset = value == TSR_RESET_MAGIC;
+        if (!e->reset) {
+            reject(e, "RESET 0x%" PRIx32 " ignored: not the magic value",
+                   value);
+        }
         break;
     case TSR_REG_IRQ_STATUS:
         core->irq_status &= ~value;
@@ -621,62 +771,82 @@ void tsr_core_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
     case TSR_REG_IRQ_ENABLE:
         core->irq_enable = value & TSR_IRQ_ALL;
         /* A cause latched while disabled is delivered once enabled. */
-        device_irq = (core->irq_status & core->irq_enable) != 0;
+        e->device_irq = (core->irq_status & core->irq_enable) != 0;
         break;
     case TSR_REG_PING:
         /* Like a real doorbell: the write returns, the interrupt follows. */
         core->ping_cookie = value;
         core->ping_pending = true;
-        ping = true;
+        e->ping = true;
         break;
     default:
-        if (offset >= TSR_BLOCK_QUEUE && offset < TSR_BLOCK_MMU) {
-            kick = queue_reg_write(core, offset, value, &queue_event);
-        } else if (offset >= TSR_BLOCK_MMU && offset < TSR_BLOCK_COUNTERS) {
-            mmu_reg_write(core, offset, value);
-        } else if (offset >= TSR_BLOCK_DEBUG &&
-                   offset < TSR_BLOCK_DEBUG + 0x1000) {
-            faults = core->faults;
-            fatal = debug_reg_write(core, offset, value, &faults);
-            debug = !fatal && core->cfg.debug_regs;
-        }
+        reject_write(e, offset, value);
         break;
+    }
+}
+
+/* A queue's interrupt state or generation changed. */
+static void queue_event(TsrCore *core, unsigned int q, bool reset)
+{
+    bool raise;
+
+    if (reset) {
+        tsr_queue_fence_writes(core, q);
+    }
+    pthread_mutex_lock(&core->lock);
+    raise = core->queue[q].irq_status & core->queue[q].irq_enable;
+    pthread_mutex_unlock(&core->lock);
+    if (raise) {
+        tsr_core_irq(core, TSR_MSIX_VEC_QUEUE(q));
+    }
+    /* A queue reset must reach a job blocked on a semaphore. */
+    if (reset) {
+        tsr_core_wake_waiters(core);
+    }
+}
+
+void tsr_core_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
+{
+    TsrRegEffects e = { .kick = -1, .queue_event = -1 };
+
+    pthread_mutex_lock(&core->lock);
+    if (offset < TSR_BLOCK_QUEUE) {
+        global_reg_write(core, offset, value, &e);
+    } else if (offset < TSR_BLOCK_MMU) {
+        queue_reg_write(core, offset, value, &e);
+    } else if (offset < TSR_BLOCK_COUNTERS) {
+        mmu_reg_write(core, offset, value, &e);
+    } else if (offset >= TSR_BLOCK_DEBUG &&
+               offset < TSR_BLOCK_DEBUG + 0x1000) {
+        debug_reg_write(core, offset, value, &e);
+    } else {
+        reject_write(&e, offset, value);
     }
     pthread_mutex_unlock(&core->lock);
 
-    if (debug) {
-        tsr_core_set_faults(core, &faults);
+    if (e.rejected[0]) {
+        tsr_core_guest_error(core, "%s", e.rejected);
     }
-    if (fatal) {
+    if (e.set_faults) {
+        tsr_core_set_faults(core, &e.faults);
+    }
+    if (e.fatal) {
         tsr_core_raise_fatal(core);
     }
-
-    if (reset) {
+    if (e.reset) {
         tsr_core_reset(core);
     }
-    if (device_irq) {
+    if (e.device_irq) {
         tsr_core_irq(core, TSR_MSIX_VEC_DEVICE);
     }
-    if (queue_event) {
-        unsigned int q = (offset - TSR_BLOCK_QUEUE) / TSR_QUEUE_STRIDE;
-        bool raise;
-
-        pthread_mutex_lock(&core->lock);
-        raise = core->queue[q].irq_status & core->queue[q].irq_enable;
-        pthread_mutex_unlock(&core->lock);
-        if (raise) {
-            tsr_core_irq(core, TSR_MSIX_VEC_QUEUE(q));
-        }
-        /* A queue reset must reach a job blocked on a semaphore. */
-        pthread_mutex_lock(&core->sem_lock);
-        pthread_cond_broadcast(&core->sem_cond);
-        pthread_mutex_unlock(&core->sem_lock);
+    if (e.queue_event >= 0) {
+        queue_event(core, e.queue_event, e.queue_reset);
     }
-    if (ping) {
+    if (e.ping) {
         core->ops->schedule(core->opaque);
     }
-    if (kick >= 0) {
-        core->ops->kick_queue(core->opaque, kick);
+    if (e.kick >= 0) {
+        core->ops->kick_queue(core->opaque, e.kick);
     }
 }
 

@@ -6,12 +6,15 @@
  * provides), the hardware queues, the device MMU, the engines and the
  * timing model.  Its host (the QEMU glue, or a unit test) supplies a
  * narrow set of callbacks: reading and writing system memory by bus
- * address, signalling an MSI-X vector, and waking a queue's worker.
+ * address, signalling an MSI-X vector, waking a queue's worker, and
+ * reporting what a guest did wrong.
  *
  * Threads: register accesses come from the host's MMIO path; each
  * hardware queue runs in a worker thread of the host's, which calls
  * tsr_core_queue_run() after being woken.  The core locks its own state;
- * none of its callbacks is called with that lock held.
+ * none of its callbacks is called with that lock held.  A register access
+ * never waits for a job: at most for one piece of a transfer in progress
+ * (up to 2 MiB, to RAM or HBM).
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -25,7 +28,12 @@
 typedef struct TsrCore TsrCore;
 
 typedef struct TsrCoreOps {
-    /* Copy @len bytes of system memory at bus address @addr; 0 or -1. */
+    /*
+     * Copy @len bytes of system memory at bus address @addr; 0 or -1.
+     * Called from queue workers with core locks held: a transfer must
+     * neither block for long nor re-enter the core, so the host refuses
+     * (returns -1 for) addresses that are not RAM.
+     */
     int (*dma_read)(void *opaque, uint64_t addr, void *buf, size_t len);
     int (*dma_write)(void *opaque, uint64_t addr, const void *buf,
                      size_t len);
@@ -35,6 +43,12 @@ typedef struct TsrCoreOps {
     void (*schedule)(void *opaque);
     /* Wake the worker of queue @queue: it should call tsr_core_queue_run. */
     void (*kick_queue)(void *opaque, unsigned int queue);
+    /*
+     * The guest did something wrong: @msg (one line, no newline) names a
+     * rejected register value or a failed job.  May be called from any
+     * thread; may be NULL.
+     */
+    void (*guest_error)(void *opaque, const char *msg);
 } TsrCoreOps;
 
 /* What the chip is: a preset, then any overrides.  See tessera-preset.c. */
@@ -78,9 +92,10 @@ void tsr_core_free(TsrCore *core);
 const TsrConfig *tsr_core_config(const TsrCore *core);
 
 /*
- * Return every register and queue to its reset state.  Jobs in flight end
- * with TSR_ERR_ABORTED.  The host must keep its workers from calling
- * tsr_core_queue_run() until this returns.
+ * Return every register and queue to its reset state.  Jobs in flight are
+ * aborted: they stop at their next block of work, and once this returns
+ * they can write nothing any more (no data, record or fence), although
+ * their workers may still be on their way out of tsr_core_queue_run().
  */
 void tsr_core_reset(TsrCore *core);
 

@@ -38,8 +38,12 @@ typedef struct TsrQueue {
     uint32_t irq_status;
     uint32_t irq_enable;
     uint32_t last_error;
-    /* Bumped by a queue or chip reset: a job that sees it change stops. */
+    /*
+     * Bumped by a queue or chip reset: a job that sees it change stops,
+     * and may no longer write anything (see tsr_job_write_begin()).
+     */
     uint32_t generation;
+    /* A job of this generation is in flight: the ring must not change. */
     bool running;
     /* Modeled clock of this queue's timeline, in cycles. */
     uint64_t clock;
@@ -92,28 +96,109 @@ struct TsrCore {
     uint64_t counters[TSR_CNT_COUNT];
     TsrQueue queue[TSR_MAX_QUEUES];
     TsrFaults faults;
+    /* Bumped by every chip reset; semaphore times of older epochs are void. */
+    uint32_t epoch;
 
     /*
-     * Semaphore commands: sem_lock makes read-modify-write atomic between
-     * queues; sem_cond wakes queues waiting on a semaphore.
+     * Every write a job makes to system memory or HBM holds its queue's
+     * write_lock, and checks under it that the queue's generation is still
+     * the job's.  A reset bumps the generation, then takes and drops the
+     * lock: once it returns, the jobs it aborted have written their last
+     * byte, without the resetting thread ever waiting for a job to end.
+     * Held only across one piece of a transfer, to RAM or HBM.
+     */
+    pthread_mutex_t write_lock[TSR_MAX_QUEUES];
+
+    /*
+     * sem_lock makes the read-modify-write of semaphore commands atomic
+     * between queues and protects sem_times.  It is held across the
+     * semaphore's DMA, so only queue workers take it, never the register
+     * path.
      */
     pthread_mutex_t sem_lock;
-    pthread_cond_t sem_cond;
     /*
      * When recent SEM_SIGNAL/SEM_INC commands ran, on the modeled clock, by
-     * (context, VA): a wait they satisfy ends no earlier (sem_lock).
+     * (context, VA): a wait they satisfy ends no earlier.
      */
     struct {
+        uint32_t epoch;
         uint32_t context;
         uint64_t va;
         uint64_t cycle;
     } sem_times[TSR_SEM_TIMES];
     unsigned int sem_times_next;
+    /*
+     * sem_cond wakes queues waiting on a semaphore: after a signal, a
+     * reset or a fatal error.  wake_lock is held only around the wait and
+     * the broadcast, never across a transfer.
+     */
+    pthread_mutex_t wake_lock;
+    pthread_cond_t sem_cond;
 };
 
-/* A queue's job should stop: the queue or the chip was reset. */
+/*
+ * Checked arithmetic for the sizes, strides and addresses a guest
+ * chooses: false when the result does not fit in 64 bits.
+ */
+static inline bool tsr_add(uint64_t a, uint64_t b, uint64_t *res)
+{
+    return !__builtin_add_overflow(a, b, res);
+}
+
+static inline bool tsr_mul(uint64_t a, uint64_t b, uint64_t *res)
+{
+    return !__builtin_mul_overflow(a, b, res);
+}
+
+static inline uint64_t tsr_min(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* @a + @b, or UINT64_MAX when that overflows: the end of a range. */
+static inline uint64_t tsr_add_sat(uint64_t a, uint64_t b)
+{
+    uint64_t sum;
+
+    return tsr_add(a, b, &sum) ? sum : UINT64_MAX;
+}
+
+/*
+ * The extent of @count items @stride apart, the last @len long:
+ * (@count - 1) x @stride + @len, for @count >= 1.
+ */
+static inline bool tsr_span(uint64_t count, uint64_t stride, uint64_t len,
+                            uint64_t *span)
+{
+    uint64_t steps;
+
+    return tsr_mul(count - 1, stride, &steps) && tsr_add(steps, len, span);
+}
+
+/* Longest guest-error message, with its terminating NUL. */
+#define TSR_GUEST_ERROR_LEN 160
+
+/* Report what the guest did wrong; call without the lock held. */
+void tsr_core_guest_error(TsrCore *core, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Wake every job waiting on a semaphore; call without sem_lock held. */
+void tsr_core_wake_waiters(TsrCore *core);
+
+/*
+ * A queue's job should stop: the queue or the chip was reset, the queue
+ * was disabled, or the chip took a fatal error.
+ */
 bool tsr_queue_aborted(TsrCore *core, unsigned int queue,
                        uint32_t generation);
+/*
+ * Bracket a write of a job of @queue (see write_lock): begin returns false,
+ * holding nothing, when a reset has made the job stale.
+ */
+bool tsr_job_write_begin(TsrCore *core, unsigned int queue,
+                         uint32_t generation);
+void tsr_job_write_end(TsrCore *core, unsigned int queue);
+/* After bumping @queue's generation: wait out a write in progress. */
+void tsr_queue_fence_writes(TsrCore *core, unsigned int queue);
 
 /*
  * The chip's side of its host callbacks, where injected faults apply:
@@ -139,11 +224,13 @@ bool tsr_core_latch_irq_locked(TsrCore *core, uint32_t bits);
 uint64_t tsr_core_clock_locked(TsrCore *core);
 
 /*
- * Device memory as one job sees it: the job's context, and where the
- * first fault happened.
+ * Device memory as one job sees it: the job's queue and context, and
+ * where the first fault happened.
  */
 typedef struct TsrMem {
     TsrCore *core;
+    unsigned int queue;
+    uint32_t generation;    /* of the queue, when the job started */
     uint32_t context;
     uint64_t root;          /* bus address of the level-2 table */
     uint64_t fault_va;
@@ -151,6 +238,11 @@ typedef struct TsrMem {
     /* Bytes moved, for the timing model; the caller resets them. */
     uint64_t host_bytes;
     uint64_t hbm_bytes;
+    /*
+     * The engine is reading again what it has read before (a tile of an
+     * operand): the bytes were counted the first time.
+     */
+    bool reread;
     /*
      * Walk cache, for this job only: 2 MiB regions recently translated
      * (tag VA >> 21 plus one, so that 0 means empty), each with its
@@ -166,8 +258,13 @@ typedef struct TsrMem {
     uint32_t walk_generation;   /* core->mmu_generation the cache is of */
 } TsrMem;
 
+/* Start @mem for a job of @queue at @generation, with no context yet. */
+void tsr_mem_init(TsrMem *mem, TsrCore *core, unsigned int queue,
+                  uint32_t generation);
+/* Whether the job of @mem should stop (tsr_queue_aborted()). */
+bool tsr_mem_aborted(TsrMem *mem);
 /* Look up @context; TSR_ERR_NONE or TSR_ERR_BAD_CONTEXT/TSR_ERR_DMA. */
-uint32_t tsr_mmu_open(TsrCore *core, uint32_t context, TsrMem *mem);
+uint32_t tsr_mmu_open(TsrMem *mem, uint32_t context);
 /*
  * Copy between a job's VA space and a host buffer.  On failure set
  * mem->error and mem->fault_va (first failure only) and return -1.
@@ -175,11 +272,12 @@ uint32_t tsr_mmu_open(TsrCore *core, uint32_t context, TsrMem *mem);
 int tsr_mem_read(TsrMem *mem, uint64_t va, void *buf, uint64_t len);
 int tsr_mem_write(TsrMem *mem, uint64_t va, const void *buf, uint64_t len);
 /*
- * A host pointer to [va, va + len) if the range is mapped (with write
- * permission when @write) to contiguous HBM, else NULL.  The bytes are
- * counted once for the timing model.
+ * A host pointer to [va, va + len) if the range is mapped readable to
+ * contiguous, unpoisoned HBM, else NULL.  The bytes are counted once for
+ * the timing model.  For reading only: writes go through tsr_mem_write(),
+ * which a reset can cut off.
  */
-uint8_t *tsr_mem_hbm_view(TsrMem *mem, uint64_t va, uint64_t len, bool write);
+const uint8_t *tsr_mem_hbm_view(TsrMem *mem, uint64_t va, uint64_t len);
 /* Copy between two VAs of the job; @bounce serves system-to-system pieces. */
 int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
                  uint8_t *bounce, uint64_t bounce_len);
@@ -201,10 +299,9 @@ static inline uint64_t tsr_cost_now(const TsrCost *c)
 /*
  * Run one command of @size bytes at @cmd (already fetched).  Returns
  * TSR_ERR_NONE or the error that fails the job; adds the command's
- * modeled cycles to @cost.  @queue is the queue running the job.
+ * modeled cycles to @cost.
  */
-uint32_t tsr_cmd_execute(TsrMem *mem, unsigned int queue,
-                         uint32_t generation, const void *cmd, uint32_t size,
+uint32_t tsr_cmd_execute(TsrMem *mem, const void *cmd, uint32_t size,
                          TsrCost *cost);
 
 /* Cycles to move @bytes at @gbps on a chip clocked at @clock_mhz. */
@@ -213,9 +310,22 @@ uint64_t tsr_cycles_for_bytes(const TsrConfig *cfg, uint64_t bytes,
 /* Cycles the memory traffic counted in @mem takes (the slower side). */
 uint64_t tsr_mem_cycles(const TsrMem *mem);
 
+/*
+ * Engines work on operands in blocks of at most this many elements, so
+ * that one command holds a bounded amount of host memory (a few tens of
+ * MiB) whatever its size, and checks for an abort between blocks.
+ */
+#define TSR_BLOCK_ELEMS (1u << 20)
+
 /* Tensors (tessera-cmd.c). @dtypes is a mask of TSR_DTYPE_MASK() bits. */
 uint32_t tsr_tensor_check(const struct tsr_tensor *t, uint32_t dtypes);
 bool tsr_tensor_is_zero(const struct tsr_tensor *t);
+/* Rows [@row, @row + @rows) and columns [@col, @col + @cols) of @t. */
+struct tsr_tensor tsr_tensor_block(const struct tsr_tensor *t, uint32_t row,
+                                   uint32_t rows, uint32_t col,
+                                   uint32_t cols);
+/* Rows of @t's width that fit in @elems elements; at least one. */
+uint32_t tsr_block_rows(const struct tsr_tensor *t, uint64_t elems);
 int tsr_tensor_load_raw(TsrMem *mem, const struct tsr_tensor *t, void *dense);
 int tsr_tensor_store_raw(TsrMem *mem, const struct tsr_tensor *t,
                          const void *dense);
@@ -238,10 +348,5 @@ uint32_t tsr_cmd_cast(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
                       TsrCost *cost);
 uint32_t tsr_cmd_transpose(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
                            TsrCost *cost);
-
-/* C (m x n) = op(A) x op(B) (+ C), dense row-major f32 on the host. */
-void tsr_mxu_sgemm(bool ta, bool tb, uint64_t m, uint64_t n, uint64_t k,
-                   const float *a, const float *b, float *c, bool accumulate);
-
 
 #endif /* TESSERA_INTERNAL_H */

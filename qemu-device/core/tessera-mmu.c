@@ -11,14 +11,22 @@
 
 #include "tessera-internal.h"
 
-uint32_t tsr_mmu_open(TsrCore *core, uint32_t context, TsrMem *mem)
+void tsr_mem_init(TsrMem *mem, TsrCore *core, unsigned int queue,
+                  uint32_t generation)
 {
+    memset(mem, 0, sizeof(*mem));
+    mem->core = core;
+    mem->queue = queue;
+    mem->generation = generation;
+}
+
+uint32_t tsr_mmu_open(TsrMem *mem, uint32_t context)
+{
+    TsrCore *core = mem->core;
     struct tsr_context_entry entry;
     uint64_t table, root;
     uint32_t count;
 
-    memset(mem, 0, sizeof(*mem));
-    mem->core = core;
     mem->context = context;
 
     pthread_mutex_lock(&core->lock);
@@ -170,14 +178,71 @@ static int fail(TsrMem *mem, uint32_t error, uint64_t va)
     return -1;
 }
 
+/* Count @host and @hbm bytes moved, unless they are a re-read. */
+static void count_bytes(TsrMem *mem, uint64_t host, uint64_t hbm)
+{
+    if (!mem->reread) {
+        mem->host_bytes += host;
+        mem->hbm_bytes += hbm;
+    }
+}
+
+/* Count HBM traffic in the chip's counters, unless the job is stale. */
+static void count_hbm(TsrMem *mem, uint64_t bytes, bool write)
+{
+    TsrCore *core = mem->core;
+
+    if (!bytes || mem->reread) {
+        return;
+    }
+    pthread_mutex_lock(&core->lock);
+    if (core->queue[mem->queue].generation == mem->generation) {
+        core->counters[write ? TSR_CNT_HBM_WRITE : TSR_CNT_HBM_READ] += bytes;
+    }
+    pthread_mutex_unlock(&core->lock);
+}
+
+/*
+ * Write one translated piece; TSR_ERR_NONE, TSR_ERR_DMA, or
+ * TSR_ERR_ABORTED when a reset has made the job stale.
+ */
+static uint32_t write_piece(TsrMem *mem, const TsrXlate *x, const void *p,
+                            uint64_t n)
+{
+    TsrCore *core = mem->core;
+    int ret = 0;
+
+    if (!tsr_job_write_begin(core, mem->queue, mem->generation)) {
+        return TSR_ERR_ABORTED;
+    }
+    if (x->hbm) {
+        memcpy(core->hbm + x->addr, p, n);
+    } else {
+        ret = tsr_core_dma_write(core, x->addr, p, n);
+    }
+    tsr_job_write_end(core, mem->queue);
+    return ret ? TSR_ERR_DMA : TSR_ERR_NONE;
+}
+
+static uint32_t read_piece(TsrMem *mem, const TsrXlate *x, void *p,
+                           uint64_t n)
+{
+    if (x->hbm) {
+        memcpy(p, mem->core->hbm + x->addr, n);
+        return TSR_ERR_NONE;
+    }
+    return tsr_core_dma_read(mem->core, x->addr, p, n) ? TSR_ERR_DMA
+                                                       : TSR_ERR_NONE;
+}
+
 static int mem_access(TsrMem *mem, uint64_t va, void *buf, uint64_t len,
                       bool write)
 {
     TsrCore *core = mem->core;
     uint8_t *p = buf;
-    uint64_t hbm_bytes = 0, bad;
+    uint64_t hbm_bytes = 0, bad, end;
 
-    if (va + len < va) {
+    if (!tsr_add(va, len, &end)) {
         return fail(mem, TSR_ERR_MMU_UNMAPPED, va);
     }
     while (len) {
@@ -193,31 +258,48 @@ static int mem_access(TsrMem *mem, uint64_t va, void *buf, uint64_t len,
             tsr_core_hbm_read_check(core, x.addr, n, &bad)) {
             return fail(mem, TSR_ERR_ECC, va + bad);
         }
-        if (x.hbm) {
-            if (write) {
-                memcpy(core->hbm + x.addr, p, n);
-            } else {
-                memcpy(p, core->hbm + x.addr, n);
-            }
-            hbm_bytes += n;
-            mem->hbm_bytes += n;
-        } else if (write ? tsr_core_dma_write(core, x.addr, p, n)
-                         : tsr_core_dma_read(core, x.addr, p, n)) {
-            return fail(mem, TSR_ERR_DMA, va);
-        } else {
-            mem->host_bytes += n;
+        err = write ? write_piece(mem, &x, p, n) : read_piece(mem, &x, p, n);
+        if (err) {
+            return fail(mem, err, va);
         }
+        if (x.hbm) {
+            hbm_bytes += n;
+        }
+        count_bytes(mem, x.hbm ? 0 : n, x.hbm ? n : 0);
         va += n;
         p += n;
         len -= n;
     }
-    if (hbm_bytes) {
-        pthread_mutex_lock(&core->lock);
-        core->counters[write ? TSR_CNT_HBM_WRITE : TSR_CNT_HBM_READ] +=
-            hbm_bytes;
-        pthread_mutex_unlock(&core->lock);
-    }
+    count_hbm(mem, hbm_bytes, write);
     return 0;
+}
+
+/*
+ * Copy one piece of which at least one side is HBM, straight from or
+ * into HBM; a reset cuts it off like any write.  Returns TSR_ERR_NONE, or
+ * the error with @source set when the source side failed.
+ */
+static uint32_t copy_piece(TsrMem *mem, const TsrXlate *d, const TsrXlate *s,
+                           uint64_t n, bool *source)
+{
+    TsrCore *core = mem->core;
+    int ret = 0;
+
+    if (!tsr_job_write_begin(core, mem->queue, mem->generation)) {
+        *source = false;
+        return TSR_ERR_ABORTED;
+    }
+    if (s->hbm && d->hbm) {
+        memmove(core->hbm + d->addr, core->hbm + s->addr, n);
+    } else if (d->hbm) {
+        ret = tsr_core_dma_read(core, s->addr, core->hbm + d->addr, n);
+        *source = true;
+    } else {
+        ret = tsr_core_dma_write(core, d->addr, core->hbm + s->addr, n);
+        *source = false;
+    }
+    tsr_job_write_end(core, mem->queue);
+    return ret ? TSR_ERR_DMA : TSR_ERR_NONE;
 }
 
 /*
@@ -229,16 +311,18 @@ int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
                  uint8_t *bounce, uint64_t bounce_len)
 {
     TsrCore *core = mem->core;
-    uint64_t bad;
+    uint64_t bad, end;
 
-    if (src + len < src || dst + len < dst) {
-        return fail(mem, TSR_ERR_MMU_UNMAPPED, src + len < src ? src : dst);
+    if (!tsr_add(src, len, &end)) {
+        return fail(mem, TSR_ERR_MMU_UNMAPPED, src);
+    }
+    if (!tsr_add(dst, len, &end)) {
+        return fail(mem, TSR_ERR_MMU_UNMAPPED, dst);
     }
     while (len) {
         TsrXlate s, d;
         uint32_t err = translate_run(mem, src, len, false, &s);
         uint64_t n;
-        int ret;
 
         if (err) {
             return fail(mem, err, src);
@@ -254,28 +338,19 @@ int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
         }
         if (!s.hbm && !d.hbm) {
             n = n < bounce_len ? n : bounce_len;
-            ret = tsr_mem_read(mem, src, bounce, n) ||
-                  tsr_mem_write(mem, dst, bounce, n);
-            if (ret) {
+            if (tsr_mem_read(mem, src, bounce, n) ||
+                tsr_mem_write(mem, dst, bounce, n)) {
                 return -1;
             }
-        } else if (s.hbm && d.hbm) {
-            memmove(core->hbm + d.addr, core->hbm + s.addr, n);
-            mem->hbm_bytes += 2 * n;
-        } else if (d.hbm) {
-            if (tsr_core_dma_read(core, s.addr, core->hbm + d.addr,
-                                    n)) {
-                return fail(mem, TSR_ERR_DMA, src);
-            }
-            mem->host_bytes += n;
-            mem->hbm_bytes += n;
         } else {
-            if (tsr_core_dma_write(core, d.addr, core->hbm + s.addr,
-                                     n)) {
-                return fail(mem, TSR_ERR_DMA, dst);
+            bool source;
+
+            err = copy_piece(mem, &d, &s, n, &source);
+            if (err) {
+                return fail(mem, err, source ? src : dst);
             }
-            mem->host_bytes += n;
-            mem->hbm_bytes += n;
+            count_bytes(mem, s.hbm && d.hbm ? 0 : n,
+                        s.hbm && d.hbm ? 2 * n : n);
         }
         src += n;
         dst += n;
@@ -284,17 +359,17 @@ int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
     return 0;
 }
 
-uint8_t *tsr_mem_hbm_view(TsrMem *mem, uint64_t va, uint64_t len, bool write)
+const uint8_t *tsr_mem_hbm_view(TsrMem *mem, uint64_t va, uint64_t len)
 {
-    uint64_t start = 0, off = 0, bad;
+    uint64_t start = 0, off = 0, bad, end;
 
-    if (!len || va + len < va) {
+    if (!len || !tsr_add(va, len, &end)) {
         return NULL;
     }
     while (off < len) {
         TsrXlate x;
 
-        if (translate(mem, va + off, write, &x) || !x.hbm) {
+        if (translate(mem, va + off, false, &x) || !x.hbm) {
             return NULL;
         }
         if (!off) {
@@ -305,11 +380,11 @@ uint8_t *tsr_mem_hbm_view(TsrMem *mem, uint64_t va, uint64_t len, bool write)
         off += x.len;
     }
     /* Poisoned HBM: the caller's copy path reports the error with its VA. */
-    if (!write && (tsr_core_hbm_poisoned(mem->core, start, len) ||
-                   tsr_core_hbm_read_check(mem->core, start, len, &bad))) {
+    if (tsr_core_hbm_poisoned(mem->core, start, len) ||
+        tsr_core_hbm_read_check(mem->core, start, len, &bad)) {
         return NULL;
     }
-    mem->hbm_bytes += len;
+    count_bytes(mem, 0, len);
     return mem->core->hbm + start;
 }
 

@@ -11,6 +11,8 @@
  * Copyright (C) 2026 The Tessera Authors
  */
 #include <endian.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +31,37 @@ bool tsr_queue_aborted(TsrCore *core, unsigned int queue, uint32_t generation)
               core->fatal;
     pthread_mutex_unlock(&core->lock);
     return aborted;
+}
+
+bool tsr_job_write_begin(TsrCore *core, unsigned int queue,
+                         uint32_t generation)
+{
+    bool live;
+
+    pthread_mutex_lock(&core->write_lock[queue]);
+    pthread_mutex_lock(&core->lock);
+    live = core->queue[queue].generation == generation;
+    pthread_mutex_unlock(&core->lock);
+    if (!live) {
+        pthread_mutex_unlock(&core->write_lock[queue]);
+    }
+    return live;
+}
+
+void tsr_job_write_end(TsrCore *core, unsigned int queue)
+{
+    pthread_mutex_unlock(&core->write_lock[queue]);
+}
+
+void tsr_queue_fence_writes(TsrCore *core, unsigned int queue)
+{
+    pthread_mutex_lock(&core->write_lock[queue]);
+    pthread_mutex_unlock(&core->write_lock[queue]);
+}
+
+bool tsr_mem_aborted(TsrMem *mem)
+{
+    return tsr_queue_aborted(mem->core, mem->queue, mem->generation);
 }
 
 bool tsr_core_queue_pending(TsrCore *core, unsigned int queue)
@@ -53,10 +86,10 @@ static bool job_desc_valid(const struct tsr_job_desc *d)
 }
 
 /* Run the commands of a job; fills the error fields of @comp. */
-static void run_commands(TsrMem *mem, unsigned int queue, uint32_t generation,
-                         const uint8_t *buf, uint32_t size, TsrCost *cost,
-                         struct tsr_completion *comp)
+static void run_commands(TsrMem *mem, const uint8_t *buf, uint32_t size,
+                         TsrCost *cost, struct tsr_completion *comp)
 {
+    TsrCore *core = mem->core;
     uint32_t off = 0, index = 0;
 
     while (off < size) {
@@ -66,12 +99,12 @@ static void run_commands(TsrMem *mem, unsigned int queue, uint32_t generation,
 
         if (!len || len > size - off) {
             err = TSR_ERR_BAD_SIZE;
-        } else if (tsr_queue_aborted(mem->core, queue, generation)) {
+        } else if (tsr_mem_aborted(mem)) {
             err = TSR_ERR_ABORTED;
         } else {
             mem->host_bytes = 0;
             mem->hbm_bytes = 0;
-            err = tsr_cmd_execute(mem, queue, generation, hdr, len, cost);
+            err = tsr_cmd_execute(mem, hdr, len, cost);
         }
         if (err) {
             comp->error = err;
@@ -82,17 +115,18 @@ static void run_commands(TsrMem *mem, unsigned int queue, uint32_t generation,
         off += len;
         index++;
     }
-    pthread_mutex_lock(&mem->core->lock);
-    mem->core->counters[TSR_CNT_COMMANDS] += index;
-    pthread_mutex_unlock(&mem->core->lock);
+    pthread_mutex_lock(&core->lock);
+    if (core->queue[mem->queue].generation == mem->generation) {
+        core->counters[TSR_CNT_COMMANDS] += index;
+    }
+    pthread_mutex_unlock(&core->lock);
 }
 
 /*
  * Run job @d and fill @comp.  @mem is left open on the job's context when
  * the context is valid, for writing the completion record.
  */
-static void run_job(TsrCore *core, unsigned int queue, uint32_t generation,
-                    const struct tsr_job_desc *d, TsrMem *mem,
+static void run_job(const struct tsr_job_desc *d, TsrMem *mem,
                     TsrCost *cost, struct tsr_completion *comp)
 {
     uint32_t err;
@@ -100,7 +134,7 @@ static void run_job(TsrCore *core, unsigned int queue, uint32_t generation,
 
     comp->failed_cmd = TSR_NO_COMMAND;
     /* The context first: with it, even a bad descriptor gets its record. */
-    err = tsr_mmu_open(core, d->context, mem);
+    err = tsr_mmu_open(mem, d->context);
     if (err) {
         comp->error = err;
         return;
@@ -118,8 +152,7 @@ static void run_job(TsrCore *core, unsigned int queue, uint32_t generation,
         comp->error = mem->error;
         comp->fault_va = mem->fault_va;
     } else {
-        run_commands(mem, queue, generation, buf, d->cmdbuf_size, cost,
-                     comp);
+        run_commands(mem, buf, d->cmdbuf_size, cost, comp);
     }
     free(buf);
 }
@@ -153,27 +186,40 @@ static bool is_memory_error(uint32_t err)
     return err == TSR_ERR_MMU_UNMAPPED || err == TSR_ERR_MMU_PERMISSION;
 }
 
+/* Where the job stood in its queue when it started. */
+typedef struct TsrSlot {
+    unsigned int queue;
+    uint32_t generation;
+    uint64_t ring_base;
+    uint32_t ring_size;
+    uint32_t index;
+    uint64_t start;         /* the queue's clock */
+    uint64_t fence_addr;
+} TsrSlot;
+
 /*
  * Account for a finished job and publish it; returns the vectors to raise.
- * @d is NULL when the descriptor could not be read.
+ * @d is NULL when the descriptor could not be read.  Sets @published
+ * unless a reset or a fatal error came first: then the job is gone
+ * without trace.
  */
-static unsigned int finish_job(TsrCore *core, unsigned int queue,
-                               uint32_t generation, uint32_t index,
+static unsigned int finish_job(TsrCore *core, const TsrSlot *slot,
                                const struct tsr_job_desc *d,
                                const struct tsr_completion *comp,
-                               const TsrCost *cost)
+                               const TsrCost *cost, bool *published)
 {
-    TsrQueue *qu = &core->queue[queue];
+    TsrQueue *qu = &core->queue[slot->queue];
     unsigned int vectors = 0;
     uint32_t causes = 0;
 
     pthread_mutex_lock(&core->lock);
-    if (qu->generation != generation) {
-        /* The queue was reset under the job: it is gone without trace. */
+    *published = qu->generation == slot->generation && !core->fatal;
+    if (!*published) {
         pthread_mutex_unlock(&core->lock);
         return 0;
     }
-    qu->head = (index + 1) % qu->ring_size;
+    /* The ring size the job came from: the register may be 0 by now. */
+    qu->head = (slot->index + 1) % slot->ring_size;
     qu->clock = comp->end_cycle;
     if (d) {
         qu->fence = d->fence;
@@ -203,44 +249,109 @@ static unsigned int finish_job(TsrCore *core, unsigned int queue,
     }
     qu->irq_status |= causes;
     if (qu->irq_enable & causes) {
-        vectors |= 1u << TSR_MSIX_VEC_QUEUE(queue);
+        vectors |= 1u << TSR_MSIX_VEC_QUEUE(slot->queue);
     }
     pthread_mutex_unlock(&core->lock);
     return vectors;
 }
 
-/* Run the job at ring slot @index and publish its outcome. */
-static void process_one(TsrCore *core, unsigned int queue, uint32_t generation,
-                        uint64_t ring_base, uint32_t index, uint64_t start,
-                        uint64_t fence_addr)
+static const char *error_name(uint32_t error)
+{
+    static const char *const names[TSR_ERR_COUNT] = {
+        [TSR_ERR_BAD_OPCODE] = "BAD_OPCODE",
+        [TSR_ERR_BAD_SIZE] = "BAD_SIZE",
+        [TSR_ERR_BAD_FLAGS] = "BAD_FLAGS",
+        [TSR_ERR_RESERVED] = "RESERVED",
+        [TSR_ERR_BAD_DTYPE] = "BAD_DTYPE",
+        [TSR_ERR_BAD_SHAPE] = "BAD_SHAPE",
+        [TSR_ERR_BAD_STRIDE] = "BAD_STRIDE",
+        [TSR_ERR_BAD_ALIGNMENT] = "BAD_ALIGNMENT",
+        [TSR_ERR_BAD_OP] = "BAD_OP",
+        [TSR_ERR_MMU_UNMAPPED] = "MMU_UNMAPPED",
+        [TSR_ERR_MMU_PERMISSION] = "MMU_PERMISSION",
+        [TSR_ERR_BAD_CONTEXT] = "BAD_CONTEXT",
+        [TSR_ERR_DMA] = "DMA",
+        [TSR_ERR_ECC] = "ECC",
+        [TSR_ERR_BAD_JOB] = "BAD_JOB",
+        [TSR_ERR_ABORTED] = "ABORTED",
+        [TSR_ERR_TOO_LARGE] = "TOO_LARGE",
+    };
+
+    return error < TSR_ERR_COUNT && names[error] ? names[error] : "?";
+}
+
+static void report_failure(TsrCore *core, const TsrSlot *slot,
+                           const struct tsr_completion *comp)
+{
+    char where[32] = "before its first command";
+
+    if (comp->failed_cmd != TSR_NO_COMMAND) {
+        snprintf(where, sizeof(where), "at command %" PRIu32,
+                 comp->failed_cmd);
+    }
+    tsr_core_guest_error(core, "queue %u: job in ring slot %" PRIu32
+                         " failed with %s (%" PRIu32 ") %s, VA 0x%" PRIx64,
+                         slot->queue, slot->index, error_name(comp->error),
+                         comp->error, where, (uint64_t)comp->fault_va);
+}
+
+/* Write the fence, unless a reset made the job stale. */
+static void write_fence(TsrCore *core, const TsrSlot *slot, uint64_t fence)
+{
+    uint64_t le = htole64(fence);
+
+    if (tsr_job_write_begin(core, slot->queue, slot->generation)) {
+        tsr_core_dma_write(core, slot->fence_addr, &le, sizeof(le));
+        tsr_job_write_end(core, slot->queue);
+    }
+}
+
+/* The descriptor of @slot's job; -1 when it cannot be read. */
+static int read_desc(TsrCore *core, const TsrSlot *slot,
+                     struct tsr_job_desc *d)
+{
+    uint64_t addr;
+
+    if (!tsr_add(slot->ring_base, (uint64_t)slot->index * sizeof(*d), &addr) ||
+        tsr_core_dma_read(core, addr, d, sizeof(*d))) {
+        return -1;
+    }
+    desc_from_le(d);
+    return 0;
+}
+
+/* Run the job in @slot and publish its outcome. */
+static void process_one(TsrCore *core, const TsrSlot *slot)
 {
     struct tsr_completion comp = { 0 };
     struct tsr_job_desc d = { 0 };
-    TsrCost cost = { .start = start + TSR_JOB_LAUNCH_CYCLES };
+    TsrCost cost = { .start = slot->start + TSR_JOB_LAUNCH_CYCLES };
     unsigned int vectors, v;
-    TsrMem mem = { .core = core };
-    bool have_desc = false;
+    TsrMem mem;
+    bool have_desc = false, published;
 
-    if (tsr_core_dma_read(core, ring_base + index * sizeof(d),
-                          &d, sizeof(d))) {
+    tsr_mem_init(&mem, core, slot->queue, slot->generation);
+    if (read_desc(core, slot, &d)) {
         /* Without its descriptor the job has no fence and no record. */
         comp.error = TSR_ERR_DMA;
         comp.failed_cmd = TSR_NO_COMMAND;
     } else {
         have_desc = true;
-        desc_from_le(&d);
-        run_job(core, queue, generation, &d, &mem, &cost, &comp);
+        run_job(&d, &mem, &cost, &comp);
     }
 
     comp.status = comp.error ? TSR_JOB_STATUS_ERROR : TSR_JOB_STATUS_DONE;
     comp.fence = d.fence;
-    comp.start_cycle = start;
+    comp.start_cycle = slot->start;
     comp.end_cycle = tsr_cost_now(&cost);
     comp.mxu_cycles = cost.mxu;
     comp.vpu_cycles = cost.vpu;
     comp.dma_cycles = cost.dma;
 
-    /* Completion record, then fence, then interrupt: in that order. */
+    /*
+     * Completion record, then fence, then interrupt: in that order.  Both
+     * writes are cut off by a reset (tsr_job_write_begin()).
+     */
     if (d.completion_va && mem.root) {
         struct tsr_completion le = comp;
 
@@ -248,13 +359,14 @@ static void process_one(TsrCore *core, unsigned int queue, uint32_t generation,
         mem.error = 0;
         tsr_mem_write(&mem, d.completion_va, &le, sizeof(le));
     }
-    if (fence_addr && have_desc) {
-        uint64_t fence = htole64(d.fence);
-
-        tsr_core_dma_write(core, fence_addr, &fence, sizeof(fence));
+    if (slot->fence_addr && have_desc) {
+        write_fence(core, slot, d.fence);
     }
-    vectors = finish_job(core, queue, generation, index,
-                         have_desc ? &d : NULL, &comp, &cost);
+    vectors = finish_job(core, slot, have_desc ? &d : NULL, &comp, &cost,
+                         &published);
+    if (published && comp.error) {
+        report_failure(core, slot, &comp);
+    }
     for (v = 0; v < TSR_MSIX_VECTORS; v++) {
         if (vectors & (1u << v)) {
             tsr_core_irq(core, v);
@@ -267,8 +379,7 @@ void tsr_core_queue_run(TsrCore *core, unsigned int queue)
     TsrQueue *qu = &core->queue[queue];
 
     for (;;) {
-        uint64_t ring_base, start, fence_addr;
-        uint32_t generation, index;
+        TsrSlot slot = { .queue = queue };
 
         pthread_mutex_lock(&core->lock);
         if (!(qu->control & TSR_QCTRL_ENABLE) || !qu->ring_size ||
@@ -279,14 +390,14 @@ void tsr_core_queue_run(TsrCore *core, unsigned int queue)
             return;
         }
         qu->running = true;
-        generation = qu->generation;
-        ring_base = qu->ring_base;
-        index = qu->head;
-        start = qu->clock;
-        fence_addr = qu->fence_addr;
+        slot.generation = qu->generation;
+        slot.ring_base = qu->ring_base;
+        slot.ring_size = qu->ring_size;
+        slot.index = qu->head;
+        slot.start = qu->clock;
+        slot.fence_addr = qu->fence_addr;
         pthread_mutex_unlock(&core->lock);
 
-        process_one(core, queue, generation, ring_base, index, start,
-                    fence_addr);
+        process_one(core, &slot);
     }
 }

@@ -87,12 +87,12 @@ bool tsr_route_neighbour(const TsrTopology *topo, const uint8_t here[3],
         if (!here[d] && !topo->wrap[d]) {
             return false;
         }
-        out[d] = here[d] ? here[d] - 1 : n - 1;
+        out[d] = here[d] ? here[d] - 1 : (uint8_t)(n - 1);
     } else {
-        if (here[d] == n - 1 && !topo->wrap[d]) {
+        if (here[d] + 1u == n && !topo->wrap[d]) {
             return false;
         }
-        out[d] = here[d] == n - 1 ? 0 : here[d] + 1;
+        out[d] = here[d] + 1u == n ? 0 : here[d] + 1;
     }
     return true;
 }
@@ -105,7 +105,7 @@ unsigned int tsr_route_vc(const TsrTopology *topo, const uint8_t here[3],
     bool negative = port & 1;
     /* The dateline is the wraparound link, between n - 1 and 0. */
     bool crosses = topo->wrap[d] &&
-                   (negative ? here[d] == 0 : here[d] == n - 1);
+                   (negative ? here[d] == 0 : here[d] + 1u == n);
 
     return crosses || (in_dim == d && in_vc) ? 1 : 0;
 }

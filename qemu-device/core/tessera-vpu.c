@@ -6,6 +6,11 @@
  * The VPU works on sublanes x lanes elements per cycle per TensorCore;
  * transcendental operations and division take TSR_VPU_SLOW_CYCLES.
  *
+ * Commands run a block of rows at a time (TSR_BLOCK_ELEMS elements per
+ * operand; transposes in square-ish tiles), so that one holds a bounded
+ * amount of host memory and notices an abort between blocks.  Every
+ * element is computed as it would be in one pass.
+ *
  * Copyright (C) 2026 The Tessera Authors
  */
 #include <math.h>
@@ -186,52 +191,99 @@ static uint32_t vpu_check(const struct tsr_cmd_vpu *c, unsigned int *nargs)
     return err;
 }
 
-uint32_t tsr_cmd_vpu(TsrMem *mem, const struct tsr_cmd_vpu *c, TsrCost *cost)
+/* Dense f32 copies of one block of rows of each operand. */
+typedef struct VpuBlock {
+    float *a, *b, *c, *out;
+} VpuBlock;
+
+/*
+ * Load rows [@row, @row + @rows) of operand @t, broadcast like @b, into
+ * @buf: a row broadcast down the rows is the same for every block, and
+ * loaded once.
+ */
+static int load_operand_rows(TsrMem *mem, const struct tsr_tensor *t,
+                             uint32_t row, uint32_t rows, float *buf)
 {
-    unsigned int nargs = 0;
-    uint32_t err = vpu_check(c, &nargs);
-    float *a = NULL, *b = NULL, *s = NULL, *out = NULL;
+    struct tsr_tensor block;
+
+    if (t->rows == 1) {
+        return row ? 0 : tsr_tensor_load_f32(mem, t, buf);
+    }
+    block = tsr_tensor_block(t, row, rows, 0, t->cols);
+    return tsr_tensor_load_f32(mem, &block, buf);
+}
+
+static uint32_t vpu_block(TsrMem *mem, const struct tsr_cmd_vpu *c,
+                          unsigned int nargs, uint32_t row, uint32_t rows,
+                          const VpuBlock *v)
+{
+    struct tsr_tensor a = tsr_tensor_block(&c->a, row, rows, 0, c->a.cols);
+    struct tsr_tensor out = tsr_tensor_block(&c->out, row, rows, 0,
+                                             c->out.cols);
     uint32_t r, col;
 
-    if (err) {
-        return err;
+    if (tsr_mem_aborted(mem)) {
+        return TSR_ERR_ABORTED;
     }
-    a = malloc(elems(&c->a) * sizeof(float));
-    b = nargs >= 2 ? malloc(elems(&c->b) * sizeof(float)) : NULL;
-    s = nargs == 3 ? malloc(elems(&c->c) * sizeof(float)) : NULL;
-    out = malloc(elems(&c->out) * sizeof(float));
-    if (!a || !out || (nargs >= 2 && !b) || (nargs == 3 && !s)) {
-        err = TSR_ERR_TOO_LARGE;
-        goto out;
+    if (tsr_tensor_load_f32(mem, &a, v->a) ||
+        (nargs >= 2 && load_operand_rows(mem, &c->b, row, rows, v->b)) ||
+        (nargs == 3 && load_operand_rows(mem, &c->c, row, rows, v->c))) {
+        return mem->error;
     }
-    if (tsr_tensor_load_f32(mem, &c->a, a) ||
-        (b && tsr_tensor_load_f32(mem, &c->b, b)) ||
-        (s && tsr_tensor_load_f32(mem, &c->c, s))) {
-        err = mem->error;
-        goto out;
-    }
-    for (r = 0; r < c->out.rows; r++) {
+    for (r = 0; r < rows; r++) {
         for (col = 0; col < c->out.cols; col++) {
             uint64_t i = (uint64_t)r * c->out.cols + col;
 
             if (nargs == 1) {
-                out[i] = apply1(c->op, a[i]);
+                v->out[i] = apply1(c->op, v->a[i]);
             } else if (nargs == 2) {
-                out[i] = apply2(c->op, a[i], at(b, &c->b, r, col));
+                v->out[i] = apply2(c->op, v->a[i], at(v->b, &c->b, r, col));
             } else {
-                out[i] = a[i] != 0.0f ? at(b, &c->b, r, col)
-                                      : at(s, &c->c, r, col);
+                v->out[i] = v->a[i] != 0.0f ? at(v->b, &c->b, r, col)
+                                            : at(v->c, &c->c, r, col);
             }
         }
     }
-    if (tsr_tensor_store_f32(mem, &c->out, out)) {
-        err = mem->error;
+    return tsr_tensor_store_f32(mem, &out, v->out) ? mem->error
+                                                  : TSR_ERR_NONE;
+}
+
+static uint32_t vpu_run(TsrMem *mem, const struct tsr_cmd_vpu *c,
+                        unsigned int nargs)
+{
+    uint32_t block = tsr_block_rows(&c->out, TSR_BLOCK_ELEMS);
+    size_t size = (size_t)block * c->out.cols * sizeof(float);
+    VpuBlock v = {
+        .a = malloc(size),
+        .b = nargs >= 2 ? malloc(size) : NULL,
+        .c = nargs == 3 ? malloc(size) : NULL,
+        .out = malloc(size),
+    };
+    uint32_t err = TSR_ERR_NONE, row, rows;
+
+    if (!v.a || !v.out || (nargs >= 2 && !v.b) || (nargs == 3 && !v.c)) {
+        err = TSR_ERR_TOO_LARGE;
     }
-out:
-    free(a);
-    free(b);
-    free(s);
-    free(out);
+    for (row = 0; !err && row < c->out.rows; row += rows) {
+        rows = tsr_min(block, c->out.rows - row);
+        err = vpu_block(mem, c, nargs, row, rows, &v);
+    }
+    free(v.a);
+    free(v.b);
+    free(v.c);
+    free(v.out);
+    return err;
+}
+
+uint32_t tsr_cmd_vpu(TsrMem *mem, const struct tsr_cmd_vpu *c, TsrCost *cost)
+{
+    unsigned int nargs = 0;
+    uint32_t err = vpu_check(c, &nargs);
+
+    if (err) {
+        return err;
+    }
+    err = vpu_run(mem, c, nargs);
     charge(mem, cost, elems(&c->out), slow_op(c->op) ? TSR_VPU_SLOW_CYCLES : 1);
     return err;
 }
@@ -275,34 +327,67 @@ static float combine(uint32_t op, float acc, float x)
     }
 }
 
+/*
+ * Rows [@row, @row + @rows) of the input into @out: along axis 0 into one
+ * accumulator per column, kept across blocks; along axis 1 into one per
+ * row of the block, stored with it.
+ */
+static uint32_t reduce_block(TsrMem *mem, const struct tsr_cmd_reduce *c,
+                             uint32_t row, uint32_t rows, float *in,
+                             float *out)
+{
+    struct tsr_tensor block = tsr_tensor_block(&c->in, row, rows, 0,
+                                               c->in.cols);
+    struct tsr_tensor sums;
+    uint32_t r, col;
+
+    if (tsr_mem_aborted(mem)) {
+        return TSR_ERR_ABORTED;
+    }
+    if (tsr_tensor_load_f32(mem, &block, in)) {
+        return mem->error;
+    }
+    for (r = 0; r < rows; r++) {
+        for (col = 0; col < c->in.cols; col++) {
+            float x = in[(uint64_t)r * c->in.cols + col];
+            float *acc = &out[c->axis == 0 ? col : r];
+
+            *acc = (c->axis == 0 ? row + r : col) ? combine(c->op, *acc, x)
+                                                  : x;
+        }
+    }
+    if (c->axis == 1) {
+        sums = tsr_tensor_block(&c->out, row, rows, 0, 1);
+        if (tsr_tensor_store_f32(mem, &sums, out)) {
+            return mem->error;
+        }
+    }
+    return TSR_ERR_NONE;
+}
+
 uint32_t tsr_cmd_reduce(TsrMem *mem, const struct tsr_cmd_reduce *c,
                         TsrCost *cost)
 {
     uint32_t err = reduce_check(c);
     float *in, *out;
-    uint32_t r, col;
+    uint32_t block, row, rows;
 
     if (err) {
         return err;
     }
-    in = malloc(elems(&c->in) * sizeof(float));
-    out = malloc(elems(&c->out) * sizeof(float));
+    /* Only now are the dimensions known to be non-zero. */
+    block = tsr_block_rows(&c->in, TSR_BLOCK_ELEMS);
+    in = malloc((size_t)block * c->in.cols * sizeof(float));
+    out = malloc((c->axis == 0 ? c->in.cols : block) * sizeof(float));
     if (!in || !out) {
         err = TSR_ERR_TOO_LARGE;
-    } else if (tsr_tensor_load_f32(mem, &c->in, in)) {
+    }
+    for (row = 0; !err && row < c->in.rows; row += rows) {
+        rows = tsr_min(block, c->in.rows - row);
+        err = reduce_block(mem, c, row, rows, in, out);
+    }
+    if (!err && c->axis == 0 && tsr_tensor_store_f32(mem, &c->out, out)) {
         err = mem->error;
-    } else {
-        for (r = 0; r < c->in.rows; r++) {
-            for (col = 0; col < c->in.cols; col++) {
-                float x = in[(uint64_t)r * c->in.cols + col];
-                float *acc = &out[c->axis == 0 ? col : r];
-
-                *acc = (c->axis == 0 ? r : col) ? combine(c->op, *acc, x) : x;
-            }
-        }
-        if (tsr_tensor_store_f32(mem, &c->out, out)) {
-            err = mem->error;
-        }
     }
     free(in);
     free(out);
@@ -329,13 +414,41 @@ static uint32_t unary_copy_check(const struct tsr_cmd_unary_copy *c,
     return err;
 }
 
+/* Rows [@row, @row + @rows); @f is NULL when the dtypes are the same. */
+static uint32_t cast_block(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
+                           uint32_t row, uint32_t rows, void *raw, void *conv,
+                           float *f)
+{
+    struct tsr_tensor in = tsr_tensor_block(&c->in, row, rows, 0, c->in.cols);
+    struct tsr_tensor out = tsr_tensor_block(&c->out, row, rows, 0,
+                                             c->out.cols);
+    size_t n = (size_t)rows * c->in.cols;
+
+    if (tsr_mem_aborted(mem)) {
+        return TSR_ERR_ABORTED;
+    }
+    if (tsr_tensor_load_raw(mem, &in, raw)) {
+        return mem->error;
+    }
+    if (f) {
+        /* Through f32: i32 to bf16 rounds twice, as documented. */
+        tsr_convert_to_f32(c->in.dtype, raw, f, n);
+        tsr_convert_from_f32(c->out.dtype, f, conv, n);
+    }
+    return tsr_tensor_store_raw(mem, &out, f ? conv : raw) ? mem->error
+                                                          : TSR_ERR_NONE;
+}
+
 uint32_t tsr_cmd_cast(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
                       TsrCost *cost)
 {
     uint32_t err = unary_copy_check(c, FLOAT_DTYPES |
                                        TSR_DTYPE_MASK(TSR_DTYPE_I32));
-    uint64_t n = elems(&c->in);
+    bool convert = c->in.dtype != c->out.dtype;
     void *raw = NULL, *conv = NULL;
+    float *f = NULL;
+    uint32_t block, row, rows;
+    size_t size;
 
     if (!err && (c->out.rows != c->in.rows || c->out.cols != c->in.cols)) {
         err = TSR_ERR_BAD_SHAPE;
@@ -343,36 +456,55 @@ uint32_t tsr_cmd_cast(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
     if (err) {
         return err;
     }
-    raw = malloc(n * sizeof(float));
-    conv = malloc(n * sizeof(float));
-    if (!raw || !conv) {
+    block = tsr_block_rows(&c->in, TSR_BLOCK_ELEMS);
+    size = (size_t)block * c->in.cols * sizeof(float);
+    raw = malloc(size);
+    conv = convert ? malloc(size) : NULL;
+    f = convert ? malloc(size) : NULL;
+    if (!raw || (convert && (!conv || !f))) {
         err = TSR_ERR_TOO_LARGE;
-    } else if (tsr_tensor_load_raw(mem, &c->in, raw)) {
-        err = mem->error;
-    } else {
-        if (c->in.dtype == c->out.dtype) {
-            memcpy(conv, raw, n * tsr_dtype_size(c->in.dtype));
-        } else {
-            /* Through f32: i32 to bf16 rounds twice, as documented. */
-            float *f = malloc(n * sizeof(float));
-
-            if (!f) {
-                err = TSR_ERR_TOO_LARGE;
-                goto out;
-            }
-            tsr_convert_to_f32(c->in.dtype, raw, f, n);
-            tsr_convert_from_f32(c->out.dtype, f, conv, n);
-            free(f);
-        }
-        if (tsr_tensor_store_raw(mem, &c->out, conv)) {
-            err = mem->error;
-        }
     }
-out:
+    for (row = 0; !err && row < c->in.rows; row += rows) {
+        rows = tsr_min(block, c->in.rows - row);
+        err = cast_block(mem, c, row, rows, raw, conv, f);
+    }
     free(raw);
     free(conv);
-    charge(mem, cost, n, 1);
+    free(f);
+    charge(mem, cost, elems(&c->in), 1);
     return err;
+}
+
+/* Input rows per transpose tile; its columns fill TSR_BLOCK_ELEMS. */
+#define TSR_TRANSPOSE_TILE_ROWS 1024
+
+/*
+ * The tile of rows [@row, @row + @rows) x columns [@col, @col + @cols) of
+ * the input, written as the same columns x rows of the output.
+ */
+static uint32_t transpose_tile(TsrMem *mem,
+                               const struct tsr_cmd_unary_copy *c,
+                               uint32_t row, uint32_t rows, uint32_t col,
+                               uint32_t cols, uint8_t *in, uint8_t *out)
+{
+    unsigned int esize = tsr_dtype_size(c->in.dtype);
+    struct tsr_tensor src = tsr_tensor_block(&c->in, row, rows, col, cols);
+    struct tsr_tensor dst = tsr_tensor_block(&c->out, col, cols, row, rows);
+    uint32_t r, k;
+
+    if (tsr_mem_aborted(mem)) {
+        return TSR_ERR_ABORTED;
+    }
+    if (tsr_tensor_load_raw(mem, &src, in)) {
+        return mem->error;
+    }
+    for (r = 0; r < rows; r++) {
+        for (k = 0; k < cols; k++) {
+            memcpy(out + ((uint64_t)k * rows + r) * esize,
+                   in + ((uint64_t)r * cols + k) * esize, esize);
+        }
+    }
+    return tsr_tensor_store_raw(mem, &dst, out) ? mem->error : TSR_ERR_NONE;
 }
 
 uint32_t tsr_cmd_transpose(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
@@ -382,8 +514,8 @@ uint32_t tsr_cmd_transpose(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
                    TSR_DTYPE_MASK(TSR_DTYPE_I8);
     uint32_t err = unary_copy_check(c, all);
     unsigned int esize = tsr_dtype_size(c->in.dtype);
+    uint32_t trows, tcols, row, rows, col, cols;
     uint8_t *in = NULL, *out = NULL;
-    uint32_t r, col;
 
     if (!err && c->out.dtype != c->in.dtype) {
         err = TSR_ERR_BAD_DTYPE;
@@ -394,21 +526,18 @@ uint32_t tsr_cmd_transpose(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
     if (err) {
         return err;
     }
-    in = malloc(elems(&c->in) * esize);
-    out = malloc(elems(&c->in) * esize);
+    trows = tsr_min(c->in.rows, TSR_TRANSPOSE_TILE_ROWS);
+    tcols = tsr_min(c->in.cols, TSR_BLOCK_ELEMS / trows);
+    in = malloc((size_t)trows * tcols * esize);
+    out = malloc((size_t)trows * tcols * esize);
     if (!in || !out) {
         err = TSR_ERR_TOO_LARGE;
-    } else if (tsr_tensor_load_raw(mem, &c->in, in)) {
-        err = mem->error;
-    } else {
-        for (r = 0; r < c->in.rows; r++) {
-            for (col = 0; col < c->in.cols; col++) {
-                memcpy(out + ((uint64_t)col * c->in.rows + r) * esize,
-                       in + ((uint64_t)r * c->in.cols + col) * esize, esize);
-            }
-        }
-        if (tsr_tensor_store_raw(mem, &c->out, out)) {
-            err = mem->error;
+    }
+    for (row = 0; !err && row < c->in.rows; row += rows) {
+        rows = tsr_min(trows, c->in.rows - row);
+        for (col = 0; !err && col < c->in.cols; col += cols) {
+            cols = tsr_min(tcols, c->in.cols - col);
+            err = transpose_tile(mem, c, row, rows, col, cols, in, out);
         }
     }
     free(in);

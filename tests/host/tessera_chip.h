@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +46,61 @@ struct test_chip {
     uint32_t fail_dma_from;             /* 0: never fail */
     uint32_t pt_reads;                  /* reads of page-table pages */
     uint32_t tail[TSR_MAX_QUEUES];
+    uint32_t guest_errors;              /* guest_error calls */
+    char guest_error[256];              /* the last one */
+    uint64_t dma_reads;                 /* dma_read calls */
+    /* A transfer at hold_addr waits until released (chip_hold()). */
+    pthread_mutex_t hold_lock;
+    pthread_cond_t hold_cond;
+    uint64_t hold_addr;                 /* 0: none */
+    bool held;
+    bool released;
 };
+
+/* The next transfer at bus address @addr waits for chip_release(). */
+static inline void chip_hold(struct test_chip *c, uint64_t addr)
+{
+    pthread_mutex_lock(&c->hold_lock);
+    c->held = false;
+    c->released = false;
+    __atomic_store_n(&c->hold_addr, addr, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&c->hold_lock);
+}
+
+/* Wait until the chip is inside the held transfer. */
+static inline void chip_wait_held(struct test_chip *c)
+{
+    pthread_mutex_lock(&c->hold_lock);
+    while (!c->held) {
+        pthread_cond_wait(&c->hold_cond, &c->hold_lock);
+    }
+    pthread_mutex_unlock(&c->hold_lock);
+}
+
+static inline void chip_release(struct test_chip *c)
+{
+    pthread_mutex_lock(&c->hold_lock);
+    c->released = true;
+    __atomic_store_n(&c->hold_addr, 0, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&c->hold_cond);
+    pthread_mutex_unlock(&c->hold_lock);
+}
+
+static inline void chip_dma_hold(struct test_chip *c, uint64_t addr)
+{
+    if (__atomic_load_n(&c->hold_addr, __ATOMIC_ACQUIRE) != addr) {
+        return;
+    }
+    pthread_mutex_lock(&c->hold_lock);
+    if (c->hold_addr && addr == c->hold_addr) {
+        c->held = true;
+        pthread_cond_broadcast(&c->hold_cond);
+        while (!c->released) {
+            pthread_cond_wait(&c->hold_cond, &c->hold_lock);
+        }
+    }
+    pthread_mutex_unlock(&c->hold_lock);
+}
 
 static inline int chip_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 {
@@ -60,6 +115,8 @@ static inline int chip_dma_read(void *opaque, uint64_t addr, void *buf, size_t l
     if (addr >= PT_POOL_START && addr < PT_POOL_END) {
         c->pt_reads++;
     }
+    __atomic_add_fetch(&c->dma_reads, 1, __ATOMIC_SEQ_CST);
+    chip_dma_hold(c, addr);
     memcpy(buf, c->sysmem + addr, len);
     return 0;
 }
@@ -75,6 +132,7 @@ static inline int chip_dma_write(void *opaque, uint64_t addr, const void *buf,
     if (addr > SYSMEM_SIZE || len > SYSMEM_SIZE - addr) {
         return -1;
     }
+    chip_dma_hold(c, addr);
     memcpy(c->sysmem + addr, buf, len);
     return 0;
 }
@@ -100,12 +158,21 @@ static inline void chip_kick(void *opaque, unsigned int queue)
     __atomic_add_fetch(&c->kicks[queue], 1, __ATOMIC_SEQ_CST);
 }
 
+static inline void chip_guest_error(void *opaque, const char *msg)
+{
+    struct test_chip *c = opaque;
+
+    snprintf(c->guest_error, sizeof(c->guest_error), "%s", msg);
+    __atomic_add_fetch(&c->guest_errors, 1, __ATOMIC_SEQ_CST);
+}
+
 static const TsrCoreOps chip_ops = {
     .dma_read = chip_dma_read,
     .dma_write = chip_dma_write,
     .raise_irq = chip_raise_irq,
     .schedule = chip_schedule,
     .kick_queue = chip_kick,
+    .guest_error = chip_guest_error,
 };
 
 static inline void wr(struct test_chip *c, uint32_t reg, uint32_t v)
@@ -179,6 +246,31 @@ static inline void chip_map(struct test_chip *c, uint32_t ctx, uint64_t va,
     }
 }
 
+/*
+ * Map [va, va + len) of @ctx (whole GiBs) onto the same 2 MiB of HBM at
+ * @hbm, with level-1 leaves: the chip's largest operands in a small test.
+ */
+static inline void chip_map_aliased(struct test_chip *c, uint32_t ctx,
+                                    uint64_t va, uint64_t len, uint64_t hbm)
+{
+    struct tsr_context_entry *e =
+        (struct tsr_context_entry *)(c->sysmem + CTX_TABLE_ADDR) + ctx;
+    uint64_t gib;
+    int i;
+
+    for (gib = va >> 30; gib < (va + len) >> 30; gib++) {
+        uint64_t l1 = alloc_pt_page(c);
+
+        for (i = 0; i < TSR_PT_ENTRIES; i++) {
+            ((uint64_t *)(c->sysmem + l1))[i] =
+                hbm | TSR_PTE_VALID | TSR_PTE_READ | TSR_PTE_WRITE |
+                TSR_PTE_HBM | TSR_PTE_LEAF;
+        }
+        *pte_at(c, e->root & TSR_PTE_ADDR_MASK, gib << 30, 2) =
+            l1 | TSR_PTE_VALID;
+    }
+}
+
 /* Carve @len bytes of system memory, mapped RW at the same VA in @ctx. */
 static inline uint64_t chip_buffer(struct test_chip *c, uint32_t ctx, uint64_t len)
 {
@@ -203,6 +295,8 @@ static inline struct test_chip *chip_new(const char *preset)
 
     c->sysmem = calloc(1, SYSMEM_SIZE);
     c->hbm = calloc(1, HBM_SIZE);
+    pthread_mutex_init(&c->hold_lock, NULL);
+    pthread_cond_init(&c->hold_cond, NULL);
     if (tsr_preset_lookup(preset, &c->cfg)) {
         abort();
     }
@@ -232,6 +326,8 @@ static inline struct test_chip *chip_new(const char *preset)
 static inline void chip_free(struct test_chip *c)
 {
     tsr_core_free(c->core);
+    pthread_cond_destroy(&c->hold_cond);
+    pthread_mutex_destroy(&c->hold_lock);
     free(c->sysmem);
     free(c->hbm);
     free(c);
@@ -271,6 +367,20 @@ static inline struct tsr_completion *chip_run(struct test_chip *c, const void *c
     comp = chip_queue_job(c, 0, 1, cmds, len, ++fence);
     tsr_core_queue_run(c->core, 0);
     return comp;
+}
+
+/* A queue's worker, in a thread of its own: pthread_create(run_queue). */
+struct runner {
+    struct test_chip *c;
+    unsigned int queue;
+};
+
+static inline void *run_queue(void *arg)
+{
+    struct runner *r = arg;
+
+    tsr_core_queue_run(r->c->core, r->queue);
+    return NULL;
 }
 
 #define HDR(op, type) ((struct tsr_cmd_header){ \

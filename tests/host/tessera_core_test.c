@@ -183,6 +183,76 @@ TEST_F(core, reset_returns_every_register_to_its_reset_value)
 	EXPECT_EQ(TSR_CHIP_ID, rd(self->c, TSR_REG_CHIP_ID));
 }
 
+TEST_F(core, queue_registers_beyond_the_chips_queues_are_inert)
+{
+	uint32_t kicks[TSR_MAX_QUEUES];
+	unsigned int q, reg;
+
+	memcpy(kicks, self->c->kicks, sizeof(kicks));
+	/* The queue block has room for 16 queues; this chip has 4. */
+	for (q = 4; q < 16; q++)
+		for (reg = 0; reg < TSR_QUEUE_STRIDE; reg += 4) {
+			wr(self->c, TSR_QUEUE_BASE(q) + reg, 0xffffffff);
+			ASSERT_EQ(0, rd(self->c, TSR_QUEUE_BASE(q) + reg))
+				TH_LOG("queue %u register 0x%x", q, reg);
+		}
+	EXPECT_EQ(0, memcmp(kicks, self->c->kicks, sizeof(kicks)));
+	EXPECT_NE(NULL, strstr(self->c->guest_error, "the chip has 4 queues"));
+}
+
+TEST_F(core, rejected_register_values_are_reported_as_guest_errors)
+{
+	static const struct {
+		uint32_t reg, value;
+		const char *says;
+	} cases[] = {
+		{ TSR_QUEUE_BASE(0) + TSR_QREG_RING_SIZE, 64,
+		  "queue 0: ring register 0x08 <- 0x40 ignored: the queue is enabled" },
+		{ TSR_QUEUE_BASE(0) + TSR_QREG_TAIL, RING_SIZE,
+		  "queue 0: TAIL 16 ignored: RING_SIZE is 16" },
+		{ TSR_QUEUE_BASE(1) + TSR_QREG_CONTROL, 0x80000001,
+		  "queue 1: CONTROL 0x80000001 has unknown bits" },
+		{ TSR_QUEUE_BASE(2) + TSR_QREG_FENCE_ADDR_LO, 0x3014,
+		  "queue 2: FENCE_ADDR_LO 0x3014 is not 8-byte aligned" },
+		{ TSR_QUEUE_BASE(0) + TSR_QREG_HEAD, 1,
+		  "write 0x1 to read-only or reserved register 0x2014 ignored" },
+		{ TSR_REG_CHIP_ID, 1,
+		  "write 0x1 to read-only or reserved register 0x0 ignored" },
+		{ TSR_BLOCK_ICI, 2,
+		  "write 0x2 to read-only or reserved register 0x8000 ignored" },
+		{ TSR_REG_RESET, 1, "RESET 0x1 ignored: not the magic value" },
+		{ TSR_REG_MMU_CTX_TABLE_LO, 0x1010,
+		  "MMU_CTX_TABLE_LO 0x1010 is not 4 KiB aligned" },
+		{ TSR_REG_MMU_CTX_COUNT, 300, "MMU_CTX_COUNT 300 is above 256" },
+		{ TSR_REG_DBG_FAIL_DMA, 1,
+		  "the debug block is off (debug-regs)" },
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t before = self->c->guest_errors;
+
+		wr(self->c, cases[i].reg, cases[i].value);
+		EXPECT_EQ(before + 1, self->c->guest_errors) TH_LOG("case %u", i);
+		EXPECT_NE(NULL, strstr(self->c->guest_error, cases[i].says))
+			TH_LOG("case %u: \"%s\"", i, self->c->guest_error);
+	}
+}
+
+TEST_F(core, a_driver_programming_the_chip_logs_nothing)
+{
+	/* chip_new() programmed every queue, the MMU and the interrupts. */
+	wr(self->c, TSR_REG_IRQ_ENABLE, TSR_IRQ_ALL);
+	wr(self->c, TSR_REG_IRQ_STATUS, TSR_IRQ_ALL);
+	wr(self->c, TSR_REG_SCRATCH, 1);
+	wr(self->c, TSR_REG_MMU_INVALIDATE, TSR_MMU_INVALIDATE_ALL);
+	qwr(self->c, 0, TSR_QREG_CONTROL, TSR_QCTRL_RESET);
+	qwr(self->c, 0, TSR_QREG_RING_SIZE, 64);
+	qwr(self->c, 0, TSR_QREG_CONTROL, TSR_QCTRL_ENABLE);
+	wr(self->c, TSR_REG_RESET, TSR_RESET_MAGIC);
+	EXPECT_EQ(0, self->c->guest_errors) TH_LOG("%s", self->c->guest_error);
+}
+
 /* Presets, after the public figures: peak bf16 FLOP/s per chip. */
 TEST(presets_reach_their_published_peak)
 {

@@ -5,6 +5,8 @@
  * checked against plain C references.
  */
 #include <math.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "kselftest_harness.h"
 
@@ -527,6 +529,307 @@ TEST_F(eng, an_executed_matmul_reports_its_modeled_cycles)
 		  comp->mxu_cycles);
 	EXPECT_LE(comp->start_cycle + comp->mxu_cycles, comp->end_cycle);
 	EXPECT_EQ(comp->mxu_cycles, rd(self->c, TSR_REG_CNT_MXU_BUSY_LO));
+}
+
+/* ----------------------------------------------------- large commands */
+
+TEST_F(eng, a_large_vpu_command_runs_in_blocks_with_its_broadcasts)
+{
+	/* Two blocks of rows; b is one row, c one column. */
+	const int r = 2000, cols = 1000;
+	uint64_t a = chip_buffer(self->c, 1, r * cols * 4);
+	uint64_t b = chip_buffer(self->c, 1, cols * 4);
+	uint64_t s = chip_buffer(self->c, 1, r * 4);
+	uint64_t o = chip_buffer(self->c, 1, r * cols * 4);
+	float *av = host_ptr(self->c, a), *bv = host_ptr(self->c, b);
+	float *sv = host_ptr(self->c, s), *ov = host_ptr(self->c, o);
+	struct tsr_cmd_vpu cmd = {
+		.hdr = HDR(TSR_OP_VPU, struct tsr_cmd_vpu), .op = TSR_VPU_SELECT,
+		.a = tensor(a, r, cols, TSR_DTYPE_F32),
+		.b = tensor(b, 1, cols, TSR_DTYPE_F32),
+		.c = tensor(s, r, 1, TSR_DTYPE_F32),
+		.out = tensor(o, r, cols, TSR_DTYPE_F32),
+	};
+	int i, j;
+
+	for (i = 0; i < r * cols; i++)
+		av[i] = i % 3 == 0;
+	for (j = 0; j < cols; j++)
+		bv[j] = j;
+	for (i = 0; i < r; i++)
+		sv[i] = -i;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (i = 0; i < r; i++)
+		for (j = 0; j < cols; j++)
+			ASSERT_EQ(av[i * cols + j] != 0 ? bv[j] : sv[i],
+				  ov[i * cols + j]) TH_LOG("%d, %d", i, j);
+}
+
+TEST_F(eng, a_large_reduction_sums_in_index_order_across_blocks)
+{
+	const int r = 3000, cols = 700;
+	uint64_t in = chip_buffer(self->c, 1, r * cols * 4);
+	uint64_t out = chip_buffer(self->c, 1, r * 4);
+	float *iv = host_ptr(self->c, in), *ov = host_ptr(self->c, out);
+	struct tsr_cmd_reduce cmd = {
+		.hdr = HDR(TSR_OP_REDUCE, struct tsr_cmd_reduce),
+		.op = TSR_REDUCE_SUM, .axis = 0,
+		.in = tensor(in, r, cols, TSR_DTYPE_F32),
+		.out = tensor(out, 1, cols, TSR_DTYPE_F32),
+	};
+	int i, j;
+
+	fill_f32(iv, r * cols, 7);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (j = 0; j < cols; j++) {
+		float sum = iv[j];
+
+		for (i = 1; i < r; i++)
+			sum += iv[i * cols + j];
+		ASSERT_EQ(sum, ov[j]) TH_LOG("column %d", j);
+	}
+	cmd.axis = 1;
+	cmd.out = tensor(out, r, 1, TSR_DTYPE_F32);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (i = 0; i < r; i++) {
+		float sum = iv[i * cols];
+
+		for (j = 1; j < cols; j++)
+			sum += iv[i * cols + j];
+		ASSERT_EQ(sum, ov[i]) TH_LOG("row %d", i);
+	}
+}
+
+TEST_F(eng, large_casts_and_transposes_run_in_blocks_with_strides)
+{
+	const int r = 2500, cols = 2100, pad = 3;
+	uint64_t in = chip_buffer(self->c, 1, r * (cols + pad) * 4);
+	uint64_t out = chip_buffer(self->c, 1, (cols + pad) * r * 4);
+	float *iv = host_ptr(self->c, in);
+	uint16_t *bv = host_ptr(self->c, out);
+	float *tv = host_ptr(self->c, out);
+	struct tsr_cmd_unary_copy cast = {
+		HDR(TSR_OP_CAST, struct tsr_cmd_unary_copy),
+		tensor(in, r, cols, TSR_DTYPE_F32),
+		tensor(out, r, cols, TSR_DTYPE_BF16),
+	};
+	struct tsr_cmd_unary_copy transpose = {
+		HDR(TSR_OP_TRANSPOSE, struct tsr_cmd_unary_copy),
+		tensor(in, r, cols, TSR_DTYPE_F32),
+		tensor(out, cols, r, TSR_DTYPE_F32),
+	};
+	int i, j;
+
+	cast.in.stride = cols + pad;
+	transpose.in.stride = cols + pad;
+	transpose.out.stride = r + pad;
+	fill_f32(iv, r * (cols + pad), 8);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cast, sizeof(cast))->error);
+	for (i = 0; i < r; i++)
+		for (j = 0; j < cols; j++)
+			ASSERT_EQ(tsr_f32_to_bf16(iv[i * (cols + pad) + j]),
+				  bv[i * cols + j]) TH_LOG("%d, %d", i, j);
+	ASSERT_EQ(TSR_ERR_NONE,
+		  chip_run(self->c, &transpose, sizeof(transpose))->error);
+	for (i = 0; i < r; i++)
+		for (j = 0; j < cols; j++)
+			ASSERT_EQ(iv[i * (cols + pad) + j], tv[j * (r + pad) + i])
+				TH_LOG("%d, %d", i, j);
+}
+
+TEST_F(eng, a_large_matmul_runs_in_tiles)
+{
+	/* More multiply-adds than one tile holds: two blocks of rows. */
+	const int m = 1100, n = 1000, k = 1000;
+	uint64_t a = chip_buffer(self->c, 1, m * k * 4);
+	uint64_t b = chip_buffer(self->c, 1, k * n * 4);
+	uint64_t c = chip_buffer(self->c, 1, m * n * 4);
+	float *av = host_ptr(self->c, a), *bv = host_ptr(self->c, b);
+	float *cv = host_ptr(self->c, c);
+	struct tsr_cmd_matmul cmd = matmul_cmd(a, b, c, m, n, k, TSR_DTYPE_F32,
+					       TSR_DTYPE_F32);
+	unsigned int seed = 9;
+	int t;
+
+	fill_f32(av, m * k, 10);
+	fill_f32(bv, k * n, 11);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (t = 0; t < 2000; t++) {
+		int i = (seed = seed * 1103515245 + 12345) % m;
+		int j = (seed = seed * 1103515245 + 12345) % n;
+		double want = 0;
+		int l;
+
+		for (l = 0; l < k; l++)
+			want += (double)av[i * k + l] * bv[l * n + j];
+		ASSERT_GT(1e-3, fabs(cv[i * n + j] - want)) TH_LOG("%d, %d", i, j);
+	}
+}
+
+TEST_F(eng, an_int8_matmul_over_several_k_blocks_stays_exact)
+{
+	const int m = 16, n = 16, k = 3000;
+	uint64_t a = chip_buffer(self->c, 1, m * k);
+	uint64_t b = chip_buffer(self->c, 1, k * n);
+	uint64_t c = chip_buffer(self->c, 1, m * n * 4);
+	int8_t *ai = host_ptr(self->c, a), *bi = host_ptr(self->c, b);
+	int32_t *out = host_ptr(self->c, c);
+	struct tsr_cmd_matmul cmd = matmul_cmd(a, b, c, m, n, k, TSR_DTYPE_I8,
+					       TSR_DTYPE_I32);
+	int i, j, l;
+
+	for (i = 0; i < m * k; i++)
+		ai[i] = i % 5 ? -128 : 127;
+	for (i = 0; i < k * n; i++)
+		bi[i] = i % 7 ? -128 : 127;
+	for (i = 0; i < m * n; i++)
+		out[i] = INT32_MAX - i;
+	cmd.hdr.flags = TSR_MATMUL_ACCUMULATE;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (i = 0; i < m; i++)
+		for (j = 0; j < n; j++) {
+			uint32_t s = INT32_MAX - (i * n + j);
+
+			for (l = 0; l < k; l++)
+				s += (uint32_t)(ai[i * k + l] * bi[l * n + j]);
+			ASSERT_EQ((int32_t)s, out[i * n + j]);
+		}
+}
+
+TEST_F(eng, a_tensor_that_wraps_around_the_address_space_is_refused)
+{
+	uint64_t buf = chip_buffer(self->c, 1, 4096);
+	struct tsr_cmd_matmul cmd = matmul_cmd(-32ull, buf, buf + 2048, 4, 4, 4,
+					       TSR_DTYPE_F32, TSR_DTYPE_F32);
+
+	EXPECT_EQ(TSR_ERR_BAD_STRIDE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+}
+
+/* ------------------------------------------------------ stopping them */
+
+#define HUGE_VA (4ull << 30)
+#define HUGE_N (1u << 14)
+
+static struct tsr_tensor huge(int gib, uint16_t dtype)
+{
+	return tensor(HUGE_VA + ((uint64_t)gib << 30), HUGE_N, HUGE_N, dtype);
+}
+
+/* The largest command of each kind, on operands aliased onto 2 MiB of HBM. */
+union huge_cmd {
+	struct tsr_cmd_dma dma;
+	struct tsr_cmd_matmul mm;
+	struct tsr_cmd_vpu vpu;
+	struct tsr_cmd_reduce reduce;
+	struct tsr_cmd_unary_copy unary;
+};
+
+static uint32_t huge_cmd(int which, uint64_t sysmem, union huge_cmd *u)
+{
+	memset(u, 0, sizeof(*u));
+	switch (which) {
+	case 0:	/* 2^30 rows of 4 bytes: the source in system memory */
+		u->dma = (struct tsr_cmd_dma){
+			HDR(TSR_OP_DMA_COPY, struct tsr_cmd_dma), sysmem, HUGE_VA,
+			{ 4, 1u << 30, 1 }, 0, { 0, 0 }, { 4, 0 } };
+		return sizeof(u->dma);
+	case 1:
+		u->mm = (struct tsr_cmd_matmul){
+			HDR(TSR_OP_MATMUL, struct tsr_cmd_matmul),
+			huge(0, TSR_DTYPE_BF16), huge(1, TSR_DTYPE_BF16),
+			huge(2, TSR_DTYPE_F32) };
+		return sizeof(u->mm);
+	case 2:
+		u->mm = (struct tsr_cmd_matmul){
+			HDR(TSR_OP_MATMUL, struct tsr_cmd_matmul),
+			huge(0, TSR_DTYPE_I8), huge(1, TSR_DTYPE_I8),
+			huge(2, TSR_DTYPE_I32) };
+		return sizeof(u->mm);
+	case 3:
+		u->vpu = (struct tsr_cmd_vpu){
+			HDR(TSR_OP_VPU, struct tsr_cmd_vpu), TSR_VPU_SELECT, 0,
+			huge(0, TSR_DTYPE_F32), huge(1, TSR_DTYPE_F32),
+			huge(2, TSR_DTYPE_F32), huge(3, TSR_DTYPE_F32) };
+		return sizeof(u->vpu);
+	case 4:
+		u->reduce = (struct tsr_cmd_reduce){
+			HDR(TSR_OP_REDUCE, struct tsr_cmd_reduce), TSR_REDUCE_MAX, 1,
+			huge(0, TSR_DTYPE_F32),
+			tensor(HUGE_VA + (1ull << 30), HUGE_N, 1, TSR_DTYPE_F32) };
+		return sizeof(u->reduce);
+	case 5:
+		u->unary = (struct tsr_cmd_unary_copy){
+			HDR(TSR_OP_CAST, struct tsr_cmd_unary_copy),
+			huge(0, TSR_DTYPE_I32), huge(1, TSR_DTYPE_BF16) };
+		return sizeof(u->unary);
+	case 6:
+		u->unary = (struct tsr_cmd_unary_copy){
+			HDR(TSR_OP_TRANSPOSE, struct tsr_cmd_unary_copy),
+			huge(0, TSR_DTYPE_F32), huge(1, TSR_DTYPE_F32) };
+		return sizeof(u->unary);
+	default:
+		return 0;
+	}
+}
+
+/* Whether the job has begun reading its operands. */
+static bool under_way(struct test_chip *c, uint64_t dma_reads,
+		      uint32_t hbm_read)
+{
+	return __atomic_load_n(&c->dma_reads, __ATOMIC_SEQ_CST) > dma_reads + 100 ||
+	       rd(c, TSR_REG_CNT_HBM_READ_LO) != hbm_read;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static long max_rss_kib(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+TEST_F(eng, the_largest_commands_stop_soon_after_a_reset_in_bounded_memory)
+{
+	uint64_t sysmem = chip_buffer(self->c, 1, 4096);
+	struct runner r = { self->c, 0 };
+	long rss = max_rss_kib();
+	union huge_cmd cmd;
+	uint32_t len;
+	int which;
+
+	chip_map_aliased(self->c, 1, HUGE_VA, 4ull << 30, 0);
+	for (which = 0; (len = huge_cmd(which, sysmem, &cmd)); which++) {
+		uint64_t dma_reads = self->c->dma_reads;
+		uint32_t hbm_read = rd(self->c, TSR_REG_CNT_HBM_READ_LO);
+		struct timespec tick = { 0, 100000 };
+		struct tsr_completion *comp;
+		double start, took;
+		pthread_t t;
+
+		comp = chip_queue_job(self->c, 0, 1, &cmd, len, which + 1);
+		ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &r));
+		while (!under_way(self->c, dma_reads, hbm_read))
+			nanosleep(&tick, NULL);
+		start = now_ms();
+		qwr(self->c, 0, TSR_QREG_CONTROL,
+		    TSR_QCTRL_RESET | TSR_QCTRL_ENABLE);
+		ASSERT_EQ(0, pthread_join(t, NULL));
+		took = now_ms() - start;
+		self->c->tail[0] = 0;
+		EXPECT_EQ(0, comp->status) TH_LOG("command %d finished", which);
+		EXPECT_GT(250, took) TH_LOG("command %d stopped after %.0f ms",
+					    which, took);
+	}
+	EXPECT_GT(64 << 10, max_rss_kib() - rss)
+		TH_LOG("grew by %ld MiB", (max_rss_kib() - rss) >> 10);
 }
 
 TEST_HARNESS_MAIN

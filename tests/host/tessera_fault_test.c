@@ -125,6 +125,23 @@ TEST_F(f, a_poisoned_matmul_operand_fails_the_matmul)
 	EXPECT_EQ(1, rd(self->c, TSR_REG_CNT_ECC_UE_LO));
 }
 
+static void poison_to_the_end(TsrFaults *f)
+{
+	/* From 4 KiB to the end of the 64-bit space: the end wraps. */
+	f->poison_addr = 0x1000;
+	f->poison_size = UINT64_MAX;
+}
+
+TEST_F(f, a_poisoned_range_reaching_the_top_of_the_address_space_poisons)
+{
+	struct tsr_cmd_dma hit = copy(self->hbm_va + 0x3000, self->buf, 16);
+	struct tsr_cmd_dma miss = copy(self->hbm_va, self->buf, 16);
+
+	inject(self->c, poison_to_the_end);
+	EXPECT_EQ(TSR_ERR_ECC, chip_run(self->c, &hit, sizeof(hit))->error);
+	EXPECT_EQ(TSR_ERR_NONE, chip_run(self->c, &miss, sizeof(miss))->error);
+}
+
 static void two_correctable(TsrFaults *f)
 {
 	f->ecc_correctable = 2;

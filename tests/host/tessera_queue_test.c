@@ -357,19 +357,6 @@ TEST_F(q, semaphores_signal_increment_and_wait)
 		  chip_run(self->c, cmds, sizeof(cmds))->error);
 }
 
-struct runner {
-	struct test_chip *c;
-	unsigned int queue;
-};
-
-static void *run_queue(void *arg)
-{
-	struct runner *r = arg;
-
-	tsr_core_queue_run(r->c->core, r->queue);
-	return NULL;
-}
-
 TEST_F(q, a_wait_on_one_queue_is_released_by_a_signal_on_another)
 {
 	uint64_t sem = chip_buffer(self->c, 1, 4096);
@@ -517,6 +504,223 @@ TEST_F(q, a_large_dma_takes_bytes_over_bandwidth)
 	EXPECT_GT(0.02, fabs(comp->dma_cycles / want - 1))
 		TH_LOG("%llu cycles, want %.0f",
 		       (unsigned long long)comp->dma_cycles, want);
+}
+
+/* ------------------------------------------------ hostile guests */
+
+TEST_F(q, the_ring_of_a_disabled_queue_cannot_change_under_its_job)
+{
+	uint64_t sem = chip_buffer(self->c, 1, 4096);
+	struct tsr_cmd_sem wait = {
+		HDR(TSR_OP_SEM_WAIT, struct tsr_cmd_sem), sem, 1 };
+	struct runner waiter = { self->c, 0 };
+	struct tsr_completion *comp;
+	uint32_t errors;
+	pthread_t t;
+
+	comp = chip_queue_job(self->c, 0, 1, &wait, sizeof(wait), 3);
+	chip_hold(self->c, sem);
+	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &waiter));
+	chip_wait_held(self->c);
+	/* Disabled without a reset, the queue still finishes its job. */
+	errors = self->c->guest_errors;
+	qwr(self->c, 0, TSR_QREG_CONTROL, 0);
+	qwr(self->c, 0, TSR_QREG_RING_SIZE, 0);
+	qwr(self->c, 0, TSR_QREG_RING_BASE_LO, 0x9000);
+	EXPECT_EQ(errors + 2, self->c->guest_errors);
+	EXPECT_NE(NULL, strstr(self->c->guest_error, "running a job"));
+	chip_release(self->c);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(TSR_ERR_ABORTED, comp->error);
+	EXPECT_EQ(1, qrd(self->c, 0, TSR_QREG_HEAD));
+	EXPECT_EQ(RING_SIZE, qrd(self->c, 0, TSR_QREG_RING_SIZE));
+	EXPECT_EQ(RING_ADDR, qrd(self->c, 0, TSR_QREG_RING_BASE_LO));
+	/* Once the job is gone the ring may change. */
+	qwr(self->c, 0, TSR_QREG_RING_SIZE, 32);
+	EXPECT_EQ(32, qrd(self->c, 0, TSR_QREG_RING_SIZE));
+}
+
+TEST_F(q, a_queue_reset_cuts_off_the_writes_of_the_job_it_aborts)
+{
+	uint64_t src = chip_buffer(self->c, 1, 4096);
+	uint64_t dst = chip_buffer(self->c, 1, 4096);
+	struct tsr_cmd_dma c = copy_cmd(src, dst, 64);
+	struct runner r = { self->c, 0 };
+	struct tsr_completion *comp;
+	pthread_t t;
+
+	memset(host_ptr(self->c, src), 0x11, 64);
+	comp = chip_queue_job(self->c, 0, 1, &c, sizeof(c), 5);
+	chip_hold(self->c, src);
+	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &r));
+	chip_wait_held(self->c);
+	/* The job is past its last abort check: only its writes are left. */
+	qwr(self->c, 0, TSR_QREG_CONTROL, TSR_QCTRL_RESET | TSR_QCTRL_ENABLE);
+	chip_release(self->c);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, ((uint8_t *)host_ptr(self->c, dst))[0]);
+	EXPECT_EQ(0, comp->status);
+	EXPECT_EQ(0, *(uint64_t *)host_ptr(self->c, FENCE_ADDR(0)));
+	EXPECT_EQ(0, qrd(self->c, 0, TSR_QREG_JOBS_DONE));
+	EXPECT_EQ(0, qrd(self->c, 0, TSR_QREG_JOBS_FAILED));
+	EXPECT_EQ(0, qrd(self->c, 0, TSR_QREG_IRQ_STATUS));
+}
+
+struct reg_writer {
+	struct test_chip *c;
+	bool done;
+};
+
+static void *write_other_queue(void *arg)
+{
+	struct reg_writer *w = arg;
+
+	qwr(w->c, 2, TSR_QREG_IRQ_ENABLE, TSR_QIRQ_ALL);
+	qwr(w->c, 2, TSR_QREG_CONTROL, TSR_QCTRL_RESET | TSR_QCTRL_ENABLE);
+	__atomic_store_n(&w->done, true, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static bool wait_true(bool *flag, int ms)
+{
+	struct timespec tick = { 0, 1000000 };
+
+	while (!__atomic_load_n(flag, __ATOMIC_SEQ_CST) && ms--)
+		nanosleep(&tick, NULL);
+	return __atomic_load_n(flag, __ATOMIC_SEQ_CST);
+}
+
+TEST_F(q, register_writes_never_wait_for_a_semaphore_transfer)
+{
+	uint64_t sem = chip_buffer(self->c, 1, 4096);
+	struct tsr_cmd_sem signal = {
+		HDR(TSR_OP_SEM_SIGNAL, struct tsr_cmd_sem), sem, 1 };
+	struct runner r = { self->c, 1 };
+	struct reg_writer w = { self->c, false };
+	pthread_t t, tw;
+
+	chip_queue_job(self->c, 1, 1, &signal, sizeof(signal), 1);
+	chip_hold(self->c, sem);
+	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &r));
+	chip_wait_held(self->c);
+	/* Queue 1 is inside its semaphore's transfer; queue 2 is elsewhere. */
+	ASSERT_EQ(0, pthread_create(&tw, NULL, write_other_queue, &w));
+	EXPECT_TRUE(wait_true(&w.done, 2000));
+	chip_release(self->c);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_EQ(0, pthread_join(tw, NULL));
+	EXPECT_EQ(1, *(uint64_t *)host_ptr(self->c, sem));
+}
+
+TEST_F(q, a_failed_job_is_reported_as_a_guest_error)
+{
+	struct tsr_cmd_header bad = { .opcode = 0x7f, .size_qw = 1 };
+
+	chip_run(self->c, &bad, sizeof(bad));
+	EXPECT_STREQ("queue 0: job in ring slot 0 failed with BAD_OPCODE (1) "
+		     "at command 0, VA 0x0", self->c->guest_error);
+}
+
+/* A copy into a canary page, which must come out untouched. */
+static uint32_t dma_into_canary(struct test_chip *c, uint64_t dst,
+				struct tsr_cmd_dma *cmd)
+{
+	uint32_t err;
+	unsigned int i;
+
+	memset(host_ptr(c, dst), 0xaa, 4096);
+	err = chip_run(c, cmd, sizeof(*cmd))->error;
+	for (i = 0; i < 4096; i++)
+		if (((uint8_t *)host_ptr(c, dst))[i] != 0xaa)
+			return ~0u;
+	return err;
+}
+
+TEST_F(q, dma_transfers_whose_size_wraps_are_too_large_and_touch_nothing)
+{
+	static const uint32_t sizes[][3] = {
+		{ 1u << 31, 1u << 31, 4 },	/* 2^64: wraps to 0 */
+		{ 1u << 30, 1u << 30, 16 },
+		{ ~3u, ~0u, ~0u },	/* a fill needs whole words */
+	};
+	uint64_t src = chip_buffer(self->c, 1, 4096);
+	uint64_t dst = chip_buffer(self->c, 1, 4096);
+	unsigned int i, op;
+
+	for (op = TSR_OP_DMA_COPY; op <= TSR_OP_DMA_FILL; op++)
+		for (i = 0; i < 3; i++) {
+			struct tsr_cmd_dma c = copy_cmd(src, dst, 0);
+
+			c.hdr.opcode = op;
+			if (op == TSR_OP_DMA_FILL)
+				c.src = 0x12345678;
+			memcpy(c.size, sizes[i], sizeof(c.size));
+			/* Rows and planes apart, as far as 64 bits tell. */
+			c.dst_stride[0] = c.size[0];
+			c.dst_stride[1] = 1ull << 62;
+			EXPECT_EQ(TSR_ERR_TOO_LARGE,
+				  dma_into_canary(self->c, dst, &c))
+				TH_LOG("op %u, sizes %u", op, i);
+		}
+}
+
+TEST_F(q, dma_strides_that_wrap_or_overlap_are_bad_and_touch_nothing)
+{
+	const uint64_t minus64 = -64ull, minus1 = -1ull;
+	uint64_t src = chip_buffer(self->c, 1, 4096);
+	uint64_t dst = chip_buffer(self->c, 1, 4096);
+	struct {
+		uint32_t size[3];
+		uint64_t src_stride[2], dst_stride[2];
+		uint64_t dst;
+	} cases[] = {
+		/* destination rows stepping back over each other */
+		{ { 128, 2, 1 }, { 0, 0 }, { minus64, 0 }, dst },
+		/* ... and planes on top of each other */
+		{ { 128, 3, 2 }, { 0, 0 }, { minus64, 0 }, dst },
+		/* the second plane one byte before the first */
+		{ { 64, 1, 2 }, { 0, 0 }, { 64, minus1 }, dst },
+		/* a source stride that wraps back */
+		{ { 64, 2, 1 }, { -32ull, 0 }, { 64, 0 }, dst },
+		/* a destination whose second row lands past 2^64, below it */
+		{ { 64, 2, 1 }, { 0, 0 }, { -(1ull << 20), 0 }, dst },
+		/* a destination at the very top of the address space */
+		{ { 128, 1, 1 }, { 0, 0 }, { 0, 0 }, -64ull },
+	};
+	unsigned int i, op;
+
+	for (op = TSR_OP_DMA_COPY; op <= TSR_OP_DMA_FILL; op++)
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			struct tsr_cmd_dma c = copy_cmd(src, cases[i].dst, 0);
+
+			if (op == TSR_OP_DMA_FILL && cases[i].src_stride[0])
+				continue;
+			c.hdr.opcode = op;
+			memcpy(c.size, cases[i].size, sizeof(c.size));
+			memcpy(c.dst_stride, cases[i].dst_stride,
+			       sizeof(c.dst_stride));
+			if (op == TSR_OP_DMA_COPY)
+				memcpy(c.src_stride, cases[i].src_stride,
+				       sizeof(c.src_stride));
+			else
+				c.src = 0x12345678;
+			EXPECT_EQ(TSR_ERR_BAD_STRIDE,
+				  dma_into_canary(self->c, dst, &c))
+				TH_LOG("op %u, case %u", op, i);
+		}
+}
+
+TEST_F(q, a_sixty_four_bit_ring_address_that_wraps_fails_the_job)
+{
+	qwr(self->c, 0, TSR_QREG_CONTROL, 0);
+	qwr(self->c, 0, TSR_QREG_RING_BASE_LO, 0xffffffc0);
+	qwr(self->c, 0, TSR_QREG_RING_BASE_HI, 0xffffffff);
+	qwr(self->c, 0, TSR_QREG_CONTROL, TSR_QCTRL_ENABLE);
+	qwr(self->c, 0, TSR_QREG_TAIL, 2);
+	tsr_core_queue_run(self->c->core, 0);
+	/* Slot 1 is at 2^64: no descriptor, and nothing read at bus 0. */
+	EXPECT_EQ(2, qrd(self->c, 0, TSR_QREG_JOBS_FAILED));
+	EXPECT_EQ(TSR_ERR_DMA, qrd(self->c, 0, TSR_QREG_LAST_ERROR));
 }
 
 TEST_HARNESS_MAIN

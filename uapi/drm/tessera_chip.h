@@ -605,24 +605,27 @@ static inline __u32 tsr_dtype_size(__u32 dtype)
 #define TSR_ICI_PORT_DIM(port)		((port) / 2)
 #define TSR_ICI_PORT_OPPOSITE(port)	((port) ^ 1)
 
-/* A port's link state. */
+/*
+ * A port's link state: DISCONNECTED, nobody at the other end of the socket;
+ * TRAINING, exchanging identities; UP, carrying frames; MISWIRED, the peer
+ * is of this slice but not the neighbour this port faces; FOREIGN, the peer
+ * belongs to another slice or speaks another protocol version; DOWN, the
+ * retry limit was reached or the port was taken down, until retrained.
+ */
 enum tsr_ici_state {
-	TSR_ICI_STATE_DISCONNECTED = 0,	/* nobody at the other end of the socket */
-	TSR_ICI_STATE_TRAINING = 1,	/* exchanging identities */
-	TSR_ICI_STATE_UP = 2,		/* carrying frames */
-	TSR_ICI_STATE_MISWIRED = 3,	/* the peer is of this slice, but not the
-					 * neighbour this port faces */
-	TSR_ICI_STATE_FOREIGN = 4,	/* the peer belongs to another slice, or
-					 * speaks another protocol version */
-	TSR_ICI_STATE_DOWN = 5,		/* retry limit reached, or taken down: until
-					 * retrained */
+	TSR_ICI_STATE_DISCONNECTED = 0,
+	TSR_ICI_STATE_TRAINING = 1,
+	TSR_ICI_STATE_UP = 2,
+	TSR_ICI_STATE_MISWIRED = 3,
+	TSR_ICI_STATE_FOREIGN = 4,
+	TSR_ICI_STATE_DOWN = 5,
 };
 
 /*
  * Link frames, little-endian, on the port's byte stream: a header, then
  * @len payload bytes and, when @len is not 0, the CRC32C of the payload.
  * The header's own CRC32C lets a receiver find the next frame after
- * corruption.  Every frame carries the cumulative acknowledgement @ack and
+ * corruption.  Every frame carries the cumulative acknowledgment @ack and
  * the credits of both virtual channels.
  */
 #define TSR_ICI_FRAME_MAGIC		0x4954	/* "TI" */
@@ -667,10 +670,12 @@ struct tsr_ici_frame_hdr {
 	__u32 hdr_crc;
 };
 
-/* Bits of struct tsr_ici_train.flags. */
-#define TSR_ICI_TRAIN_PEER_SEEN		0x01	/* the sender has heard the peer */
-#define TSR_ICI_TRAIN_FRESH		0x02	/* the sender has no state from an
-						 * earlier training */
+/*
+ * Bits of struct tsr_ici_train.flags: PEER_SEEN, the sender has heard the
+ * peer; FRESH, the sender has no state from an earlier training.
+ */
+#define TSR_ICI_TRAIN_PEER_SEEN		0x01
+#define TSR_ICI_TRAIN_FRESH		0x02
 
 /**
  * struct tsr_ici_train - a TRAIN frame's payload: who is at this end
