@@ -304,7 +304,7 @@ static inline uint64_t tsr_cost_now(const TsrCost *c)
 uint32_t tsr_cmd_execute(TsrMem *mem, const void *cmd, uint32_t size,
                          TsrCost *cost);
 
-/* Cycles to move @bytes at @gbps on a chip clocked at @clock_mhz. */
+/* Timing (tessera-timing.c): cycles to move @bytes at @gbps. */
 uint64_t tsr_cycles_for_bytes(const TsrConfig *cfg, uint64_t bytes,
                               uint32_t gbps);
 /* Cycles the memory traffic counted in @mem takes (the slower side). */
@@ -317,7 +317,7 @@ uint64_t tsr_mem_cycles(const TsrMem *mem);
  */
 #define TSR_BLOCK_ELEMS (1u << 20)
 
-/* Tensors (tessera-cmd.c). @dtypes is a mask of TSR_DTYPE_MASK() bits. */
+/* Tensors (tessera-tensor.c). @dtypes is a mask of TSR_DTYPE_MASK() bits. */
 uint32_t tsr_tensor_check(const struct tsr_tensor *t, uint32_t dtypes);
 bool tsr_tensor_is_zero(const struct tsr_tensor *t);
 /* Rows [@row, @row + @rows) and columns [@col, @col + @cols) of @t. */
@@ -338,7 +338,9 @@ void tsr_convert_to_f32(uint32_t dtype, const void *src, float *dst,
 void tsr_convert_from_f32(uint32_t dtype, const float *src, void *dst,
                           size_t n);
 
-/* Engines. */
+/* Engines: DMA (tessera-dma.c), MXU, VPU and the other tensor engines. */
+uint32_t tsr_cmd_dma(TsrMem *mem, const struct tsr_cmd_dma *c, bool fill,
+                     TsrCost *cost);
 uint32_t tsr_cmd_matmul(TsrMem *mem, const struct tsr_cmd_matmul *c,
                         TsrCost *cost);
 uint32_t tsr_cmd_vpu(TsrMem *mem, const struct tsr_cmd_vpu *c, TsrCost *cost);
@@ -347,6 +349,16 @@ uint32_t tsr_cmd_reduce(TsrMem *mem, const struct tsr_cmd_reduce *c,
 uint32_t tsr_cmd_cast(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
                       TsrCost *cost);
 uint32_t tsr_cmd_transpose(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
+                           TsrCost *cost);
+
+/* Synchronisation (tessera-sync.c): semaphores, TIMESTAMP, INTERRUPT. */
+uint32_t tsr_cmd_sem_wait(TsrMem *mem, const struct tsr_cmd_sem *c,
+                          TsrCost *cost);
+uint32_t tsr_cmd_sem_update(TsrMem *mem, const struct tsr_cmd_sem *c,
+                            bool add, TsrCost *cost);
+uint32_t tsr_cmd_timestamp(TsrMem *mem, const struct tsr_cmd_timestamp *c,
+                           TsrCost *cost);
+uint32_t tsr_cmd_interrupt(TsrMem *mem, const struct tsr_cmd_header *c,
                            TsrCost *cost);
 
 #endif /* TESSERA_INTERNAL_H */

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Tessera synchronisation commands: semaphores (SEM_WAIT, SEM_SIGNAL,
+ * SEM_INC) with the modeled time of their signals, TIMESTAMP and
+ * INTERRUPT.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "tessera-internal.h"
+
+/* Fixed latencies, in cycles. */
+#define TSR_SEM_CYCLES 100
+#define TSR_MISC_CYCLES 10
+
+/* How often a semaphore wait re-reads memory the CPU may have written. */
+#define TSR_SEM_POLL_NS 200000
+
+/* ------------------------------------------------------- semaphores */
+
+static uint32_t sem_check(const struct tsr_cmd_sem *c)
+{
+    if (c->hdr.flags) {
+        return TSR_ERR_BAD_FLAGS;
+    }
+    if (c->hdr.reserved) {
+        return TSR_ERR_RESERVED;
+    }
+    if (c->va % 8) {
+        return TSR_ERR_BAD_ALIGNMENT;
+    }
+    return TSR_ERR_NONE;
+}
+
+static uint32_t current_epoch(TsrCore *core)
+{
+    uint32_t epoch;
+
+    pthread_mutex_lock(&core->lock);
+    epoch = core->epoch;
+    pthread_mutex_unlock(&core->lock);
+    return epoch;
+}
+
+/* The sem_times entry of (@context, @va) this epoch, or -1; sem_lock held. */
+static int sem_time_find(TsrCore *core, uint32_t epoch, uint32_t context,
+                         uint64_t va)
+{
+    int i;
+
+    for (i = 0; i < TSR_SEM_TIMES; i++) {
+        if (core->sem_times[i].epoch == epoch &&
+            core->sem_times[i].context == context &&
+            core->sem_times[i].va == va) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Remember when (@context, @va) was last signalled; sem_lock held. */
+static void sem_time_record(TsrCore *core, uint32_t context, uint64_t va,
+                            uint64_t cycle)
+{
+    uint32_t epoch = current_epoch(core);
+    int i = sem_time_find(core, epoch, context, va);
+
+    if (i < 0) {
+        i = core->sem_times_next++ % TSR_SEM_TIMES;
+        core->sem_times[i].epoch = epoch;
+        core->sem_times[i].context = context;
+        core->sem_times[i].va = va;
+    }
+    core->sem_times[i].cycle = cycle;
+}
+
+/* The modeled time (@context, @va) was last signalled since reset, or 0. */
+static uint64_t sem_time_lookup(TsrCore *core, uint32_t context, uint64_t va)
+{
+    uint32_t epoch = current_epoch(core);
+    uint64_t cycle;
+    int i;
+
+    pthread_mutex_lock(&core->sem_lock);
+    i = sem_time_find(core, epoch, context, va);
+    cycle = i < 0 ? 0 : core->sem_times[i].cycle;
+    pthread_mutex_unlock(&core->sem_lock);
+    return cycle;
+}
+
+uint32_t tsr_cmd_sem_update(TsrMem *mem, const struct tsr_cmd_sem *c,
+                            bool add, TsrCost *cost)
+{
+    TsrCore *core = mem->core;
+    uint32_t err = sem_check(c);
+    uint64_t v;
+
+    if (err) {
+        return err;
+    }
+    pthread_mutex_lock(&core->sem_lock);
+    if (add && tsr_mem_read(mem, c->va, &v, sizeof(v)) == 0) {
+        v = htole64(le64toh(v) + c->value);
+    } else {
+        v = htole64(c->value);
+    }
+    cost->other += TSR_SEM_CYCLES;
+    if (!mem->error) {
+        tsr_mem_write(mem, c->va, &v, sizeof(v));
+    }
+    if (!mem->error) {
+        sem_time_record(core, mem->context, c->va, tsr_cost_now(cost));
+    }
+    pthread_mutex_unlock(&core->sem_lock);
+    tsr_core_wake_waiters(core);
+    return mem->error;
+}
+
+uint32_t tsr_cmd_sem_wait(TsrMem *mem, const struct tsr_cmd_sem *c,
+                          TsrCost *cost)
+{
+    TsrCore *core = mem->core;
+    uint32_t err = sem_check(c);
+    uint64_t v;
+
+    if (err) {
+        return err;
+    }
+    cost->other += TSR_SEM_CYCLES;
+    for (;;) {
+        struct timespec until;
+
+        if (tsr_mem_read(mem, c->va, &v, sizeof(v))) {
+            return mem->error;
+        }
+        if (le64toh(v) >= c->value) {
+            /* A signal from another queue ends the wait at its own time. */
+            uint64_t signalled = sem_time_lookup(core, mem->context, c->va);
+
+            if (signalled > tsr_cost_now(cost)) {
+                cost->other += signalled - tsr_cost_now(cost);
+            }
+            return TSR_ERR_NONE;
+        }
+        if (tsr_mem_aborted(mem)) {
+            return TSR_ERR_ABORTED;
+        }
+        /* Woken by another queue's signal, or re-read for the CPU's. */
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += TSR_SEM_POLL_NS;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_nsec -= 1000000000;
+            until.tv_sec++;
+        }
+        pthread_mutex_lock(&core->wake_lock);
+        pthread_cond_timedwait(&core->sem_cond, &core->wake_lock, &until);
+        pthread_mutex_unlock(&core->wake_lock);
+    }
+}
+
+/* ----------------------------------------------- timestamp, interrupt */
+
+uint32_t tsr_cmd_timestamp(TsrMem *mem, const struct tsr_cmd_timestamp *c,
+                           TsrCost *cost)
+{
+    uint64_t now;
+
+    if (c->hdr.flags) {
+        return TSR_ERR_BAD_FLAGS;
+    }
+    if (c->hdr.reserved) {
+        return TSR_ERR_RESERVED;
+    }
+    if (c->va % 8) {
+        return TSR_ERR_BAD_ALIGNMENT;
+    }
+    cost->other += TSR_MISC_CYCLES;
+    now = htole64(tsr_cost_now(cost));
+    tsr_mem_write(mem, c->va, &now, sizeof(now));
+    return mem->error;
+}
+
+uint32_t tsr_cmd_interrupt(TsrMem *mem, const struct tsr_cmd_header *c,
+                           TsrCost *cost)
+{
+    TsrCore *core = mem->core;
+    TsrQueue *qu = &core->queue[mem->queue];
+    bool raise = false;
+
+    if (c->flags) {
+        return TSR_ERR_BAD_FLAGS;
+    }
+    if (c->reserved) {
+        return TSR_ERR_RESERVED;
+    }
+    pthread_mutex_lock(&core->lock);
+    /* A job a reset aborted raises nothing any more. */
+    if (qu->generation == mem->generation) {
+        qu->irq_status |= TSR_QIRQ_USER;
+        raise = qu->irq_enable & TSR_QIRQ_USER;
+    }
+    pthread_mutex_unlock(&core->lock);
+    if (raise) {
+        tsr_core_irq(core, TSR_MSIX_VEC_QUEUE(mem->queue));
+    }
+    cost->other += TSR_MISC_CYCLES;
+    return TSR_ERR_NONE;
+}
