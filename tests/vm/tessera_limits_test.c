@@ -8,6 +8,7 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <sys/klog.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -340,6 +341,50 @@ TEST_F(lim, a_large_allocation_does_not_stall_other_submitters)
 	       (unsigned long long)s.worst_ns / 1000000, s.jobs);
 	EXPECT_LT(s.worst_ns, create_ns / 2);
 	close(s.fd);
+}
+
+/* Lines of the kernel log containing @text. */
+static int klog_count(const char *text)
+{
+	int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+	char *buf, *p;
+	int n, count = 0;
+
+	if (size <= 0)
+		return -1;
+	buf = malloc(size + 1);
+	n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, size);
+	if (n < 0) {
+		free(buf);
+		return -1;
+	}
+	buf[n] = 0;
+	for (p = buf; (p = strstr(p, text)); p++)
+		count++;
+	free(buf);
+	return count;
+}
+
+/*
+ * A user can make the driver warn at will (pings whose answer is lost,
+ * jobs that time out): the warnings are rate-limited, not one per event.
+ */
+TEST_F(lim, warnings_a_user_can_cause_are_rate_limited)
+{
+	struct drm_tessera_ping ping = { .timeout_ms = 1 };
+	int before = klog_count("not acknowledged within"), i, timeouts = 0;
+
+	ASSERT_LE(0, before);
+	for (i = 0; i < 40; i++) {
+		ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_drop_irqs", 1));
+		ping.cookie = i;
+		timeouts += tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_PING,
+				      &ping) == -ETIMEDOUT;
+	}
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_drop_irqs", 0));
+	EXPECT_EQ(40, timeouts);
+	/* The kernel's default limit: 10 in 5 seconds. */
+	EXPECT_GE(10, klog_count("not acknowledged within") - before);
 }
 
 TEST_HARNESS_MAIN
