@@ -63,6 +63,9 @@ static const char *const chip_error_name[] = {
 	CHIP_ERROR(BAD_JOB),
 	CHIP_ERROR(ABORTED),
 	CHIP_ERROR(TOO_LARGE),
+	CHIP_ERROR(LINK_DOWN),
+	CHIP_ERROR(REMOTE_ACCESS),
+	CHIP_ERROR(NO_ROUTE),
 };
 
 /* A code added to the chip header needs its name here. */

@@ -52,6 +52,8 @@ static uint32_t cmd_size_qw(uint8_t opcode)
         return sizeof(struct tsr_cmd_sem) / 8;
     case TSR_OP_TIMESTAMP:
         return sizeof(struct tsr_cmd_timestamp) / 8;
+    case TSR_OP_ICI_WRITE:
+        return sizeof(struct tsr_cmd_ici_write) / 8;
     default:
         return 0;
     }
@@ -96,6 +98,8 @@ uint32_t tsr_cmd_execute(TsrMem *mem, const void *cmd, uint32_t size,
         return tsr_cmd_timestamp(mem, cmd, cost);
     case TSR_OP_INTERRUPT:
         return tsr_cmd_interrupt(mem, hdr, cost);
+    case TSR_OP_ICI_WRITE:
+        return tsr_cmd_ici_write(mem, cmd, cost);
     default:
         return TSR_ERR_BAD_OPCODE;
     }

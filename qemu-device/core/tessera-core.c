@@ -30,8 +30,14 @@ TsrCore *tsr_core_new(const TsrConfig *cfg, uint8_t *hbm,
     core->hbm = hbm;
     core->ops = ops;
     core->opaque = opaque;
+    core->ici = tsr_ici_new(core, &(TsrSlice){
+        .topo = { .dims = { 1, 1, 1 } } });
+    if (!core->ici) {
+        free(core);
+        return NULL;
+    }
     pthread_mutex_init(&core->lock, NULL);
-    for (q = 0; q < TSR_MAX_QUEUES; q++) {
+    for (q = 0; q < TSR_WRITERS; q++) {
         pthread_mutex_init(&core->write_lock[q], NULL);
     }
     pthread_mutex_init(&core->sem_lock, NULL);
@@ -49,8 +55,9 @@ void tsr_core_free(TsrCore *core)
     if (core) {
         pthread_cond_destroy(&core->sem_cond);
         pthread_mutex_destroy(&core->wake_lock);
+        tsr_ici_free(core->ici);
         pthread_mutex_destroy(&core->sem_lock);
-        for (q = 0; q < TSR_MAX_QUEUES; q++) {
+        for (q = 0; q < TSR_WRITERS; q++) {
             pthread_mutex_destroy(&core->write_lock[q]);
         }
         pthread_mutex_destroy(&core->lock);
@@ -61,6 +68,11 @@ void tsr_core_free(TsrCore *core)
 const TsrConfig *tsr_core_config(const TsrCore *core)
 {
     return &core->cfg;
+}
+
+TsrIci *tsr_core_ici(TsrCore *core)
+{
+    return core->ici;
 }
 
 void tsr_core_reset(TsrCore *core)
@@ -89,16 +101,17 @@ void tsr_core_reset(TsrCore *core)
     memset(&core->faults, 0, sizeof(core->faults));
     core->counters[TSR_CNT_RESETS] = resets;
     core->epoch++;
-    for (q = 0; q < TSR_MAX_QUEUES; q++) {
+    for (q = 0; q < TSR_WRITERS; q++) {
         uint32_t generation = core->queue[q].generation + 1;
 
         memset(&core->queue[q], 0, sizeof(core->queue[q]));
         core->queue[q].generation = generation;
     }
     pthread_mutex_unlock(&core->lock);
-    for (q = 0; q < TSR_MAX_QUEUES; q++) {
+    for (q = 0; q < TSR_WRITERS; q++) {
         tsr_queue_fence_writes(core, q);
     }
+    tsr_ici_reset(core->ici);
     /* Semaphore waiters see the reset at once. */
     tsr_core_wake_waiters(core);
 }
@@ -698,7 +711,7 @@ static uint32_t global_reg_read(TsrCore *core, uint32_t offset)
     case TSR_REG_DEVICE_VERSION:
         return TSR_VERSION(TSR_DEVICE_VERSION_MAJOR, TSR_DEVICE_VERSION_MINOR);
     case TSR_REG_CAPS:
-        return TSR_CAP_BF16 | TSR_CAP_INT8 |
+        return TSR_CAP_BF16 | TSR_CAP_INT8 | TSR_CAP_ICI |
                (core->cfg.debug_regs ? TSR_CAP_DEBUG_REGS : 0);
     case TSR_REG_SCRATCH:
         return core->scratch;
@@ -713,10 +726,19 @@ static uint32_t global_reg_read(TsrCore *core, uint32_t offset)
     }
 }
 
+/* The ICI block has its own lock, taken before the core's, never inside. */
+static bool ici_block(uint32_t offset)
+{
+    return offset >= TSR_BLOCK_ICI && offset < TSR_BLOCK_SPARSECORE;
+}
+
 uint32_t tsr_core_reg_read(TsrCore *core, uint32_t offset)
 {
     uint32_t v = 0;
 
+    if (ici_block(offset)) {
+        return tsr_ici_reg_read(core->ici, offset);
+    }
     pthread_mutex_lock(&core->lock);
     if (offset < TSR_BLOCK_IRQ) {
         v = global_reg_read(core, offset);
@@ -809,6 +831,14 @@ void tsr_core_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
 {
     TsrRegEffects e = { .kick = -1, .queue_event = -1 };
 
+    if (ici_block(offset)) {
+        if (!tsr_ici_reg_write(core->ici, offset, value)) {
+            tsr_core_guest_error(core, "ICI register 0x%x: write 0x%x refused "
+                                 "(read-only, reserved, unknown bits or no "
+                                 "port)", offset, value);
+        }
+        return;
+    }
     pthread_mutex_lock(&core->lock);
     if (offset < TSR_BLOCK_QUEUE) {
         global_reg_write(core, offset, value, &e);

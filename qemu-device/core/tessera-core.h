@@ -49,6 +49,14 @@ typedef struct TsrCoreOps {
      * thread; may be NULL.
      */
     void (*guest_error)(void *opaque, const char *msg);
+    /*
+     * Send @len bytes on ICI port @port's socket without blocking; return
+     * how many were taken.  The host calls tsr_ici_writable() when the
+     * socket can take more.  Called with the ICI lock held.  May be NULL
+     * for a chip with no ports.
+     */
+    size_t (*ici_write)(void *opaque, unsigned int port, const void *buf,
+                        size_t len);
 } TsrCoreOps;
 
 /* What the chip is: a preset, then any overrides.  See tessera-preset.c. */
@@ -90,6 +98,8 @@ TsrCore *tsr_core_new(const TsrConfig *cfg, uint8_t *hbm,
                       const TsrCoreOps *ops, void *opaque);
 void tsr_core_free(TsrCore *core);
 const TsrConfig *tsr_core_config(const TsrCore *core);
+/* The chip's ICI engine (tessera-ici.h): ports, slice identity, faults. */
+struct TsrIci *tsr_core_ici(TsrCore *core);
 
 /*
  * Return every register and queue to its reset state.  Jobs in flight are

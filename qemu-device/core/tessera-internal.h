@@ -15,6 +15,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 #include "drm/tessera_chip.h"
 #include "tessera-core.h"
+#include "tessera-ici.h"
 
 /* Semaphore signals whose modeled time the chip remembers. */
 #define TSR_SEM_TIMES 64
@@ -24,6 +25,13 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 /* Largest command buffer a job may name. */
 #define TSR_MAX_CMDBUF_SIZE (16u << 20)
+
+/*
+ * Writers whose writes a reset must cut off: each hardware queue, and the
+ * ICI engine writing what other chips send.
+ */
+#define TSR_ICI_WRITER TSR_MAX_QUEUES
+#define TSR_WRITERS (TSR_MAX_QUEUES + 1)
 
 typedef struct TsrQueue {
     uint64_t ring_base;
@@ -94,7 +102,8 @@ struct TsrCore {
     uint32_t mmu_generation;
 
     uint64_t counters[TSR_CNT_COUNT];
-    TsrQueue queue[TSR_MAX_QUEUES];
+    /* The hardware queues, and the ICI engine's writer (TSR_ICI_WRITER). */
+    TsrQueue queue[TSR_WRITERS];
     TsrFaults faults;
     /* Bumped by every chip reset; semaphore times of older epochs are void. */
     uint32_t epoch;
@@ -107,7 +116,7 @@ struct TsrCore {
      * byte, without the resetting thread ever waiting for a job to end.
      * Held only across one piece of a transfer, to RAM or HBM.
      */
-    pthread_mutex_t write_lock[TSR_MAX_QUEUES];
+    pthread_mutex_t write_lock[TSR_WRITERS];
 
     /*
      * sem_lock makes the read-modify-write of semaphore commands atomic
@@ -134,6 +143,9 @@ struct TsrCore {
      */
     pthread_mutex_t wake_lock;
     pthread_cond_t sem_cond;
+
+    /* The ICI ports, windows and remote writes; its own lock. */
+    TsrIci *ici;
 };
 
 /*
@@ -153,6 +165,11 @@ static inline bool tsr_mul(uint64_t a, uint64_t b, uint64_t *res)
 static inline uint64_t tsr_min(uint64_t a, uint64_t b)
 {
     return a < b ? a : b;
+}
+
+static inline uint64_t tsr_max(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
 }
 
 /* @a + @b, or UINT64_MAX when that overflows: the end of a range. */
@@ -350,6 +367,17 @@ uint32_t tsr_cmd_cast(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
                       TsrCost *cost);
 uint32_t tsr_cmd_transpose(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
                            TsrCost *cost);
+
+/* Remote writes (tessera-ici.c). */
+uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
+                           TsrCost *cost);
+
+/*
+ * Remember that (@context, @va) was signalled at modeled @cycle, so that a
+ * SEM_WAIT it satisfies ends no earlier; sem_lock held.
+ */
+void tsr_sem_time_record_locked(TsrCore *core, uint32_t context,
+                                uint64_t va, uint64_t cycle);
 
 /* Synchronisation (tessera-sync.c): semaphores, TIMESTAMP, INTERRUPT. */
 uint32_t tsr_cmd_sem_wait(TsrMem *mem, const struct tsr_cmd_sem *c,

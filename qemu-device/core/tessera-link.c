@@ -152,6 +152,7 @@ struct TsrLink {
     uint64_t hold_until;
 
     TsrLinkCounters cnt;
+    uint64_t fault_bytes;
     TsrLinkFaults faults;
     uint64_t rng;
 };
@@ -167,23 +168,39 @@ static void set_state(TsrLink *link, uint32_t state)
     }
 }
 
-/* splitmix64: a small generator, so that injected rates repeat exactly. */
-static uint64_t next_random(TsrLink *link)
+/* splitmix64's finaliser: a well-mixed function of @z. */
+static uint64_t mix(uint64_t z)
 {
-    uint64_t z = (link->rng += 0x9e3779b97f4a7c15ull);
-
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
 
-static bool draw(TsrLink *link, uint32_t *next, uint32_t ppm)
+static uint64_t next_random(TsrLink *link)
 {
-    if (*next) {
-        (*next)--;
-        return true;
+    return mix(link->rng += 0x9e3779b97f4a7c15ull);
+}
+
+static bool take_count(uint32_t *next)
+{
+    if (!*next) {
+        return false;
     }
-    return ppm && next_random(link) % 1000000 < ppm;
+    (*next)--;
+    return true;
+}
+
+/*
+ * Whether a rate fault (@ppm per million, @kind telling drop from
+ * corruption) hits DATA frame @seq.  Decided for a frame's first sending,
+ * by its number and the seed: the same frames are hit in every run,
+ * whatever the timing of acknowledgements and resends.
+ */
+static bool rate_hit(const TsrLink *link, uint32_t ppm, uint32_t seq,
+                     uint64_t kind)
+{
+    return ppm && mix(link->faults.seed ^ (uint64_t)seq << 8 ^ kind) %
+                  1000000 < ppm;
 }
 
 /* ------------------------------------------------------------ the wire */
@@ -213,7 +230,7 @@ static bool wire_has_room(const TsrLink *link)
  * lost, have one bit flipped, or be held back.
  */
 static void emit(TsrLink *link, uint8_t type, uint8_t flags, uint32_t seq,
-                 const void *payload, uint16_t len, uint64_t now)
+                 const void *payload, uint16_t len, bool first, uint64_t now)
 {
     struct tsr_ici_frame_hdr h = {
         .magic = TSR_ICI_FRAME_MAGIC, .type = type, .flags = flags,
@@ -243,17 +260,20 @@ static void emit(TsrLink *link, uint8_t type, uint8_t flags, uint32_t seq,
         link->hold_until = now + link->faults.delay_ns;
         link->faults.delay_ns = 0;
     }
-    if (type == TSR_ICI_FRAME_ACK && link->faults.drop_acks_next) {
-        link->faults.drop_acks_next--;
+    if (type == TSR_ICI_FRAME_ACK && take_count(&link->faults.drop_acks_next)) {
         return;
     }
-    if (draw(link, &link->faults.drop_next, link->faults.drop_ppm)) {
+    if (take_count(&link->faults.drop_next) ||
+        (first && rate_hit(link, link->faults.drop_ppm, seq, 1))) {
+        link->fault_bytes += type == TSR_ICI_FRAME_DATA ? total : 0;
         return;
     }
-    if (draw(link, &link->faults.corrupt_next, link->faults.corrupt_ppm)) {
+    if (take_count(&link->faults.corrupt_next) ||
+        (first && rate_hit(link, link->faults.corrupt_ppm, seq, 2))) {
         uint64_t bit = next_random(link) % (total * 8);
 
         f[bit / 8] ^= 1u << (bit % 8);
+        link->fault_bytes += type == TSR_ICI_FRAME_DATA ? total : 0;
     }
     link->wlen += total;
 }
@@ -272,7 +292,7 @@ static void send_train(TsrLink *link, uint64_t now)
 
     memcpy(t.coords, link->cfg.self.coords, sizeof(t.coords));
     if (wire_has_room(link)) {
-        emit(link, TSR_ICI_FRAME_TRAIN, 0, 0, &t, sizeof(t), now);
+        emit(link, TSR_ICI_FRAME_TRAIN, 0, 0, &t, sizeof(t), false, now);
     }
     link->train_deadline = now + link->cfg.retransmit_ns;
     wire_flush(link, now);
@@ -323,23 +343,24 @@ static void pump(TsrLink *link, uint64_t now)
     while (link->state == TSR_ICI_STATE_UP && wire_has_room(link)) {
         if (link->nak_due) {
             link->nak_due = false;
-            emit(link, TSR_ICI_FRAME_NAK, 0, 0, NULL, 0, now);
+            emit(link, TSR_ICI_FRAME_NAK, 0, 0, NULL, 0, false, now);
         } else if (link->snd_nxt != link->snd_end) {
             Payload *p = ring_slot(link, link->snd_nxt);
+            bool first = !seq_lt(link->snd_nxt, link->snd_max);
 
-            if (seq_lt(link->snd_nxt, link->snd_max)) {
-                link->cnt.replays++;
-            } else {
+            if (first) {
                 link->snd_max = link->snd_nxt + 1;
+            } else {
+                link->cnt.replays++;
             }
             emit(link, TSR_ICI_FRAME_DATA, p->vc ? TSR_ICI_FRAME_VC1 : 0,
-                 link->snd_nxt++, p->data, p->len, now);
+                 link->snd_nxt++, p->data, p->len, first, now);
             if (!link->rto_deadline) {
                 link->rto_deadline = now + link->cfg.retransmit_ns;
             }
         } else if (!admit_one(link)) {
             if (link->ack_due) {
-                emit(link, TSR_ICI_FRAME_ACK, 0, 0, NULL, 0, now);
+                emit(link, TSR_ICI_FRAME_ACK, 0, 0, NULL, 0, false, now);
             }
             break;
         }
@@ -854,6 +875,11 @@ uint64_t tsr_link_deadline(const TsrLink *link)
 void tsr_link_get_counters(const TsrLink *link, TsrLinkCounters *c)
 {
     *c = link->cnt;
+}
+
+uint64_t tsr_link_fault_bytes(const TsrLink *link)
+{
+    return link->fault_bytes;
 }
 
 void tsr_link_set_faults(TsrLink *link, const TsrLinkFaults *faults)

@@ -101,8 +101,9 @@ typedef struct TsrLinkCounters {
 
 /*
  * Injected faults, applied to the frames this end sends.  Counts apply to
- * the next frames; rates (per million frames) draw from a generator seeded
- * with @seed, so that a run repeats exactly.
+ * the next frames of any kind; rates (per million) apply to DATA frames
+ * when first sent, chosen by sequence number and @seed, so that the same
+ * frames are hit in every run.
  */
 typedef struct TsrLinkFaults {
     uint32_t drop_next;         /* lose the next N frames */
@@ -156,6 +157,12 @@ void tsr_link_poll(TsrLink *link, uint64_t now);
 uint64_t tsr_link_deadline(const TsrLink *link);
 
 void tsr_link_get_counters(const TsrLink *link, TsrLinkCounters *c);
+/*
+ * Wire bytes of DATA frames the injected faults lost or corrupted: the
+ * timing model charges their resending, deterministically (resends the
+ * host's own timing causes are not charged).
+ */
+uint64_t tsr_link_fault_bytes(const TsrLink *link);
 void tsr_link_set_faults(TsrLink *link, const TsrLinkFaults *faults);
 void tsr_link_get_faults(const TsrLink *link, TsrLinkFaults *faults);
 

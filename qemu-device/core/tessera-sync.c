@@ -63,9 +63,8 @@ static int sem_time_find(TsrCore *core, uint32_t epoch, uint32_t context,
     return -1;
 }
 
-/* Remember when (@context, @va) was last signalled; sem_lock held. */
-static void sem_time_record(TsrCore *core, uint32_t context, uint64_t va,
-                            uint64_t cycle)
+void tsr_sem_time_record_locked(TsrCore *core, uint32_t context,
+                                uint64_t va, uint64_t cycle)
 {
     uint32_t epoch = current_epoch(core);
     int i = sem_time_find(core, epoch, context, va);
@@ -114,7 +113,7 @@ uint32_t tsr_cmd_sem_update(TsrMem *mem, const struct tsr_cmd_sem *c,
         tsr_mem_write(mem, c->va, &v, sizeof(v));
     }
     if (!mem->error) {
-        sem_time_record(core, mem->context, c->va, tsr_cost_now(cost));
+        tsr_sem_time_record_locked(core, mem->context, c->va, tsr_cost_now(cost));
     }
     pthread_mutex_unlock(&core->sem_lock);
     tsr_core_wake_waiters(core);

@@ -55,6 +55,10 @@ struct test_chip {
     uint64_t hold_addr;                 /* 0: none */
     bool held;
     bool released;
+    /* Where ICI port bytes go (tests/host/tessera_ici_test.c). */
+    size_t (*ici_out)(struct test_chip *c, unsigned int port,
+                      const void *buf, size_t len);
+    void *ici_ctx;
 };
 
 /* The next transfer at bus address @addr waits for chip_release(). */
@@ -166,6 +170,14 @@ static inline void chip_guest_error(void *opaque, const char *msg)
     __atomic_add_fetch(&c->guest_errors, 1, __ATOMIC_SEQ_CST);
 }
 
+static inline size_t chip_ici_write(void *opaque, unsigned int port,
+                                    const void *buf, size_t len)
+{
+    struct test_chip *c = opaque;
+
+    return c->ici_out ? c->ici_out(c, port, buf, len) : len;
+}
+
 static const TsrCoreOps chip_ops = {
     .dma_read = chip_dma_read,
     .dma_write = chip_dma_write,
@@ -173,6 +185,7 @@ static const TsrCoreOps chip_ops = {
     .schedule = chip_schedule,
     .kick_queue = chip_kick,
     .guest_error = chip_guest_error,
+    .ici_write = chip_ici_write,
 };
 
 static inline void wr(struct test_chip *c, uint32_t reg, uint32_t v)

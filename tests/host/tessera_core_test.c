@@ -28,7 +28,8 @@ TEST_F(core, identity_registers_read_their_documented_values)
 	EXPECT_EQ(TSR_CHIP_ID, rd(self->c, TSR_REG_CHIP_ID));
 	EXPECT_EQ(TSR_VERSION(TSR_DEVICE_VERSION_MAJOR, TSR_DEVICE_VERSION_MINOR),
 		  rd(self->c, TSR_REG_DEVICE_VERSION));
-	EXPECT_EQ(TSR_CAP_BF16 | TSR_CAP_INT8, rd(self->c, TSR_REG_CAPS));
+	EXPECT_EQ(TSR_CAP_BF16 | TSR_CAP_INT8 | TSR_CAP_ICI,
+		  rd(self->c, TSR_REG_CAPS));
 	EXPECT_EQ(TSR_STATUS_READY, rd(self->c, TSR_REG_STATUS));
 }
 
@@ -219,7 +220,7 @@ TEST_F(core, rejected_register_values_are_reported_as_guest_errors)
 		{ TSR_REG_CHIP_ID, 1,
 		  "write 0x1 to read-only or reserved register 0x0 ignored" },
 		{ TSR_BLOCK_ICI, 2,
-		  "write 0x2 to read-only or reserved register 0x8000 ignored" },
+		  "ICI register 0x8000: write 0x2 refused" },
 		{ TSR_REG_RESET, 1, "RESET 0x1 ignored: not the magic value" },
 		{ TSR_REG_MMU_CTX_TABLE_LO, 0x1010,
 		  "MMU_CTX_TABLE_LO 0x1010 is not 4 KiB aligned" },

@@ -31,7 +31,7 @@
 
 /* Device model version reported in TSR_REG_DEVICE_VERSION. */
 #define TSR_DEVICE_VERSION_MAJOR	0
-#define TSR_DEVICE_VERSION_MINOR	2
+#define TSR_DEVICE_VERSION_MINOR	3
 #define TSR_VERSION(major, minor)	(((major) << 16) | (minor))
 #define TSR_VERSION_MAJOR(v)		(((v) >> 16) & 0xffff)
 #define TSR_VERSION_MINOR(v)		((v) & 0xffff)
@@ -104,6 +104,7 @@
 #define TSR_CAP_DEBUG_REGS		0x00000001u	/* debug block enabled */
 #define TSR_CAP_BF16			0x00000002u
 #define TSR_CAP_INT8			0x00000004u
+#define TSR_CAP_ICI			0x00000008u	/* ICI block, TSR_OP_ICI_WRITE */
 
 /* Values of TSR_REG_PRESET. */
 #define TSR_PRESET_CUSTOM		0
@@ -366,6 +367,7 @@ enum tsr_opcode {
 	TSR_OP_SEM_INC = 0x32,
 	TSR_OP_TIMESTAMP = 0x40,
 	TSR_OP_INTERRUPT = 0x41,
+	TSR_OP_ICI_WRITE = 0x50,
 };
 
 /* Element types. */
@@ -567,6 +569,9 @@ enum tsr_error {
 	TSR_ERR_BAD_JOB = 15,		/* descriptor fields invalid */
 	TSR_ERR_ABORTED = 16,		/* queue or chip reset during the job */
 	TSR_ERR_TOO_LARGE = 17,		/* operand beyond the chip's limits */
+	TSR_ERR_LINK_DOWN = 18,		/* an ICI link on the way is not up */
+	TSR_ERR_REMOTE_ACCESS = 19,	/* refused by the target's windows */
+	TSR_ERR_NO_ROUTE = 20,		/* no such chip in the slice */
 	TSR_ERR_COUNT
 };
 
@@ -630,7 +635,7 @@ enum tsr_ici_state {
  */
 #define TSR_ICI_FRAME_MAGIC		0x4954	/* "TI" */
 #define TSR_ICI_VERSION			1
-#define TSR_ICI_MAX_PAYLOAD		4096
+#define TSR_ICI_MAX_PAYLOAD		8192
 /* Virtual channels: a frame switches to 1 once it has crossed a dateline. */
 #define TSR_ICI_VCS			2
 
@@ -695,6 +700,186 @@ struct tsr_ici_train {
 	__u32 flags;
 	__u32 snd_una;
 	__u32 rcv_next;
+};
+
+/* ------------------------------------------------------------ ICI block */
+
+#define TSR_REG_ICI_SLICE_ID		(TSR_BLOCK_ICI + 0x000)	/* RO */
+/* Dimensions and coordinates: x | y << 8 | z << 16. */
+#define TSR_REG_ICI_DIMS		(TSR_BLOCK_ICI + 0x004)	/* RO */
+#define TSR_REG_ICI_COORDS		(TSR_BLOCK_ICI + 0x008)	/* RO */
+#define TSR_REG_ICI_WRAP		(TSR_BLOCK_ICI + 0x00c)	/* RO, bit per dim */
+#define TSR_REG_ICI_PORTS_WIRED		(TSR_BLOCK_ICI + 0x010)	/* RO, bit per port */
+#define TSR_REG_ICI_IRQ_STATUS		(TSR_BLOCK_ICI + 0x014)	/* RW1C */
+#define TSR_REG_ICI_IRQ_ENABLE		(TSR_BLOCK_ICI + 0x018)	/* RW */
+#define TSR_REG_ICI_PORTS_CHANGED	(TSR_BLOCK_ICI + 0x01c)	/* RW1C, bit per port */
+/* The window table: TSR_REG_ICI_WINDOW_COUNT struct tsr_ici_window. */
+#define TSR_REG_ICI_WINDOW_TABLE_LO	(TSR_BLOCK_ICI + 0x020)	/* RW */
+#define TSR_REG_ICI_WINDOW_TABLE_HI	(TSR_BLOCK_ICI + 0x024)	/* RW */
+#define TSR_REG_ICI_WINDOW_COUNT	(TSR_BLOCK_ICI + 0x028)	/* RW */
+/* Remote writes refused, and the last one's writer, window and reason. */
+#define TSR_REG_ICI_VIOLATIONS		(TSR_BLOCK_ICI + 0x030)	/* RO */
+#define TSR_REG_ICI_VIOL_SOURCE		(TSR_BLOCK_ICI + 0x034)	/* RO, coords */
+#define TSR_REG_ICI_VIOL_WINDOW		(TSR_BLOCK_ICI + 0x038)	/* RO */
+#define TSR_REG_ICI_VIOL_REASON		(TSR_BLOCK_ICI + 0x03c)	/* RO */
+
+/* Causes on MSI-X vector TSR_MSIX_VEC_LINK (ICI_IRQ_STATUS/ENABLE). */
+#define TSR_ICI_IRQ_LINK_UP		0x00000001u
+#define TSR_ICI_IRQ_LINK_DOWN		0x00000002u
+#define TSR_ICI_IRQ_REMOTE_ACCESS	0x00000004u
+#define TSR_ICI_IRQ_ALL			0x00000007u
+
+/* Why a remote write was refused (TSR_REG_ICI_VIOL_REASON). */
+enum tsr_ici_violation {
+	TSR_ICI_VIOL_NONE = 0,
+	TSR_ICI_VIOL_NO_WINDOW = 1,	/* beyond the table, or not open */
+	TSR_ICI_VIOL_KEY = 2,
+	TSR_ICI_VIOL_PERMISSION = 3,	/* the window is not writable */
+	TSR_ICI_VIOL_RANGE = 4,		/* bytes or semaphore outside it */
+	TSR_ICI_VIOL_FAULT = 5,		/* its memory is not mapped */
+};
+
+/* Port p's registers. */
+#define TSR_ICI_PORT_BASE(p)		(TSR_BLOCK_ICI + 0x100 + (p) * 0x100)
+#define TSR_IREG_STATE			0x00	/* RO, enum tsr_ici_state */
+#define TSR_IREG_PEER			0x04	/* RO, coords | port << 24 */
+#define TSR_IREG_PEER_SLICE		0x08	/* RO */
+#define TSR_IREG_CONTROL		0x0c	/* WO, TSR_ICI_CTRL_* */
+/* 64-bit counters, enum tsr_ici_counter; reading LO latches HI. */
+#define TSR_IREG_CNT_LO(i)		(0x10 + 8 * (i))
+
+#define TSR_ICI_CTRL_RETRAIN		0x00000001u
+#define TSR_ICI_CTRL_DOWN		0x00000002u
+
+enum tsr_ici_counter {
+	TSR_ICI_CNT_FRAMES_TX,
+	TSR_ICI_CNT_FRAMES_RX,
+	TSR_ICI_CNT_BYTES_TX,
+	TSR_ICI_CNT_BYTES_RX,
+	TSR_ICI_CNT_CRC_ERRORS,
+	TSR_ICI_CNT_SEQ_ERRORS,
+	TSR_ICI_CNT_NAKS,
+	TSR_ICI_CNT_REPLAYS,
+	TSR_ICI_CNT_TIMEOUTS,
+	TSR_ICI_CNT_CREDIT_STALLS,
+	TSR_ICI_CNT_LINK_DOWNS,
+	TSR_ICI_CNT_PROTOCOL_ERRORS,
+	TSR_ICI_CNT_COUNT
+};
+
+/* Bits of struct tsr_ici_window.flags. */
+#define TSR_ICI_WINDOW_VALID		0x00000001u
+#define TSR_ICI_WINDOW_READ		0x00000002u
+#define TSR_ICI_WINDOW_WRITE		0x00000004u
+
+/**
+ * struct tsr_ici_window - an entry of the window table
+ * @flags: TSR_ICI_WINDOW_*
+ * @context: the context whose address space @va is in
+ * @va: the window's first byte
+ * @size: its bytes
+ * @key: what a remote write must name to be let in
+ */
+struct tsr_ici_window {
+	__u32 flags;
+	__u32 context;
+	__u64 va;
+	__u64 size;
+	__u64 key;
+};
+
+/*
+ * Chip-to-chip messages, each the payload of one link DATA frame: a
+ * struct tsr_ici_msg and @len data bytes.  A remote write travels as WRITE
+ * chunks, the last flagged LAST (and SEM when it adds to the semaphore);
+ * the target answers once, or at the first chunk it refuses.
+ */
+enum tsr_ici_msg_type {
+	TSR_ICI_MSG_WRITE = 1,
+	TSR_ICI_MSG_ANSWER = 2,
+};
+
+#define TSR_ICI_MSG_LAST		0x01
+#define TSR_ICI_MSG_SEM			0x02
+
+/**
+ * struct tsr_ici_msg - the header of a chip-to-chip message
+ * @type: enum tsr_ici_msg_type
+ * @flags: TSR_ICI_MSG_*
+ * @src: the sending chip's coordinates
+ * @dst: the receiving chip's coordinates
+ * @req: the sender's number for the request (an ANSWER repeats it)
+ * @window: WRITE: the target window
+ * @status: ANSWER: TSR_ERR_NONE or TSR_ERR_REMOTE_ACCESS
+ * @len: data bytes after the header
+ * @key: WRITE: the window's key
+ * @offset: WRITE: where this chunk's data goes in the window
+ * @req_offset: WRITE: the first byte the whole request writes
+ * @req_end: WRITE: one past the last byte the whole request writes
+ * @sem_offset: WRITE with SEM: the semaphore in the window
+ * @sem_add: WRITE with SEM: the value added
+ * @arrival: the modeled cycle the message arrives at @dst
+ */
+struct tsr_ici_msg {
+	__u8 type;
+	__u8 flags;
+	__u8 src[TSR_ICI_MAX_DIMS];
+	__u8 dst[TSR_ICI_MAX_DIMS];
+	__u32 req;
+	__u32 window;
+	__u32 status;
+	__u32 len;
+	__u64 key;
+	__u64 offset;
+	__u64 req_offset;
+	__u64 req_end;
+	__u64 sem_offset;
+	__u64 sem_add;
+	__u64 arrival;
+};
+
+/* Data bytes one WRITE chunk carries. */
+#define TSR_ICI_MSG_MAX_DATA	(TSR_ICI_MAX_PAYLOAD - sizeof(struct tsr_ici_msg))
+
+/* Bits of struct tsr_cmd_ici_write's header flags. */
+#define TSR_ICI_WRITE_SEM		0x0001	/* add @sem_add at @sem_offset */
+
+/**
+ * struct tsr_cmd_ici_write - TSR_OP_ICI_WRITE: write to another chip
+ * @hdr: header; flags TSR_ICI_WRITE_*
+ * @dst: the target chip's coordinates in the slice
+ * @reserved0: zero
+ * @window: the target's window number
+ * @key: the window's key
+ * @src: local VA of the first byte to send
+ * @src_stride: bytes between rows at @src
+ * @offset: where the first byte lands, from the start of the window
+ * @dst_stride: bytes between rows in the window
+ * @rows: rows to send (0 with @row_bytes 0: the semaphore only)
+ * @row_bytes: bytes per row
+ * @sem_offset: with TSR_ICI_WRITE_SEM, the 64-bit semaphore in the window,
+ *	8-byte aligned, that @sem_add is added to once all the data is there
+ * @sem_add: the value added
+ *
+ * The target checks the whole request against the window (open, key,
+ * write permission, every byte and the semaphore inside it) before it
+ * writes anything, and answers; the command ends with the answer.  The
+ * semaphore is never seen changed before the data.
+ */
+struct tsr_cmd_ici_write {
+	struct tsr_cmd_header hdr;
+	__u8 dst[TSR_ICI_MAX_DIMS];
+	__u8 reserved0;
+	__u32 window;
+	__u64 key;
+	__u64 src;
+	__u64 src_stride;
+	__u64 offset;
+	__u64 dst_stride;
+	__u32 rows;
+	__u32 row_bytes;
+	__u64 sem_offset;
+	__u64 sem_add;
 };
 
 #endif /* _TESSERA_CHIP_H_ */

@@ -1,0 +1,1028 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Tessera ICI engine (see tessera-ici.h).
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tessera-ici.h"
+#include "tessera-internal.h"
+
+/* Requests a chip can wait for answers to at once (one per queue). */
+#define ICI_REQS TSR_MAX_QUEUES
+/* Without an answer for this long after the last chunk left: LINK_DOWN. */
+#define ICI_ANSWER_TIMEOUT_NS 1000000000ull
+/*
+ * Resend what is unacknowledged after this long: long beside the jitter of
+ * host threads and sockets, so that a resend is a modeled fault's doing.
+ */
+#define ICI_RETRANSMIT_NS 5000000ull
+/* How long a waiting sender sleeps before checking for an abort again. */
+#define ICI_WAIT_SLICE_NS 1000000ull
+
+typedef struct IciPort {
+    TsrLink *link;
+    TsrIci *ici;
+    unsigned int index;
+    /* Modeled timeline of the outgoing direction, in cycles. */
+    uint64_t free_at;
+    /* Bytes of faulted frames already charged to the timeline. */
+    uint64_t charged_faults;
+} IciPort;
+
+typedef struct IciReq {
+    bool busy;
+    bool answered;
+    uint32_t number;
+    uint32_t status;
+    uint64_t arrival;
+} IciReq;
+
+struct TsrIci {
+    TsrCore *core;
+    TsrSlice slice;
+    pthread_mutex_t lock;
+    /* Broadcast when links send or answers arrive. */
+    pthread_cond_t cond;
+    IciPort port[TSR_ICI_MAX_PORTS];
+    uint32_t wired;
+    IciReq req[ICI_REQS];
+    uint32_t next_req;
+    uint64_t window_table;
+    uint32_t window_count;
+    uint32_t irq_status;
+    uint32_t irq_enable;
+    uint32_t ports_changed;
+    uint32_t latched_hi;
+    /* Requests refused lately, counted once: packed source, number. */
+    uint64_t refused[ICI_REQS];
+    unsigned int refused_next;
+    uint32_t violations;
+    uint32_t viol_source;
+    uint32_t viol_window;
+    uint32_t viol_reason;
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static uint32_t pack_coords(const uint8_t c[3])
+{
+    return c[0] | c[1] << 8 | c[2] << 16;
+}
+
+/* --------------------------------------------------------- interrupts */
+
+static void raise_causes(TsrIci *ici, uint32_t causes)
+{
+    bool fire;
+
+    ici->irq_status |= causes;
+    fire = ici->irq_status & ici->irq_enable;
+    if (fire) {
+        tsr_core_irq(ici->core, TSR_MSIX_VEC_LINK);
+    }
+}
+
+/* ------------------------------------------------------------- timing */
+
+/* Cycles one frame of @payload bytes takes on a link. */
+static uint64_t frame_cycles(TsrIci *ici, uint64_t wire_bytes)
+{
+    const TsrConfig *cfg = &ici->core->cfg;
+
+    return tsr_cycles_for_bytes(cfg, wire_bytes, cfg->ici_link_gbps);
+}
+
+static uint64_t hop_cycles(TsrIci *ici)
+{
+    const TsrConfig *cfg = &ici->core->cfg;
+
+    return (uint64_t)cfg->ici_link_latency_ns * cfg->clock_mhz / 1000;
+}
+
+/*
+ * A message of @payload bytes leaves by @p when it is ready at cycle
+ * @ready: it waits for the link, which it then holds for its frame.
+ * Returns when it arrives at the next chip.  Frames the link layer sent
+ * again since the last call hold the link too.
+ */
+static uint64_t depart(IciPort *p, uint64_t ready, size_t payload)
+{
+    uint64_t wire = sizeof(struct tsr_ici_frame_hdr) + payload + 4;
+    uint64_t faults = tsr_link_fault_bytes(p->link), start;
+
+    /* A lost frame costs its resend and the NAK's round trip. */
+    if (faults > p->charged_faults) {
+        uint64_t frames = (faults - p->charged_faults + wire - 1) / wire;
+
+        p->free_at += frame_cycles(p->ici, faults - p->charged_faults) +
+                      frames * 2 * hop_cycles(p->ici);
+        p->charged_faults = faults;
+    }
+    start = ready > p->free_at ? ready : p->free_at;
+    p->free_at = start + frame_cycles(p->ici, wire);
+    return p->free_at + hop_cycles(p->ici);
+}
+
+/* ------------------------------------------------------------ routing */
+
+/*
+ * The port towards @dst, TSR_ROUTE_HERE, or TSR_ROUTE_NONE with *err set
+ * (NO_ROUTE, or LINK_DOWN when the port is not up).
+ */
+static int route(TsrIci *ici, const uint8_t dst[3], uint32_t *err)
+{
+    int port = tsr_route_port(&ici->slice.topo, ici->slice.coords, dst);
+
+    if (port == TSR_ROUTE_HERE) {
+        return port;
+    }
+    if (port == TSR_ROUTE_NONE || !(ici->wired & (1u << port))) {
+        *err = TSR_ERR_NO_ROUTE;
+        return TSR_ROUTE_NONE;
+    }
+    if (tsr_link_state(ici->port[port].link) != TSR_ICI_STATE_UP) {
+        *err = TSR_ERR_LINK_DOWN;
+        return TSR_ROUTE_NONE;
+    }
+    return port;
+}
+
+/*
+ * Queue @msg (with its data) on @port, on the channel a frame arriving
+ * along @in_dim on @in_vc takes; false if that channel has no room.
+ */
+static bool send_msg(TsrIci *ici, unsigned int port, unsigned int in_dim,
+                     unsigned int in_vc, struct tsr_ici_msg *msg,
+                     const void *data)
+{
+    IciPort *p = &ici->port[port];
+    unsigned int vc = tsr_route_vc(&ici->slice.topo, ici->slice.coords, port,
+                                   in_dim, in_vc);
+    uint8_t buf[TSR_ICI_MAX_PAYLOAD];
+    size_t len = sizeof(*msg) + msg->len;
+
+    if (!tsr_link_can_send(p->link, vc)) {
+        return false;
+    }
+    msg->arrival = depart(p, msg->arrival, len);
+    memcpy(buf, msg, sizeof(*msg));
+    memcpy(buf + sizeof(*msg), data, msg->len);
+    return tsr_link_send(p->link, vc, buf, len, now_ns()) == 0;
+}
+
+/* ------------------------------------------------------------ windows */
+
+static uint64_t request_id(const struct tsr_ici_msg *m)
+{
+    return (uint64_t)pack_coords(m->src) << 32 | m->req;
+}
+
+/* Whether the request of @m has been refused already. */
+static bool refused_before(TsrIci *ici, const struct tsr_ici_msg *m)
+{
+    unsigned int i;
+
+    for (i = 0; i < ICI_REQS; i++) {
+        if (ici->refused[i] == request_id(m)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Refuse a write: count the request once, latch who and why, interrupt.
+ * Its later chunks are refused without a count.
+ */
+static uint32_t refuse(TsrIci *ici, const struct tsr_ici_msg *m,
+                       uint32_t reason)
+{
+    if (refused_before(ici, m)) {
+        return TSR_ERR_REMOTE_ACCESS;
+    }
+    ici->refused[ici->refused_next++ % ICI_REQS] = request_id(m);
+    ici->violations++;
+    ici->viol_source = pack_coords(m->src);
+    ici->viol_window = m->window;
+    ici->viol_reason = reason;
+    raise_causes(ici, TSR_ICI_IRQ_REMOTE_ACCESS);
+    return TSR_ERR_REMOTE_ACCESS;
+}
+
+static bool inside(uint64_t off, uint64_t len, uint64_t size)
+{
+    return off <= size && len <= size - off;
+}
+
+/* Check the whole request @m against its window; fill @w. */
+static uint32_t check_window(TsrIci *ici, const struct tsr_ici_msg *m,
+                             struct tsr_ici_window *w)
+{
+    uint64_t addr;
+
+    if (m->window >= ici->window_count) {
+        return refuse(ici, m, TSR_ICI_VIOL_NO_WINDOW);
+    }
+    addr = ici->window_table + (uint64_t)m->window * sizeof(*w);
+    if (tsr_core_dma_read(ici->core, addr, w, sizeof(*w)) ||
+        !(w->flags & TSR_ICI_WINDOW_VALID)) {
+        return refuse(ici, m, TSR_ICI_VIOL_NO_WINDOW);
+    }
+    if (w->key != m->key) {
+        return refuse(ici, m, TSR_ICI_VIOL_KEY);
+    }
+    if (!(w->flags & TSR_ICI_WINDOW_WRITE)) {
+        return refuse(ici, m, TSR_ICI_VIOL_PERMISSION);
+    }
+    if (m->req_end < m->req_offset ||
+        !inside(m->req_offset, m->req_end - m->req_offset, w->size) ||
+        m->offset < m->req_offset ||
+        !inside(m->offset - m->req_offset, m->len,
+                m->req_end - m->req_offset) ||
+        ((m->flags & TSR_ICI_MSG_SEM) &&
+         (m->sem_offset % 8 || !inside(m->sem_offset, 8, w->size)))) {
+        return refuse(ici, m, TSR_ICI_VIOL_RANGE);
+    }
+    return TSR_ERR_NONE;
+}
+
+/* Write a WRITE chunk at its window, and add to the semaphore if asked. */
+static uint32_t apply_write(TsrIci *ici, const struct tsr_ici_msg *m,
+                            const uint8_t *data)
+{
+    TsrCore *core = ici->core;
+    struct tsr_ici_window w;
+    uint32_t err = check_window(ici, m, &w);
+    TsrMem mem;
+    uint64_t v;
+
+    if (err) {
+        return err;
+    }
+    pthread_mutex_lock(&core->lock);
+    tsr_mem_init(&mem, core, TSR_ICI_WRITER,
+                 core->queue[TSR_ICI_WRITER].generation);
+    pthread_mutex_unlock(&core->lock);
+    if (tsr_mmu_open(&mem, w.context) ||
+        (m->len && tsr_mem_write(&mem, w.va + m->offset, data, m->len))) {
+        return refuse(ici, m, TSR_ICI_VIOL_FAULT);
+    }
+    if (!(m->flags & TSR_ICI_MSG_SEM) || !(m->flags & TSR_ICI_MSG_LAST)) {
+        return TSR_ERR_NONE;
+    }
+    /* After the data, which every earlier chunk has written already. */
+    pthread_mutex_lock(&core->sem_lock);
+    if (!tsr_mem_read(&mem, w.va + m->sem_offset, &v, sizeof(v))) {
+        v = htole64(le64toh(v) + m->sem_add);
+        tsr_mem_write(&mem, w.va + m->sem_offset, &v, sizeof(v));
+    }
+    if (!mem.error) {
+        tsr_sem_time_record_locked(core, w.context, w.va + m->sem_offset,
+                                   m->arrival);
+    }
+    pthread_mutex_unlock(&core->sem_lock);
+    tsr_core_wake_waiters(core);
+    return mem.error ? refuse(ici, m, TSR_ICI_VIOL_FAULT) : TSR_ERR_NONE;
+}
+
+/* ----------------------------------------------------------- messages */
+
+static void take_answer(TsrIci *ici, const struct tsr_ici_msg *m)
+{
+    unsigned int i;
+
+    for (i = 0; i < ICI_REQS; i++) {
+        IciReq *r = &ici->req[i];
+
+        if (r->busy && !r->answered && r->number == m->req) {
+            r->answered = true;
+            r->status = m->status;
+            r->arrival = m->arrival;
+            pthread_cond_broadcast(&ici->cond);
+            return;
+        }
+    }
+}
+
+/*
+ * A message for this chip.  Answers go back the way the request came, so
+ * the answer's channel must have room before the write happens: a write
+ * is never applied twice.  Returns false to be offered again later.
+ */
+static bool take_local(TsrIci *ici, struct tsr_ici_msg *m,
+                       const uint8_t *data)
+{
+    struct tsr_ici_msg ans;
+    uint32_t err = TSR_ERR_NONE;
+    int port;
+
+    if (m->type == TSR_ICI_MSG_ANSWER) {
+        take_answer(ici, m);
+        return true;
+    }
+    if (m->type != TSR_ICI_MSG_WRITE) {
+        return true;    /* nothing a correct peer sends: dropped */
+    }
+    port = tsr_route_port(&ici->slice.topo, ici->slice.coords, m->src);
+    if (port >= 0 && !tsr_link_can_send(ici->port[port].link, 0)) {
+        return false;
+    }
+    if (refused_before(ici, m)) {
+        return true;    /* answered at its first refused chunk */
+    }
+    err = apply_write(ici, m, data);
+    if (!err && !(m->flags & TSR_ICI_MSG_LAST)) {
+        return true;
+    }
+    ans = (struct tsr_ici_msg){
+        .type = TSR_ICI_MSG_ANSWER, .req = m->req, .status = err,
+        .arrival = m->arrival,
+    };
+    memcpy(ans.src, ici->slice.coords, sizeof(ans.src));
+    memcpy(ans.dst, m->src, sizeof(ans.dst));
+    if (port >= 0) {
+        send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, &ans, NULL);
+    } else if (port == TSR_ROUTE_HERE) {
+        take_answer(ici, &ans);
+    }
+    return true;
+}
+
+static bool deliver(void *opaque, unsigned int vc, const void *payload,
+                    size_t len)
+{
+    IciPort *in = opaque;
+    TsrIci *ici = in->ici;
+    struct tsr_ici_msg m;
+    unsigned int in_dim = TSR_ICI_PORT_DIM(TSR_ICI_PORT_OPPOSITE(in->index));
+    int port;
+
+    if (len < sizeof(m)) {
+        return true;
+    }
+    memcpy(&m, payload, sizeof(m));
+    if (m.len != len - sizeof(m)) {
+        return true;
+    }
+    port = tsr_route_port(&ici->slice.topo, ici->slice.coords, m.dst);
+    if (port == TSR_ROUTE_HERE) {
+        return take_local(ici, &m, (const uint8_t *)payload + sizeof(m));
+    }
+    if (port < 0 || !(ici->wired & (1u << port))) {
+        return true;    /* no such chip: dropped, its sender times out */
+    }
+    /* In transit: on to the next chip, untouched. */
+    return send_msg(ici, port, in_dim, vc, &m,
+                    (const uint8_t *)payload + sizeof(m));
+}
+
+static size_t wire_write(void *opaque, const void *buf, size_t len)
+{
+    IciPort *p = opaque;
+    TsrCore *core = p->ici->core;
+
+    return core->ops->ici_write ?
+           core->ops->ici_write(core->opaque, p->index, buf, len) : len;
+}
+
+static void state_changed(void *opaque, uint32_t state)
+{
+    IciPort *p = opaque;
+    TsrIci *ici = p->ici;
+
+    ici->ports_changed |= 1u << p->index;
+    if (state == TSR_ICI_STATE_UP) {
+        raise_causes(ici, TSR_ICI_IRQ_LINK_UP);
+    } else if (state == TSR_ICI_STATE_DOWN ||
+               state == TSR_ICI_STATE_DISCONNECTED ||
+               state == TSR_ICI_STATE_MISWIRED ||
+               state == TSR_ICI_STATE_FOREIGN) {
+        raise_causes(ici, TSR_ICI_IRQ_LINK_DOWN);
+    }
+    pthread_cond_broadcast(&ici->cond);
+}
+
+static const TsrLinkOps ici_link_ops = {
+    .wire_write = wire_write,
+    .deliver = deliver,
+    .state_changed = state_changed,
+};
+
+/* After link activity: offer held messages again, wake senders. */
+static void settle(TsrIci *ici)
+{
+    uint64_t now = now_ns();
+    unsigned int p;
+
+    for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
+        if (ici->port[p].link) {
+            tsr_link_rx_ready(ici->port[p].link, now);
+        }
+    }
+    pthread_cond_broadcast(&ici->cond);
+}
+
+/* ---------------------------------------------------------- lifecycle */
+
+TsrIci *tsr_ici_new(TsrCore *core, const TsrSlice *slice)
+{
+    TsrIci *ici;
+    unsigned int p;
+
+    if (!tsr_topology_valid(&slice->topo) ||
+        !tsr_topology_has(&slice->topo, slice->coords)) {
+        return NULL;
+    }
+    ici = calloc(1, sizeof(*ici));
+    if (!ici) {
+        return NULL;
+    }
+    ici->core = core;
+    ici->slice = *slice;
+    pthread_mutex_init(&ici->lock, NULL);
+    pthread_cond_init(&ici->cond, NULL);
+    for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
+        ici->port[p].ici = ici;
+        ici->port[p].index = p;
+    }
+    return ici;
+}
+
+void tsr_ici_free(TsrIci *ici)
+{
+    unsigned int p;
+
+    if (!ici) {
+        return;
+    }
+    for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
+        tsr_link_free(ici->port[p].link);
+    }
+    pthread_cond_destroy(&ici->cond);
+    pthread_mutex_destroy(&ici->lock);
+    free(ici);
+}
+
+int tsr_ici_set_slice(TsrIci *ici, const TsrSlice *slice)
+{
+    if (ici->wired || !tsr_topology_valid(&slice->topo) ||
+        !tsr_topology_has(&slice->topo, slice->coords)) {
+        return -1;
+    }
+    ici->slice = *slice;
+    return 0;
+}
+
+void tsr_ici_reset(TsrIci *ici)
+{
+    pthread_mutex_lock(&ici->lock);
+    ici->window_table = 0;
+    ici->window_count = 0;
+    ici->irq_status = 0;
+    ici->irq_enable = 0;
+    ici->ports_changed = 0;
+    ici->violations = 0;
+    ici->viol_source = ici->viol_window = ici->viol_reason = 0;
+    pthread_cond_broadcast(&ici->cond);
+    pthread_mutex_unlock(&ici->lock);
+}
+
+int tsr_ici_attach(TsrIci *ici, unsigned int port)
+{
+    uint8_t peer[3];
+    TsrLinkConfig cfg = {
+        .window = 64, .rx_slots = 16, .tx_slots = 32,
+        .retransmit_ns = ICI_RETRANSMIT_NS, .retry_limit = 8,
+    };
+
+    if (port >= TSR_ICI_MAX_PORTS || ici->port[port].link ||
+        !tsr_route_neighbour(&ici->slice.topo, ici->slice.coords, port,
+                             peer)) {
+        return -1;
+    }
+    cfg.self.slice_id = cfg.peer.slice_id = ici->slice.slice_id;
+    memcpy(cfg.self.coords, ici->slice.coords, sizeof(cfg.self.coords));
+    memcpy(cfg.peer.coords, peer, sizeof(cfg.peer.coords));
+    cfg.self.port = port;
+    cfg.peer.port = TSR_ICI_PORT_OPPOSITE(port);
+    ici->port[port].link = tsr_link_new(&cfg, &ici_link_ops,
+                                        &ici->port[port]);
+    if (!ici->port[port].link) {
+        return -1;
+    }
+    ici->wired |= 1u << port;
+    return 0;
+}
+
+static TsrLink *port_link(TsrIci *ici, unsigned int port)
+{
+    return port < TSR_ICI_MAX_PORTS ? ici->port[port].link : NULL;
+}
+
+void tsr_ici_connected(TsrIci *ici, unsigned int port)
+{
+    TsrLink *link = port_link(ici, port);
+
+    if (link) {
+        pthread_mutex_lock(&ici->lock);
+        tsr_link_connected(link, now_ns());
+        pthread_mutex_unlock(&ici->lock);
+    }
+}
+
+void tsr_ici_disconnected(TsrIci *ici, unsigned int port)
+{
+    TsrLink *link = port_link(ici, port);
+
+    if (link) {
+        pthread_mutex_lock(&ici->lock);
+        tsr_link_disconnected(link);
+        pthread_cond_broadcast(&ici->cond);
+        pthread_mutex_unlock(&ici->lock);
+    }
+}
+
+void tsr_ici_receive(TsrIci *ici, unsigned int port, const void *buf,
+                     size_t len)
+{
+    TsrLink *link = port_link(ici, port);
+
+    if (link) {
+        pthread_mutex_lock(&ici->lock);
+        tsr_link_receive(link, buf, len, now_ns());
+        settle(ici);
+        pthread_mutex_unlock(&ici->lock);
+    }
+}
+
+void tsr_ici_writable(TsrIci *ici, unsigned int port)
+{
+    TsrLink *link = port_link(ici, port);
+
+    if (link) {
+        pthread_mutex_lock(&ici->lock);
+        tsr_link_flush(link, now_ns());
+        settle(ici);
+        pthread_mutex_unlock(&ici->lock);
+    }
+}
+
+void tsr_ici_poll(TsrIci *ici)
+{
+    uint64_t now = now_ns();
+    unsigned int p;
+
+    pthread_mutex_lock(&ici->lock);
+    for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
+        TsrLink *link = ici->port[p].link;
+
+        if (link && tsr_link_deadline(link) <= now) {
+            tsr_link_poll(link, now);
+        }
+    }
+    settle(ici);
+    pthread_mutex_unlock(&ici->lock);
+}
+
+uint64_t tsr_ici_deadline(TsrIci *ici)
+{
+    uint64_t d = UINT64_MAX;
+    unsigned int p;
+
+    pthread_mutex_lock(&ici->lock);
+    for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
+        TsrLink *link = ici->port[p].link;
+
+        if (link && tsr_link_deadline(link) < d) {
+            d = tsr_link_deadline(link);
+        }
+    }
+    pthread_mutex_unlock(&ici->lock);
+    return d;
+}
+
+int tsr_ici_set_faults(TsrIci *ici, unsigned int port,
+                       const TsrLinkFaults *faults)
+{
+    TsrLink *link = port_link(ici, port);
+
+    if (!link) {
+        return -1;
+    }
+    pthread_mutex_lock(&ici->lock);
+    tsr_link_set_faults(link, faults);
+    pthread_mutex_unlock(&ici->lock);
+    return 0;
+}
+
+int tsr_ici_get_faults(TsrIci *ici, unsigned int port, TsrLinkFaults *faults)
+{
+    TsrLink *link = port_link(ici, port);
+
+    if (!link) {
+        return -1;
+    }
+    pthread_mutex_lock(&ici->lock);
+    tsr_link_get_faults(link, faults);
+    pthread_mutex_unlock(&ici->lock);
+    return 0;
+}
+
+uint32_t tsr_ici_port_state(TsrIci *ici, unsigned int port)
+{
+    TsrLink *link = port_link(ici, port);
+    uint32_t state;
+
+    if (!link) {
+        return TSR_ICI_STATE_DISCONNECTED;
+    }
+    pthread_mutex_lock(&ici->lock);
+    state = tsr_link_state(link);
+    pthread_mutex_unlock(&ici->lock);
+    return state;
+}
+
+/* ---------------------------------------------------------- registers */
+
+static uint64_t port_counter(TsrLink *link, unsigned int i)
+{
+    TsrLinkCounters c;
+    const uint64_t *v = &c.frames_tx;
+
+    _Static_assert(sizeof(c) == TSR_ICI_CNT_COUNT * sizeof(uint64_t),
+                   "link counters are the ICI counter block");
+    tsr_link_get_counters(link, &c);
+    return v[i];
+}
+
+static uint32_t port_reg_read(TsrIci *ici, unsigned int p, uint32_t reg)
+{
+    TsrLink *link = ici->port[p].link;
+    TsrLinkId peer;
+
+    if (!link) {
+        return reg == TSR_IREG_STATE ? TSR_ICI_STATE_DISCONNECTED : 0;
+    }
+    if (reg >= TSR_IREG_CNT_LO(0) && reg < TSR_IREG_CNT_LO(TSR_ICI_CNT_COUNT)) {
+        uint64_t v;
+
+        if (reg % 8) {
+            return ici->latched_hi;
+        }
+        v = port_counter(link, (reg - TSR_IREG_CNT_LO(0)) / 8);
+        ici->latched_hi = v >> 32;
+        return (uint32_t)v;
+    }
+    switch (reg) {
+    case TSR_IREG_STATE:
+        return tsr_link_state(link);
+    case TSR_IREG_PEER:
+        return tsr_link_peer(link, &peer) ?
+               pack_coords(peer.coords) | (uint32_t)peer.port << 24 : 0;
+    case TSR_IREG_PEER_SLICE:
+        return tsr_link_peer(link, &peer) ? peer.slice_id : 0;
+    default:
+        return 0;
+    }
+}
+
+uint32_t tsr_ici_reg_read(TsrIci *ici, uint32_t offset)
+{
+    const TsrTopology *t = &ici->slice.topo;
+    uint32_t v = 0;
+
+    pthread_mutex_lock(&ici->lock);
+    if (offset >= TSR_ICI_PORT_BASE(0) &&
+        offset < TSR_ICI_PORT_BASE(TSR_ICI_MAX_PORTS)) {
+        unsigned int p = (offset - TSR_ICI_PORT_BASE(0)) / 0x100;
+
+        v = port_reg_read(ici, p, (offset - TSR_ICI_PORT_BASE(0)) % 0x100);
+    } else {
+        switch (offset) {
+        case TSR_REG_ICI_SLICE_ID:
+            v = ici->slice.slice_id;
+            break;
+        case TSR_REG_ICI_DIMS:
+            v = pack_coords(t->dims);
+            break;
+        case TSR_REG_ICI_COORDS:
+            v = pack_coords(ici->slice.coords);
+            break;
+        case TSR_REG_ICI_WRAP:
+            v = t->wrap[0] | t->wrap[1] << 1 | t->wrap[2] << 2;
+            break;
+        case TSR_REG_ICI_PORTS_WIRED:
+            v = ici->wired;
+            break;
+        case TSR_REG_ICI_IRQ_STATUS:
+            v = ici->irq_status;
+            break;
+        case TSR_REG_ICI_IRQ_ENABLE:
+            v = ici->irq_enable;
+            break;
+        case TSR_REG_ICI_PORTS_CHANGED:
+            v = ici->ports_changed;
+            break;
+        case TSR_REG_ICI_WINDOW_TABLE_LO:
+            v = (uint32_t)ici->window_table;
+            break;
+        case TSR_REG_ICI_WINDOW_TABLE_HI:
+            v = ici->window_table >> 32;
+            break;
+        case TSR_REG_ICI_WINDOW_COUNT:
+            v = ici->window_count;
+            break;
+        case TSR_REG_ICI_VIOLATIONS:
+            v = ici->violations;
+            break;
+        case TSR_REG_ICI_VIOL_SOURCE:
+            v = ici->viol_source;
+            break;
+        case TSR_REG_ICI_VIOL_WINDOW:
+            v = ici->viol_window;
+            break;
+        case TSR_REG_ICI_VIOL_REASON:
+            v = ici->viol_reason;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&ici->lock);
+    return v;
+}
+
+static bool port_control(TsrIci *ici, unsigned int p, uint32_t value)
+{
+    TsrLink *link = ici->port[p].link;
+
+    if (!link || (value & ~(TSR_ICI_CTRL_DOWN | TSR_ICI_CTRL_RETRAIN))) {
+        return false;
+    }
+    if (value & TSR_ICI_CTRL_DOWN) {
+        tsr_link_down(link);
+    } else if (value & TSR_ICI_CTRL_RETRAIN) {
+        tsr_link_retrain(link, now_ns());
+    }
+    pthread_cond_broadcast(&ici->cond);
+    return true;
+}
+
+bool tsr_ici_reg_write(TsrIci *ici, uint32_t offset, uint32_t value)
+{
+    bool taken = true;
+
+    pthread_mutex_lock(&ici->lock);
+    if (offset >= TSR_ICI_PORT_BASE(0) &&
+        offset < TSR_ICI_PORT_BASE(TSR_ICI_MAX_PORTS)) {
+        taken = (offset - TSR_ICI_PORT_BASE(0)) % 0x100 == TSR_IREG_CONTROL &&
+                port_control(ici, (offset - TSR_ICI_PORT_BASE(0)) / 0x100,
+                             value);
+    } else {
+        switch (offset) {
+        case TSR_REG_ICI_IRQ_STATUS:
+            ici->irq_status &= ~value;
+            break;
+        case TSR_REG_ICI_IRQ_ENABLE:
+            taken = !(value & ~TSR_ICI_IRQ_ALL);
+            ici->irq_enable = value & TSR_ICI_IRQ_ALL;
+            raise_causes(ici, 0);
+            break;
+        case TSR_REG_ICI_PORTS_CHANGED:
+            ici->ports_changed &= ~value;
+            break;
+        case TSR_REG_ICI_WINDOW_TABLE_LO:
+            ici->window_table = (ici->window_table & ~0xffffffffull) | value;
+            break;
+        case TSR_REG_ICI_WINDOW_TABLE_HI:
+            ici->window_table = (ici->window_table & 0xffffffffull) |
+                                (uint64_t)value << 32;
+            break;
+        case TSR_REG_ICI_WINDOW_COUNT:
+            ici->window_count = value;
+            break;
+        default:
+            taken = false;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&ici->lock);
+    return taken;
+}
+
+/* ---------------------------------------------------------- ICI_WRITE */
+
+static uint32_t write_check(const struct tsr_cmd_ici_write *c,
+                            uint64_t *total)
+{
+    uint64_t span;
+
+    if (c->hdr.flags & ~TSR_ICI_WRITE_SEM) {
+        return TSR_ERR_BAD_FLAGS;
+    }
+    if (c->hdr.reserved || c->reserved0) {
+        return TSR_ERR_RESERVED;
+    }
+    if (!c->rows != !c->row_bytes ||
+        (!c->rows && !(c->hdr.flags & TSR_ICI_WRITE_SEM))) {
+        return TSR_ERR_BAD_SHAPE;
+    }
+    if (!(c->hdr.flags & TSR_ICI_WRITE_SEM) && (c->sem_offset || c->sem_add)) {
+        return TSR_ERR_RESERVED;
+    }
+    if ((c->hdr.flags & TSR_ICI_WRITE_SEM) && c->sem_offset % 8) {
+        return TSR_ERR_BAD_ALIGNMENT;
+    }
+    if (!tsr_mul(c->rows, c->row_bytes, total) ||
+        *total > TSR_MAX_TRANSFER) {
+        return TSR_ERR_TOO_LARGE;
+    }
+    if (c->rows > 1 && (c->src_stride < c->row_bytes ||
+                        c->dst_stride < c->row_bytes)) {
+        return TSR_ERR_BAD_STRIDE;
+    }
+    /* Where the last byte lands in the window must not wrap. */
+    if (c->rows && (!tsr_span(c->rows, c->dst_stride, c->row_bytes, &span) ||
+                    c->offset + span < c->offset)) {
+        return TSR_ERR_BAD_STRIDE;
+    }
+    return TSR_ERR_NONE;
+}
+
+/* A free request slot, under the lock. */
+static IciReq *req_get(TsrIci *ici)
+{
+    unsigned int i;
+
+    for (i = 0; i < ICI_REQS; i++) {
+        if (!ici->req[i].busy) {
+            ici->req[i] = (IciReq){ .busy = true,
+                                    .number = ++ici->next_req };
+            return &ici->req[i];
+        }
+    }
+    return NULL;
+}
+
+/* Wait on the lock's condition for a little, then look again. */
+static void wait_a_little(TsrIci *ici)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += ICI_WAIT_SLICE_NS;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&ici->cond, &ici->lock, &until);
+}
+
+/*
+ * Send one chunk; under the lock.  Waits while the channel is full; fails
+ * with LINK_DOWN if the way goes down, ABORTED if the job is reset.
+ */
+static uint32_t send_chunk(TsrIci *ici, TsrMem *mem, struct tsr_ici_msg *m,
+                           const uint8_t *data)
+{
+    uint32_t err = TSR_ERR_NONE;
+
+    for (;;) {
+        int port = route(ici, m->dst, &err);
+
+        if (port == TSR_ROUTE_HERE) {
+            struct tsr_ici_msg copy = *m;
+
+            return take_local(ici, &copy, data) ?
+                   TSR_ERR_NONE : TSR_ERR_LINK_DOWN;
+        }
+        if (port == TSR_ROUTE_NONE) {
+            return err;
+        }
+        if (send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, m, data)) {
+            return TSR_ERR_NONE;
+        }
+        pthread_mutex_unlock(&ici->lock);
+        if (tsr_mem_aborted(mem)) {
+            pthread_mutex_lock(&ici->lock);
+            return TSR_ERR_ABORTED;
+        }
+        pthread_mutex_lock(&ici->lock);
+        wait_a_little(ici);
+    }
+}
+
+/* Wait for @r's answer; under the lock. */
+static uint32_t await_answer(TsrIci *ici, TsrMem *mem, IciReq *r,
+                             const uint8_t dst[3], uint64_t *arrival)
+{
+    uint64_t deadline = now_ns() + ICI_ANSWER_TIMEOUT_NS;
+    uint32_t err = TSR_ERR_NONE;
+
+    while (!r->answered) {
+        if (route(ici, dst, &err) == TSR_ROUTE_NONE &&
+            err == TSR_ERR_LINK_DOWN) {
+            return err;
+        }
+        if (now_ns() > deadline) {
+            return TSR_ERR_LINK_DOWN;
+        }
+        pthread_mutex_unlock(&ici->lock);
+        if (tsr_mem_aborted(mem)) {
+            pthread_mutex_lock(&ici->lock);
+            return TSR_ERR_ABORTED;
+        }
+        pthread_mutex_lock(&ici->lock);
+        wait_a_little(ici);
+    }
+    *arrival = r->arrival;
+    return r->status;
+}
+
+uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
+                           TsrCost *cost)
+{
+    TsrIci *ici = mem->core->ici;
+    uint64_t total, row, done, start = tsr_cost_now(cost), arrival = 0;
+    uint8_t data[TSR_ICI_MSG_MAX_DATA];
+    uint32_t err = write_check(c, &total);
+    struct tsr_ici_msg m = {
+        .type = TSR_ICI_MSG_WRITE, .window = c->window, .key = c->key,
+    };
+    IciReq *r;
+
+    if (err) {
+        return err;
+    }
+    memcpy(m.src, ici->slice.coords, sizeof(m.src));
+    memcpy(m.dst, c->dst, sizeof(m.dst));
+    /* Every chunk names the semaphore, so that each is checked whole. */
+    if (c->hdr.flags & TSR_ICI_WRITE_SEM) {
+        m.flags = TSR_ICI_MSG_SEM;
+        m.sem_offset = c->sem_offset;
+        m.sem_add = c->sem_add;
+    }
+    m.req_offset = c->offset;
+    m.req_end = c->offset + (c->rows ? (uint64_t)(c->rows - 1) *
+                             c->dst_stride + c->row_bytes : 0);
+
+    pthread_mutex_lock(&ici->lock);
+    if (route(ici, c->dst, &err) == TSR_ROUTE_NONE) {
+        pthread_mutex_unlock(&ici->lock);
+        return err;
+    }
+    while (!(r = req_get(ici))) {
+        wait_a_little(ici);
+    }
+    m.req = r->number;
+    for (row = 0; !err && row <= (c->rows ? c->rows - 1 : 0); row++) {
+        for (done = 0; !err && (done < c->row_bytes || !c->rows); ) {
+            uint64_t n = c->row_bytes - done;
+
+            n = n < TSR_ICI_MSG_MAX_DATA ? n : TSR_ICI_MSG_MAX_DATA;
+            m.len = n;
+            m.offset = c->offset + row * c->dst_stride + done;
+            m.arrival = start;
+            if (done + n == c->row_bytes && row + 1 >= c->rows) {
+                m.flags |= TSR_ICI_MSG_LAST;
+            }
+            pthread_mutex_unlock(&ici->lock);
+            if (n && tsr_mem_read(mem, c->src + row * c->src_stride + done,
+                                  data, n)) {
+                err = mem->error;
+            }
+            pthread_mutex_lock(&ici->lock);
+            if (!err) {
+                err = send_chunk(ici, mem, &m, data);
+            }
+            if (r->answered && r->status) {
+                err = r->status;    /* refused early: stop sending */
+            }
+            done += n;
+            if (!c->rows) {
+                break;
+            }
+        }
+    }
+    if (!err) {
+        err = await_answer(ici, mem, r, c->dst, &arrival);
+    }
+    r->busy = false;
+    pthread_cond_broadcast(&ici->cond);
+    pthread_mutex_unlock(&ici->lock);
+    /* Reading the source overlaps sending it: the slower one counts. */
+    cost->dma += tsr_max(arrival > start ? arrival - start : 0,
+                         tsr_mem_cycles(mem));
+    return err;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Tessera ICI engine: a chip's ports, the messages that cross them, its
+ * windows, and the ICI_WRITE command (Documentation/ici.md).
+ *
+ * Each wired port runs a link layer (tessera-link.c).  Messages are
+ * routed dimension by dimension (tessera-route.c): a chip on the way
+ * forwards them from port to port without touching its memory; at the
+ * destination a WRITE is checked against the window table and written
+ * through the window's context, and the target answers the sender.
+ *
+ * One lock (TsrIci.lock) covers the links and everything here; link
+ * callbacks run under it.  Lock order: the ICI lock, then the core's
+ * sem_lock or a writer's write_lock; never the other way round.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#ifndef TESSERA_ICI_H
+#define TESSERA_ICI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera-link.h"
+#include "tessera-route.h"
+
+typedef struct TsrCore TsrCore;
+typedef struct TsrIci TsrIci;
+
+/* A chip's place in its slice. */
+typedef struct TsrSlice {
+    uint32_t slice_id;
+    TsrTopology topo;
+    uint8_t coords[TSR_ICI_MAX_DIMS];
+} TsrSlice;
+
+TsrIci *tsr_ici_new(TsrCore *core, const TsrSlice *slice);
+void tsr_ici_free(TsrIci *ici);
+/* Chip reset: windows, interrupts and violations cleared; links kept. */
+void tsr_ici_reset(TsrIci *ici);
+
+/*
+ * Port @port has a socket.  Fails (-1) if the slice has no neighbour
+ * there (the edge of a mesh, or a dimension of one chip).
+ */
+int tsr_ici_attach(TsrIci *ici, unsigned int port);
+void tsr_ici_connected(TsrIci *ici, unsigned int port);
+void tsr_ici_disconnected(TsrIci *ici, unsigned int port);
+void tsr_ici_receive(TsrIci *ici, unsigned int port, const void *buf,
+                     size_t len);
+/* The port's socket can take bytes again. */
+void tsr_ici_writable(TsrIci *ici, unsigned int port);
+/* Timers of every port; call at or after tsr_ici_deadline(). */
+void tsr_ici_poll(TsrIci *ici);
+/* CLOCK_MONOTONIC nanoseconds of the next timer, UINT64_MAX if none. */
+uint64_t tsr_ici_deadline(TsrIci *ici);
+
+/* Faults of port @port (host properties and the guest debug block). */
+int tsr_ici_set_faults(TsrIci *ici, unsigned int port,
+                       const TsrLinkFaults *faults);
+int tsr_ici_get_faults(TsrIci *ici, unsigned int port, TsrLinkFaults *faults);
+uint32_t tsr_ici_port_state(TsrIci *ici, unsigned int port);
+
+/*
+ * Where the chip is in its slice; before any port is attached.  Returns
+ * -1 if the coordinates are not in the topology.
+ */
+int tsr_ici_set_slice(TsrIci *ici, const TsrSlice *slice);
+
+/* The ICI register block; call without the core's lock held. */
+uint32_t tsr_ici_reg_read(TsrIci *ici, uint32_t offset);
+/* False when the write was refused: a read-only register, unknown bits. */
+bool tsr_ici_reg_write(TsrIci *ici, uint32_t offset, uint32_t value);
+
+#endif /* TESSERA_ICI_H */

@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Chips linked by ICI on the host: several chip cores in one process,
+ * their ports joined by in-memory wires that a pump thread carries, one
+ * job at a time run on one chip while the others answer.  Remote writes
+ * must land bit-exact through windows, across hops and through injected
+ * faults; everything a window does not allow is refused and leaves the
+ * target untouched.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include "tessera_chip.h"
+#include "tessera-ici.h"
+
+#define MAX_CHIPS	4
+#define WIRE_CAP	(4u << 20)
+#define KEY		0x5eed5eed12345678ull
+#define HBM_VA		0x40000000ull
+
+struct wire {
+	pthread_mutex_t lock;
+	uint8_t *buf;
+	size_t len;
+	/* Where the bytes go. */
+	unsigned int to_chip, to_port;
+};
+
+struct slice {
+	struct test_chip *chip[MAX_CHIPS];
+	unsigned int n;
+	/* wires[chip][port]: what that port sends. */
+	struct wire *wires[MAX_CHIPS][TSR_ICI_MAX_PORTS];
+	pthread_t pump;
+	volatile bool stop;
+	/* Per chip: the window table, a window buffer, a source buffer. */
+	uint64_t table[MAX_CHIPS], win[MAX_CHIPS], src[MAX_CHIPS];
+};
+
+static size_t slice_out(struct test_chip *c, unsigned int port,
+			const void *buf, size_t len)
+{
+	struct slice *s = c->ici_ctx;
+	unsigned int i;
+
+	for (i = 0; i < s->n && s->chip[i] != c; i++)
+		;
+	struct wire *w = s->wires[i][port];
+
+	if (!w)
+		return len;
+	pthread_mutex_lock(&w->lock);
+	if (len > WIRE_CAP - w->len)
+		len = WIRE_CAP - w->len;
+	memcpy(w->buf + w->len, buf, len);
+	w->len += len;
+	pthread_mutex_unlock(&w->lock);
+	return len;
+}
+
+static void *pump(void *arg)
+{
+	struct slice *s = arg;
+	uint8_t *tmp = malloc(WIRE_CAP);
+
+	while (!s->stop) {
+		unsigned int i, p;
+
+		for (i = 0; i < s->n; i++) {
+			for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
+				struct wire *w = s->wires[i][p];
+				size_t n;
+
+				if (!w)
+					continue;
+				pthread_mutex_lock(&w->lock);
+				n = w->len;
+				memcpy(tmp, w->buf, n);
+				w->len = 0;
+				pthread_mutex_unlock(&w->lock);
+				if (n) {
+					tsr_ici_receive(tsr_core_ici(s->chip[w->to_chip]->core),
+							w->to_port, tmp, n);
+					tsr_ici_writable(tsr_core_ici(s->chip[i]->core), p);
+				}
+			}
+			tsr_ici_poll(tsr_core_ici(s->chip[i]->core));
+		}
+		sched_yield();
+	}
+	free(tmp);
+	return NULL;
+}
+
+static void join(struct slice *s, unsigned int a, unsigned int pa,
+		 unsigned int b, unsigned int pb)
+{
+	struct wire *ab = calloc(1, sizeof(*ab)), *ba = calloc(1, sizeof(*ba));
+
+	ab->buf = malloc(WIRE_CAP);
+	ba->buf = malloc(WIRE_CAP);
+	pthread_mutex_init(&ab->lock, NULL);
+	pthread_mutex_init(&ba->lock, NULL);
+	ab->to_chip = b;
+	ab->to_port = pb;
+	ba->to_chip = a;
+	ba->to_port = pa;
+	s->wires[a][pa] = ab;
+	s->wires[b][pb] = ba;
+}
+
+/* Open window 0 of chip @i: @size bytes at s->win[i], writable, KEY. */
+static void open_window(struct slice *s, unsigned int i, uint64_t size,
+			uint32_t flags)
+{
+	struct test_chip *c = s->chip[i];
+	struct tsr_ici_window *w = host_ptr(c, s->table[i]);
+
+	w[0] = (struct tsr_ici_window){
+		.flags = flags, .context = 1, .va = s->win[i], .size = size,
+		.key = KEY,
+	};
+	wr(c, TSR_REG_ICI_WINDOW_TABLE_LO, (uint32_t)s->table[i]);
+	wr(c, TSR_REG_ICI_WINDOW_TABLE_HI, 0);
+	wr(c, TSR_REG_ICI_WINDOW_COUNT, 1);
+}
+
+/* A line of @n chips along x (a ring if @wrap), trained and pumping. */
+static struct slice *slice_new(unsigned int n, bool wrap)
+{
+	struct slice *s = calloc(1, sizeof(*s));
+	unsigned int i, p;
+
+	s->n = n;
+	for (i = 0; i < n; i++) {
+		TsrSlice sl = {
+			.slice_id = 3,
+			.topo = { .dims = { n, 1, 1 }, .wrap = { wrap } },
+			.coords = { i, 0, 0 },
+		};
+		struct test_chip *c = chip_new("v4");
+
+		c->ici_out = slice_out;
+		c->ici_ctx = s;
+		s->chip[i] = c;
+		tsr_ici_set_slice(tsr_core_ici(c->core), &sl);
+		s->table[i] = chip_buffer(c, 1, 4096);
+		s->win[i] = chip_buffer(c, 1, 8 << 20);
+		s->src[i] = chip_buffer(c, 1, 8 << 20);
+	}
+	for (i = 0; i < n; i++) {
+		unsigned int next = (i + 1) % n;
+
+		if (next == 0 && !wrap)
+			break;
+		if (n == 2 && wrap && i == 1)
+			join(s, 1, TSR_ICI_PORT(0, 0), 0, TSR_ICI_PORT(0, 1));
+		else
+			join(s, i, TSR_ICI_PORT(0, 0), next, TSR_ICI_PORT(0, 1));
+	}
+	for (i = 0; i < n; i++)
+		for (p = 0; p < TSR_ICI_MAX_PORTS; p++)
+			if (s->wires[i][p])
+				tsr_ici_attach(tsr_core_ici(s->chip[i]->core), p);
+	pthread_create(&s->pump, NULL, pump, s);
+	for (i = 0; i < n; i++)
+		for (p = 0; p < TSR_ICI_MAX_PORTS; p++)
+			if (s->wires[i][p])
+				tsr_ici_connected(tsr_core_ici(s->chip[i]->core), p);
+	return s;
+}
+
+static bool all_up(struct slice *s)
+{
+	unsigned int i, p;
+
+	for (i = 0; i < s->n; i++)
+		for (p = 0; p < TSR_ICI_MAX_PORTS; p++)
+			if (s->wires[i][p] &&
+			    tsr_ici_port_state(tsr_core_ici(s->chip[i]->core), p) !=
+			    TSR_ICI_STATE_UP)
+				return false;
+	return true;
+}
+
+static bool wait_up(struct slice *s)
+{
+	int i;
+
+	for (i = 0; i < 20000 && !all_up(s); i++)
+		usleep(100);
+	return all_up(s);
+}
+
+static void slice_free(struct slice *s)
+{
+	unsigned int i, p;
+
+	s->stop = true;
+	pthread_join(s->pump, NULL);
+	for (i = 0; i < s->n; i++)
+		chip_free(s->chip[i]);
+	for (i = 0; i < MAX_CHIPS; i++) {
+		for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
+			if (s->wires[i][p]) {
+				free(s->wires[i][p]->buf);
+				free(s->wires[i][p]);
+			}
+		}
+	}
+	free(s);
+}
+
+static struct tsr_cmd_ici_write ici_write(const uint8_t dst[3], uint64_t src,
+					  uint64_t offset, uint32_t rows,
+					  uint32_t row_bytes)
+{
+	struct tsr_cmd_ici_write c = {
+		.hdr = HDR(TSR_OP_ICI_WRITE, struct tsr_cmd_ici_write),
+		.dst = { dst[0], dst[1], dst[2] }, .key = KEY, .src = src,
+		.src_stride = row_bytes, .offset = offset,
+		.dst_stride = row_bytes, .rows = rows, .row_bytes = row_bytes,
+	};
+
+	return c;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 31 + seed * 7 + (i >> 9));
+}
+
+static uint64_t port_counter(struct test_chip *c, unsigned int port,
+			     unsigned int i)
+{
+	uint64_t lo = rd(c, TSR_ICI_PORT_BASE(port) + TSR_IREG_CNT_LO(i));
+
+	return lo | (uint64_t)rd(c, TSR_ICI_PORT_BASE(port) +
+				 TSR_IREG_CNT_LO(i) + 4) << 32;
+}
+
+TEST(links_train_and_registers_tell_the_slice)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *c0 = s->chip[0];
+
+	ASSERT_TRUE(wait_up(s));
+	EXPECT_EQ(3, rd(c0, TSR_REG_ICI_SLICE_ID));
+	EXPECT_EQ(0x010102, rd(c0, TSR_REG_ICI_DIMS));
+	EXPECT_EQ(1 << TSR_ICI_PORT(0, 0), rd(c0, TSR_REG_ICI_PORTS_WIRED));
+	EXPECT_EQ(TSR_ICI_STATE_UP, rd(c0, TSR_ICI_PORT_BASE(0) + TSR_IREG_STATE));
+	/* The peer: chip (1, 0, 0), port 1. */
+	EXPECT_EQ(0x01000001, rd(c0, TSR_ICI_PORT_BASE(0) + TSR_IREG_PEER));
+	EXPECT_EQ(TSR_ICI_STATE_DISCONNECTED,
+		  rd(c0, TSR_ICI_PORT_BASE(1) + TSR_IREG_STATE));
+	EXPECT_TRUE(rd(c0, TSR_REG_CAPS) & TSR_CAP_ICI);
+	slice_free(s);
+}
+
+TEST(a_strided_write_and_its_semaphore_land_exactly)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	uint8_t dst[3] = { 1, 0, 0 };
+	struct tsr_cmd_ici_write c;
+	uint8_t *src = host_ptr(a, s->src[0]), *win = host_ptr(b, s->win[1]);
+	uint64_t *sem = (uint64_t *)(win + (6 << 20));
+	unsigned int r;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	fill(src, 4 << 20, 1);
+	*sem = 40;
+	/* 100 rows of 10000 bytes, 12000 apart at the source, 11000 there. */
+	c = ici_write(dst, s->src[0], 4096, 100, 10000);
+	c.src_stride = 12000;
+	c.dst_stride = 11000;
+	c.hdr.flags = TSR_ICI_WRITE_SEM;
+	c.sem_offset = 6 << 20;
+	c.sem_add = 2;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
+	for (r = 0; r < 100; r++)
+		ASSERT_EQ(0, memcmp(win + 4096 + r * 11000, src + r * 12000, 10000))
+			TH_LOG("row %u", r);
+	/* Untouched between rows and before the window offset. */
+	EXPECT_EQ(0, win[4095]);
+	EXPECT_EQ(0, win[4096 + 10000]);
+	EXPECT_EQ(42, *sem);
+	EXPECT_EQ(0, rd(b, TSR_REG_ICI_VIOLATIONS));
+	slice_free(s);
+}
+
+TEST(writes_cross_chips_that_only_forward)
+{
+	struct slice *s = slice_new(4, false);
+	struct test_chip *a = s->chip[0], *d = s->chip[3];
+	uint8_t dst[3] = { 3, 0, 0 };
+	struct tsr_cmd_ici_write c;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 3, 4 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	fill(host_ptr(a, s->src[0]), 1 << 20, 2);
+	c = ici_write(dst, s->src[0], 0, 1, 1 << 20);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
+	EXPECT_EQ(0, memcmp(host_ptr(d, s->win[3]), host_ptr(a, s->src[0]),
+			    1 << 20));
+	/* The chips between wrote nothing of theirs. */
+	EXPECT_EQ(0, ((uint8_t *)host_ptr(s->chip[1], s->win[1]))[0]);
+	EXPECT_EQ(0, ((uint8_t *)host_ptr(s->chip[2], s->win[2]))[100]);
+	slice_free(s);
+}
+
+TEST(what_a_window_does_not_allow_is_refused_and_nothing_written)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	uint8_t dst[3] = { 1, 0, 0 };
+	struct tsr_cmd_ici_write c;
+	uint8_t *win = host_ptr(b, s->win[1]);
+	unsigned int i;
+	struct {
+		const char *what;
+		uint64_t key, offset;
+		uint32_t window, flags, rows;
+		uint32_t reason;
+	} cases[] = {
+		{ "wrong key", KEY + 1, 0, 0, 0, 1, TSR_ICI_VIOL_KEY },
+		{ "beyond the window", KEY, (1 << 20) - 100, 0, 0, 1,
+		  TSR_ICI_VIOL_RANGE },
+		{ "no such window", KEY, 0, 5, 0, 1, TSR_ICI_VIOL_NO_WINDOW },
+		{ "semaphore outside", KEY, 0, 0, TSR_ICI_WRITE_SEM, 1,
+		  TSR_ICI_VIOL_RANGE },
+	};
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	wr(b, TSR_REG_ICI_IRQ_ENABLE, TSR_ICI_IRQ_ALL);
+	fill(host_ptr(a, s->src[0]), 1 << 20, 3);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		c = ici_write(dst, s->src[0], cases[i].offset, cases[i].rows,
+			      50000);
+		c.key = cases[i].key;
+		c.window = cases[i].window;
+		c.hdr.flags = cases[i].flags;
+		if (cases[i].flags)
+			c.sem_offset = 2 << 20;
+		EXPECT_EQ(TSR_ERR_REMOTE_ACCESS,
+			  chip_run(a, &c, sizeof(c))->error) TH_LOG("%s", cases[i].what);
+		EXPECT_EQ(i + 1, rd(b, TSR_REG_ICI_VIOLATIONS));
+		EXPECT_EQ(cases[i].reason, rd(b, TSR_REG_ICI_VIOL_REASON));
+	}
+	EXPECT_EQ(0, rd(b, TSR_REG_ICI_VIOL_SOURCE));
+	/* A read-only window and a closed one. */
+	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_READ);
+	c = ici_write(dst, s->src[0], 0, 1, 50000);
+	EXPECT_EQ(TSR_ERR_REMOTE_ACCESS, chip_run(a, &c, sizeof(c))->error);
+	open_window(s, 1, 1 << 20, 0);
+	EXPECT_EQ(TSR_ERR_REMOTE_ACCESS, chip_run(a, &c, sizeof(c))->error);
+	for (i = 0; i < (1 << 20); i++)
+		if (win[i])
+			break;
+	EXPECT_EQ(1 << 20, i);
+	EXPECT_LE(1, b->irqs[TSR_MSIX_VEC_LINK]);
+	EXPECT_TRUE(rd(b, TSR_REG_ICI_IRQ_STATUS) & TSR_ICI_IRQ_REMOTE_ACCESS);
+	slice_free(s);
+}
+
+TEST(a_chip_outside_the_slice_has_no_route_and_a_down_link_fails_fast)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0];
+	uint8_t nowhere[3] = { 2, 0, 0 }, b[3] = { 1, 0, 0 };
+	struct tsr_cmd_ici_write c = ici_write(nowhere, s->src[0], 0, 1, 64);
+
+	ASSERT_TRUE(wait_up(s));
+	EXPECT_EQ(TSR_ERR_NO_ROUTE, chip_run(a, &c, sizeof(c))->error);
+	wr(a, TSR_ICI_PORT_BASE(0) + TSR_IREG_CONTROL, TSR_ICI_CTRL_DOWN);
+	c = ici_write(b, s->src[0], 0, 1, 64);
+	EXPECT_EQ(TSR_ERR_LINK_DOWN, chip_run(a, &c, sizeof(c))->error);
+	EXPECT_EQ(TSR_ICI_STATE_DOWN, rd(a, TSR_ICI_PORT_BASE(0) + TSR_IREG_STATE));
+	EXPECT_EQ(1, port_counter(a, 0, TSR_ICI_CNT_LINK_DOWNS));
+	/* Retrained, the next write goes through. */
+	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	wr(a, TSR_ICI_PORT_BASE(0) + TSR_IREG_CONTROL, TSR_ICI_CTRL_RETRAIN);
+	ASSERT_TRUE(wait_up(s));
+	EXPECT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
+	slice_free(s);
+}
+
+TEST(dropped_and_corrupted_frames_lose_nothing)
+{
+	struct slice *s = slice_new(2, true);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	TsrLinkFaults f = { .drop_ppm = 1000, .corrupt_ppm = 1000, .seed = 9 };
+	uint8_t dst[3] = { 1, 0, 0 };
+	struct tsr_cmd_ici_write c;
+	unsigned int p, round;
+	uint64_t crc = 0, seq = 0;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	for (p = 0; p < 2; p++) {
+		tsr_ici_set_faults(tsr_core_ici(a->core), p, &f);
+		tsr_ici_set_faults(tsr_core_ici(b->core), p, &f);
+	}
+	for (round = 0; round < 8; round++) {
+		fill(host_ptr(a, s->src[0]), 4 << 20, 10 + round);
+		c = ici_write(dst, s->src[0], 0, 1, 4 << 20);
+		ASSERT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
+		ASSERT_EQ(0, memcmp(host_ptr(b, s->win[1]),
+				    host_ptr(a, s->src[0]), 4 << 20));
+	}
+	for (p = 0; p < 2; p++) {
+		crc += port_counter(b, p, TSR_ICI_CNT_CRC_ERRORS);
+		seq += port_counter(b, p, TSR_ICI_CNT_SEQ_ERRORS);
+	}
+	EXPECT_LT(0, crc);
+	EXPECT_LT(0, seq);
+	slice_free(s);
+}
+
+TEST(a_semaphore_only_write_and_a_write_to_itself)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	uint8_t dst[3] = { 1, 0, 0 }, self_[3] = { 0, 0, 0 };
+	struct tsr_cmd_ici_write c = ici_write(dst, 0, 0, 0, 0);
+	uint64_t *sem = host_ptr(b, s->win[1] + 64);
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	open_window(s, 0, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	c.hdr.flags = TSR_ICI_WRITE_SEM;
+	c.sem_offset = 64;
+	c.sem_add = 5;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
+	EXPECT_EQ(5, *sem);
+	memcpy(c.dst, self_, 3);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
+	EXPECT_EQ(5, *(uint64_t *)host_ptr(a, s->win[0] + 64));
+	/* Bad fields are refused before anything is sent. */
+	c.hdr.flags = 0;
+	EXPECT_EQ(TSR_ERR_BAD_SHAPE, chip_run(a, &c, sizeof(c))->error);
+	c = ici_write(dst, s->src[0], 0, 1, 8);
+	c.sem_add = 1;
+	EXPECT_EQ(TSR_ERR_RESERVED, chip_run(a, &c, sizeof(c))->error);
+	c = ici_write(dst, 0, 0, 1, 0);
+	EXPECT_EQ(TSR_ERR_BAD_SHAPE, chip_run(a, &c, sizeof(c))->error);
+	c = ici_write(dst, s->src[0], 0, 1, 8);
+	c.hdr.flags = TSR_ICI_WRITE_SEM;
+	c.sem_offset = 4;
+	EXPECT_EQ(TSR_ERR_BAD_ALIGNMENT, chip_run(a, &c, sizeof(c))->error);
+	c = ici_write(dst, s->src[0], ~0ull - 10, 2, 8);
+	EXPECT_EQ(TSR_ERR_BAD_STRIDE, chip_run(a, &c, sizeof(c))->error);
+	slice_free(s);
+}
+
+TEST(sixteen_mib_over_one_hop_takes_bytes_over_bandwidth_plus_latency)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0];
+	uint8_t dst[3] = { 1, 0, 0 };
+	struct tsr_cmd_ici_write two[2];
+	const TsrConfig *cfg = tsr_core_config(a->core);
+	struct tsr_completion *rec;
+	double want, got;
+	unsigned int k;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	/*
+	 * Two 8 MiB writes, one after the other, in one job, from HBM (read
+	 * far faster than the link carries it).
+	 */
+	chip_map(a, 1, HBM_VA, 0, 8 << 20,
+		 TSR_PTE_READ | TSR_PTE_WRITE | TSR_PTE_HBM);
+	for (k = 0; k < 2; k++)
+		two[k] = ici_write(dst, HBM_VA, 0, 1, 8 << 20);
+	rec = chip_run(a, two, sizeof(two));
+	ASSERT_EQ(TSR_ERR_NONE, rec->error);
+	/* Each write ends when the answer is back: a latency each way. */
+	want = 16.0 * (1 << 20) / (cfg->ici_link_gbps * 1e9) *
+	       cfg->clock_mhz * 1e6 +
+	       2 * 2 * cfg->ici_link_latency_ns * cfg->clock_mhz / 1000.0;
+	got = rec->dma_cycles;
+	TH_LOG("16 MiB: %.0f modeled cycles, %.0f by the formula", got, want);
+	EXPECT_GT(0.02 * want, fabs(got - want));
+	slice_free(s);
+}
+
+TEST_HARNESS_MAIN
