@@ -13,6 +13,11 @@
  * only, so it never re-enters a device; and a reset needs no drain, since
  * the core itself cuts off the writes of the jobs a reset aborts.
  *
+ * ICI ports are chardevs.  The chip's link layer runs under its own lock
+ * in whatever thread feeds it; what it sends goes to a per-port buffer
+ * that a bottom half writes to the chardev, so that the chardev is only
+ * touched from the main loop and never with the ICI lock held.
+ *
  * Copyright (C) 2026 The Tessera Authors
  */
 #include "qemu/osdep.h"
@@ -28,11 +33,16 @@
 #include "hw/pci/pcie.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
+#include "hw/qdev-properties-system.h"
+#include "chardev/char-fe.h"
+#include "qemu/cutils.h"
+#include "qemu/timer.h"
 #include "migration/vmstate.h"
 #include "qom/object.h"
 
 #include "drm/tessera_chip.h"
 #include "core/tessera-core.h"
+#include "core/tessera-ici.h"
 #include "trace.h"
 
 #define TYPE_TESSERA "tessera"
@@ -41,6 +51,23 @@ OBJECT_DECLARE_SIMPLE_TYPE(TesseraState, TESSERA)
 /* Config-space offset of the PCI Express capability. */
 #define TESSERA_PCIE_CAP_OFFSET 0x80
 #define TESSERA_DEFAULT_PRESET "v4"
+
+/* Bytes an ICI port holds for its chardev before the link waits. */
+#define TESSERA_PORT_BUF (1 * MiB)
+/* The ICI timers run at least this often. */
+#define TESSERA_ICI_TICK_NS (10 * SCALE_MS)
+
+typedef struct TesseraPort {
+    struct TesseraState *s;
+    unsigned int index;
+    CharBackend chr;
+    bool wired;
+    /* Bytes the link layer sent, waiting for the chardev; out_lock. */
+    QemuMutex out_lock;
+    uint8_t *out;
+    size_t out_len;
+    guint watch;                /* main loop only */
+} TesseraPort;
 
 typedef struct TesseraWorker {
     struct TesseraState *s;
@@ -66,9 +93,18 @@ struct TesseraState {
     TesseraWorker workers[TSR_MAX_QUEUES];
     unsigned int nr_workers;
 
+    /* ICI: ports, their writer and the links' timer. */
+    TesseraPort ports[TSR_ICI_MAX_PORTS];
+    QEMUBH *ici_bh;
+    QEMUTimer *ici_timer;
+
     /* Properties: a preset, then overrides (0 keeps the preset's value). */
     char *preset;
     TsrConfig over;
+    uint32_t slice_id;
+    char *slice_dims;
+    char *coords;
+    char *wrap;
 };
 
 /* ------------------------------------------------------- core callbacks */
@@ -134,6 +170,24 @@ static void tessera_guest_error(void *opaque, const char *msg)
     qemu_log_mask(LOG_GUEST_ERROR, "tessera: %s\n", msg);
 }
 
+/* The link layer sends: keep the bytes for the writer bottom half. */
+static size_t tessera_ici_write(void *opaque, unsigned int port,
+                                const void *buf, size_t len)
+{
+    TesseraState *s = opaque;
+    TesseraPort *p = &s->ports[port];
+
+    qemu_mutex_lock(&p->out_lock);
+    len = MIN(len, TESSERA_PORT_BUF - p->out_len);
+    memcpy(p->out + p->out_len, buf, len);
+    p->out_len += len;
+    qemu_mutex_unlock(&p->out_lock);
+    if (len) {
+        qemu_bh_schedule(s->ici_bh);
+    }
+    return len;
+}
+
 static const TsrCoreOps tessera_core_ops = {
     .dma_read = tessera_dma_read,
     .dma_write = tessera_dma_write,
@@ -141,6 +195,7 @@ static const TsrCoreOps tessera_core_ops = {
     .schedule = tessera_schedule,
     .kick_queue = tessera_kick_queue,
     .guest_error = tessera_guest_error,
+    .ici_write = tessera_ici_write,
 };
 
 static void tessera_irq_bh(void *opaque)
@@ -233,6 +288,242 @@ static void tessera_workers_stop(TesseraState *s)
         qemu_mutex_destroy(&w->lock);
     }
     s->nr_workers = 0;
+}
+
+/* ------------------------------------------------------------ ICI */
+
+static TsrIci *tessera_ici(TesseraState *s)
+{
+    return tsr_core_ici(s->core);
+}
+
+static gboolean tessera_port_writable(void *do_not_use, GIOCondition cond,
+                                      void *opaque)
+{
+    TesseraPort *p = opaque;
+
+    p->watch = 0;
+    qemu_bh_schedule(p->s->ici_bh);
+    return G_SOURCE_REMOVE;
+}
+
+/* Write what port @p holds; true if its buffer has room again. */
+static bool tessera_port_drain(TesseraPort *p)
+{
+    int n;
+
+    qemu_mutex_lock(&p->out_lock);
+    if (!p->out_len) {
+        qemu_mutex_unlock(&p->out_lock);
+        return false;
+    }
+    n = qemu_chr_fe_write(&p->chr, p->out, p->out_len);
+    if (n < 0 && errno != EAGAIN) {
+        /* Gone: the link retrains and resends once it is back. */
+        n = p->out_len;
+    }
+    n = MAX(n, 0);
+    memmove(p->out, p->out + n, p->out_len - n);
+    p->out_len -= n;
+    if (p->out_len && !p->watch) {
+        p->watch = qemu_chr_fe_add_watch(&p->chr, G_IO_OUT | G_IO_HUP,
+                                         tessera_port_writable, p);
+    }
+    qemu_mutex_unlock(&p->out_lock);
+    return n > 0;
+}
+
+static void tessera_ici_arm(TesseraState *s)
+{
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    uint64_t d = tsr_ici_deadline(tessera_ici(s));
+
+    timer_mod(s->ici_timer, MIN(d, (uint64_t)now + TESSERA_ICI_TICK_NS));
+}
+
+static void tessera_ici_bh(void *opaque)
+{
+    TesseraState *s = opaque;
+    unsigned int i;
+
+    for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
+        if (s->ports[i].wired && tessera_port_drain(&s->ports[i])) {
+            tsr_ici_writable(tessera_ici(s), i);
+        }
+    }
+}
+
+/* The links' timers (CLOCK_MONOTONIC, as QEMU_CLOCK_REALTIME). */
+static void tessera_ici_tick(void *opaque)
+{
+    TesseraState *s = opaque;
+
+    tsr_ici_poll(tessera_ici(s));
+    tessera_ici_arm(s);
+}
+
+static int tessera_port_can_receive(void *opaque)
+{
+    return 64 * KiB;
+}
+
+static void tessera_port_receive(void *opaque, const uint8_t *buf, int size)
+{
+    TesseraPort *p = opaque;
+
+    tsr_ici_receive(tessera_ici(p->s), p->index, buf, size);
+    tessera_ici_arm(p->s);
+}
+
+static void tessera_port_event(void *opaque, QEMUChrEvent event)
+{
+    TesseraPort *p = opaque;
+
+    trace_tessera_ici_port_event(p->index, event);
+    if (event == CHR_EVENT_OPENED) {
+        tsr_ici_connected(tessera_ici(p->s), p->index);
+        tessera_ici_arm(p->s);
+    } else if (event == CHR_EVENT_CLOSED) {
+        qemu_mutex_lock(&p->out_lock);
+        p->out_len = 0;
+        qemu_mutex_unlock(&p->out_lock);
+        tsr_ici_disconnected(tessera_ici(p->s), p->index);
+    }
+}
+
+/*
+ * Up to three numbers joined by @sep, each @min to 255; dimensions not
+ * given are @min.
+ */
+static bool tessera_parse_list(const char *text, char sep, unsigned int min,
+                               uint8_t out[TSR_ICI_MAX_DIMS], unsigned int *n)
+{
+    char seps[2] = { sep, 0 };
+    g_auto(GStrv) parts = g_strsplit(text, seps, -1);
+    unsigned int i;
+
+    *n = g_strv_length(parts);
+    if (!*n || *n > TSR_ICI_MAX_DIMS) {
+        return false;
+    }
+    for (i = 0; i < TSR_ICI_MAX_DIMS; i++) {
+        uint64_t v = min;
+
+        if (i < *n && (qemu_strtou64(parts[i], NULL, 10, &v) || v < min ||
+                       v > 255)) {
+            return false;
+        }
+        out[i] = v;
+    }
+    return true;
+}
+
+/* The slice identity properties. */
+static bool tessera_slice(TesseraState *s, TsrSlice *sl, Error **errp)
+{
+    unsigned int dims = 1, n;
+    const char *w;
+
+    *sl = (TsrSlice){ .slice_id = s->slice_id,
+                      .topo = { .dims = { 1, 1, 1 } } };
+    if (s->slice_dims &&
+        !tessera_parse_list(s->slice_dims, 'x', 1, sl->topo.dims, &dims)) {
+        error_setg(errp, "tessera: slice-dims '%s' is not 1 to 3 sizes of "
+                   "1 to 255 joined by 'x' (e.g. 4, 2x2, 4x4x4)",
+                   s->slice_dims);
+        return false;
+    }
+    if (s->coords &&
+        (!tessera_parse_list(s->coords, ',', 0, sl->coords, &n) ||
+         n > dims || !tsr_topology_has(&sl->topo, sl->coords))) {
+        error_setg(errp, "tessera: coords '%s' is not a chip of a %s slice "
+                   "(one number per dimension, from 0)", s->coords,
+                   s->slice_dims ? s->slice_dims : "1");
+        return false;
+    }
+    for (w = s->wrap ? s->wrap : ""; *w; w++) {
+        if (*w < 'x' || *w > 'z' || (unsigned int)(*w - 'x') >= dims) {
+            error_setg(errp, "tessera: wrap '%s': each letter must name a "
+                       "dimension of the slice (x, y, z)", s->wrap);
+            return false;
+        }
+        sl->topo.wrap[*w - 'x'] = true;
+    }
+    return true;
+}
+
+/* Wire every port that has a chardev into the chip's ICI engine. */
+static bool tessera_ici_realize(TesseraState *s, Error **errp)
+{
+    TsrIci *ici = tessera_ici(s);
+    TsrSlice sl;
+    unsigned int i;
+
+    for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
+        TesseraPort *p = &s->ports[i];
+
+        p->s = s;
+        p->index = i;
+        qemu_mutex_init(&p->out_lock);
+        p->out = g_malloc(TESSERA_PORT_BUF);
+    }
+    s->ici_bh = qemu_bh_new(tessera_ici_bh, s);
+    s->ici_timer = timer_new_ns(QEMU_CLOCK_REALTIME, tessera_ici_tick, s);
+    if (!tessera_slice(s, &sl, errp)) {
+        return false;
+    }
+    if (tsr_ici_set_slice(ici, &sl)) {
+        error_setg(errp, "tessera: invalid slice");
+        return false;
+    }
+    for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
+        TesseraPort *p = &s->ports[i];
+
+        if (!qemu_chr_fe_backend_connected(&p->chr)) {
+            continue;
+        }
+        if (tsr_ici_attach(ici, i)) {
+            error_setg(errp, "tessera: ici%u: the chip at %s has no "
+                       "neighbour that way (the edge of a mesh, or a "
+                       "dimension of one chip)", i,
+                       s->coords ? s->coords : "0");
+            return false;
+        }
+        p->wired = true;
+        qemu_chr_fe_set_handlers(&p->chr, tessera_port_can_receive,
+                                 tessera_port_receive, tessera_port_event,
+                                 NULL, p, NULL, true);
+    }
+    tessera_ici_arm(s);
+    return true;
+}
+
+static void tessera_ici_unrealize(TesseraState *s)
+{
+    unsigned int i;
+
+    for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
+        TesseraPort *p = &s->ports[i];
+
+        if (p->watch) {
+            g_source_remove(p->watch);
+            p->watch = 0;
+        }
+        qemu_chr_fe_deinit(&p->chr, false);
+        if (p->out) {
+            qemu_mutex_destroy(&p->out_lock);
+            g_free(p->out);
+            p->out = NULL;
+        }
+    }
+    if (s->ici_timer) {
+        timer_free(s->ici_timer);
+        s->ici_timer = NULL;
+    }
+    if (s->ici_bh) {
+        qemu_bh_delete(s->ici_bh);
+        s->ici_bh = NULL;
+    }
 }
 
 /* ------------------------------------------------------------- BAR0 */
@@ -365,6 +656,15 @@ static void tessera_realize(PCIDevice *pdev, Error **errp)
     for (v = 0; v < TSR_MSIX_VECTORS; v++) {
         msix_vector_use(pdev, v);
     }
+    if (!tessera_ici_realize(s, errp)) {
+        tessera_ici_unrealize(s);
+        msix_uninit(pdev, &s->bar0, &s->bar0);
+        qemu_bh_delete(s->irq_bh);
+        qemu_bh_delete(s->run_bh);
+        tsr_core_free(s->core);
+        s->core = NULL;
+        return;
+    }
     tessera_workers_start(s);
 }
 
@@ -374,6 +674,7 @@ static void tessera_exit(PCIDevice *pdev)
 
     tsr_core_reset(s->core);
     tessera_workers_stop(s);
+    tessera_ici_unrealize(s);
     msix_uninit(pdev, &s->bar0, &s->bar0);
     qemu_bh_delete(s->irq_bh);
     qemu_bh_delete(s->run_bh);
@@ -546,6 +847,16 @@ static const Property tessera_properties[] = {
     DEFINE_PROP_UINT32("queues", TesseraState, over.num_queues, 0),
     DEFINE_PROP_SIZE("hbm-size", TesseraState, over.hbm_size, 0),
     DEFINE_PROP_BOOL("debug-regs", TesseraState, over.debug_regs, false),
+    DEFINE_PROP_UINT32("slice-id", TesseraState, slice_id, 0),
+    DEFINE_PROP_STRING("slice-dims", TesseraState, slice_dims),
+    DEFINE_PROP_STRING("coords", TesseraState, coords),
+    DEFINE_PROP_STRING("wrap", TesseraState, wrap),
+    DEFINE_PROP_CHR("ici0", TesseraState, ports[0].chr),
+    DEFINE_PROP_CHR("ici1", TesseraState, ports[1].chr),
+    DEFINE_PROP_CHR("ici2", TesseraState, ports[2].chr),
+    DEFINE_PROP_CHR("ici3", TesseraState, ports[3].chr),
+    DEFINE_PROP_CHR("ici4", TesseraState, ports[4].chr),
+    DEFINE_PROP_CHR("ici5", TesseraState, ports[5].chr),
 };
 
 static void tessera_instance_init(Object *obj)
