@@ -7,7 +7,8 @@ Each test starts the built QEMU with -accel qtest and the device, plays
 the PCI enumerator (BARs, bus mastering, MSI-X), and drives the chip the
 way a driver would: page tables and rings in guest RAM, doorbells in BAR0
 (tessera_harness.py).  Then the hostile-guest suite runs
-(tessera_hostile.py).  Output is TAP, one plan per suite.
+(tessera_hostile.py), and the ICI port against a peer that speaks the
+wire protocol (tessera_ici_peer.py).  Output is TAP, one plan per suite.
 """
 
 import os
@@ -20,6 +21,7 @@ from tessera_harness import (BAR0, BAR2, C, FENCES, HUGE_VA,  # noqa: E402
                              QEMU, billion_row_dma, check, dma, dma_copy,
                              hdr, huge_matmul, run_suite, sem)
 import tessera_hostile  # noqa: E402
+import tessera_ici_peer  # noqa: E402
 
 
 # ------------------------------------------------------------------ tests
@@ -410,6 +412,7 @@ def main():
     print("TAP version 13")
     failed = run_suite(TESTS)
     failed += run_suite(tessera_hostile.TESTS, "hostile")
+    failed += run_suite(tessera_ici_peer.TESTS, "ici")
     return 1 if failed else 0
 
 

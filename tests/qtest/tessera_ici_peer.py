@@ -1,0 +1,249 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The chip's ICI port against a test peer that speaks the wire protocol.
+
+QEMU runs one chip, (0) of a 2-chip slice, whose port 0 (+x) serves a
+UNIX socket; this script connects as chip (1), port 1, trains the link,
+then sends what no correct peer would: frames with a bad CRC, garbage,
+an impossible length, an unknown type, an acknowledgment of frames never
+sent, a frame far out of sequence, a TRAIN from another slice or of the
+wrong size.  QEMU must survive each, count it where the specification
+(Documentation/ici.md) says, and keep the link up or refuse it cleanly.
+Run by tessera_qtest.py as the "ici" suite.
+"""
+
+import os
+import socket
+import struct
+import time
+
+from tessera_harness import C, check
+
+SLICE = 5
+HDR = struct.Struct("<HBBHHIIIII")      # struct tsr_ici_frame_hdr
+TRAIN = struct.Struct("<II3BBIII")      # struct tsr_ici_train
+PEER_SOCK = f"/tmp/tessera-ici-peer-{os.getpid()}.sock"
+
+TESTS = []
+
+
+def test(fn):
+    fn.props = f"slice-id={SLICE},slice-dims=2,coords=0,ici0=p0"
+    fn.args = ("-chardev", f"socket,id=p0,path={PEER_SOCK},server=on,wait=off")
+    TESTS.append(fn)
+    return fn
+
+
+def _crc_table():
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+CRC_TABLE = _crc_table()
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = CRC_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def frame(ftype, payload=b"", seq=0, ack=0, credit=(16, 16), flags=0,
+          length=None, bad_crc=False):
+    """A link frame; @length overrides the length field."""
+    n = len(payload) if length is None else length
+    head = HDR.pack(C["TSR_ICI_FRAME_MAGIC"], ftype, flags, n, 0, seq, ack,
+                    credit[0], credit[1], 0)[:-4]
+    data = head + struct.pack("<I", crc32c(head))
+    if payload:
+        crc = crc32c(payload) ^ (1 if bad_crc else 0)
+        data += payload + struct.pack("<I", crc)
+    return data
+
+
+def train_payload(slice_id=SLICE, coords=(1, 0, 0), port=1, flags=0,
+                  snd_una=0, rcv_next=0, version=None):
+    return TRAIN.pack(C["TSR_ICI_VERSION"] if version is None else version,
+                      slice_id, *coords, port, flags, snd_una, rcv_next)
+
+
+class Peer:
+    """Chip (1, 0, 0) of the slice, on the other end of the chip's port 0."""
+
+    def __init__(self):
+        deadline = time.monotonic() + 10
+        while True:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                self.sock.connect(PEER_SOCK)
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        self.sock.settimeout(10)
+        self.buf = b""
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def frames(self, timeout=0.2):
+        """Whole frames received within @timeout: (type, hdr, payload)."""
+        out = []
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.sock.settimeout(left)
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    break
+                self.buf += chunk
+        except socket.timeout:
+            pass
+        while len(self.buf) >= HDR.size:
+            fields = HDR.unpack(self.buf[:HDR.size])
+            n = fields[3]
+            total = HDR.size + (n + 4 if n else 0)
+            if len(self.buf) < total:
+                break
+            out.append((fields[1], fields, self.buf[HDR.size:HDR.size + n]))
+            self.buf = self.buf[total:]
+        return out
+
+    def train(self):
+        """Train: answer the chip's TRAIN with one that has seen it."""
+        fresh = C["TSR_ICI_TRAIN_FRESH"]
+        seen = C["TSR_ICI_TRAIN_PEER_SEEN"]
+        self.send(frame(C["TSR_ICI_FRAME_TRAIN"], train_payload(flags=fresh)))
+        for _ in range(50):
+            for ftype, _, payload in self.frames():
+                if ftype == C["TSR_ICI_FRAME_TRAIN"]:
+                    t = TRAIN.unpack(payload)
+                    self.send(frame(C["TSR_ICI_FRAME_TRAIN"], train_payload(
+                        flags=fresh | seen, rcv_next=t[7])))
+                    if t[6] & seen:
+                        return
+
+    def close(self):
+        self.sock.close()
+
+
+def port_reg(qt, reg):
+    """Register @reg of port 0 (TSR_ICI_PORT_BASE(0))."""
+    return qt.reg(C["TSR_BLOCK_ICI"] + 0x100 + reg)
+
+
+def state(qt):
+    return port_reg(qt, C["TSR_IREG_STATE"])
+
+
+# enum tsr_ici_counter, in order.
+COUNTERS = ("FRAMES_TX", "FRAMES_RX", "BYTES_TX", "BYTES_RX", "CRC_ERRORS",
+            "SEQ_ERRORS", "NAKS", "REPLAYS", "TIMEOUTS", "CREDIT_STALLS",
+            "LINK_DOWNS", "PROTOCOL_ERRORS")
+
+
+def counter(qt, name):
+    off = 0x10 + 8 * COUNTERS.index(name)
+    lo = port_reg(qt, off)
+    return lo | port_reg(qt, off + 4) << 32
+
+
+def wait_state(qt, want):
+    qt.wait(f"port state {want}", lambda: state(qt) == want)
+
+
+def trained(qt):
+    qt.enable()
+    peer = Peer()
+    peer.train()
+    wait_state(qt, C["TSR_ICI_STATE_UP"])
+    return peer
+
+
+@test
+def a_peer_that_speaks_the_protocol_trains_the_link(qt):
+    peer = trained(qt)
+    check(port_reg(qt, C["TSR_IREG_PEER"]) == (1 | 1 << 24), "peer coords")
+    check(port_reg(qt, C["TSR_IREG_PEER_SLICE"]) == SLICE, "peer slice")
+    check(qt.reg(C["TSR_REG_ICI_PORTS_WIRED"]) == 1, "port 0 wired")
+    check(qt.reg(C["TSR_REG_ICI_SLICE_ID"]) == SLICE, "slice id")
+    peer.close()
+    wait_state(qt, C["TSR_ICI_STATE_DISCONNECTED"])
+
+
+@test
+def malformed_frames_are_counted_and_the_link_stays_up(qt):
+    peer = trained(qt)
+    data = C["TSR_ICI_FRAME_DATA"]
+    crc0 = counter(qt, "CRC_ERRORS")
+    proto0 = counter(qt, "PROTOCOL_ERRORS")
+    seq0 = counter(qt, "SEQ_ERRORS")
+
+    # A payload whose CRC is wrong: refused, a NAK comes back.
+    peer.send(frame(data, b"x" * 100, seq=0, bad_crc=True))
+    qt.wait("crc error", lambda: counter(qt, "CRC_ERRORS") == crc0 + 1)
+    check(any(f[0] == C["TSR_ICI_FRAME_NAK"] for f in peer.frames()),
+          "a NAK for the corrupt frame")
+    # Garbage: skipped until the next good header, one error.
+    peer.send(bytes(range(256)) * 3)
+    # A header that checks but claims an impossible length.
+    peer.send(frame(data, length=C["TSR_ICI_MAX_PAYLOAD"] + 1))
+    qt.wait("resync", lambda: counter(qt, "CRC_ERRORS") >= crc0 + 2)
+    # An unknown type; an ACK of frames never sent; a payload on an ACK.
+    peer.send(frame(9))
+    peer.send(frame(C["TSR_ICI_FRAME_ACK"], ack=1000))
+    peer.send(frame(C["TSR_ICI_FRAME_ACK"], b"zz"))
+    qt.wait("protocol errors",
+            lambda: counter(qt, "PROTOCOL_ERRORS") >= proto0 + 3)
+    # A frame far ahead of sequence: a gap, and a NAK.
+    peer.frames()
+    peer.send(frame(data, b"y" * 10, seq=1000))
+    qt.wait("sequence error", lambda: counter(qt, "SEQ_ERRORS") > seq0)
+    check(state(qt) == C["TSR_ICI_STATE_UP"], "still up")
+    check(qt.reg(C["TSR_REG_CHIP_ID"]) == C["TSR_CHIP_ID"], "QEMU answers")
+    peer.close()
+
+
+@test
+def a_peer_of_another_slice_is_refused(qt):
+    qt.enable()
+    peer = Peer()
+    peer.send(frame(C["TSR_ICI_FRAME_TRAIN"], train_payload(slice_id=SLICE + 1)))
+    wait_state(qt, C["TSR_ICI_STATE_FOREIGN"])
+    check(port_reg(qt, C["TSR_IREG_PEER_SLICE"]) == SLICE + 1, "latched")
+    peer.close()
+
+
+@test
+def a_garbage_or_miswired_handshake_is_refused(qt):
+    qt.enable()
+    peer = Peer()
+    wait_state(qt, C["TSR_ICI_STATE_TRAINING"])
+    proto0 = counter(qt, "PROTOCOL_ERRORS")
+    peer.send(frame(C["TSR_ICI_FRAME_TRAIN"], b"0123456789"))
+    # The wrong neighbour: chip (1) claiming port 0.
+    peer.send(frame(C["TSR_ICI_FRAME_TRAIN"], train_payload(port=0)))
+    qt.wait("counted", lambda: counter(qt, "PROTOCOL_ERRORS") == proto0 + 1)
+    wait_state(qt, C["TSR_ICI_STATE_MISWIRED"])
+    peer.close()
+
+
+@test
+def a_peer_that_comes_back_trains_again(qt):
+    peer = trained(qt)
+    peer.close()
+    wait_state(qt, C["TSR_ICI_STATE_DISCONNECTED"])
+    peer = Peer()
+    peer.train()
+    wait_state(qt, C["TSR_ICI_STATE_UP"])
+    peer.close()
