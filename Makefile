@@ -7,6 +7,9 @@
 #   make demo     ... then boot a VM and run tessera-smi and the samples
 #   make check    ... then lint, host unit tests and in-VM kselftests;
 #                 ends with "N passed, N failed"
+#   make check-debug  the in-VM tests on the debug kernel (KASAN, lockdep,
+#                 UBSAN, kmemleak), and planted bugs it must catch
+#   make debug-kernel  only build that kernel (build/debug-kernel, cached)
 #   make bench    BENCH lines (see tools/tessera-bench)
 #   make fuzz     the ioctl fuzzer in a VM, FUZZ_CALLS (1000000) calls
 #   make lint     checkpatch (kernel and QEMU flavours) and sparse
@@ -14,6 +17,7 @@
 #                 the tools, under PREFIX (/usr/local) and DESTDIR
 #   make deps     only install/fetch dependencies (tools/tessera-deps)
 #   make clean    remove build products but keep fetched dependencies
+#                 and the debug kernel
 
 include mk/versions.env
 
@@ -41,6 +45,18 @@ QEMU_CONFIGURE := --python=$(PYTHON) --target-list=x86_64-softmmu \
 
 KMOD_DIR := $(B)/kmod
 TESSERA_KO := $(KMOD_DIR)/driver/tessera.ko
+
+# The debug guest kernel (mk/debug-kernel), the driver and the planted-bug
+# module built against it, and its initramfs.  Not part of `all`.
+DEBUG_KERNEL := $(B)/debug-kernel
+DEBUG_KBUILD := $(DEBUG_KERNEL)/obj
+DEBUG_KERNEL_STAMP := $(DEBUG_KERNEL)/.key
+DEBUG_KMOD_ROOT := $(DEBUG_KERNEL)/modules
+KMOD_DEBUG_DIR := $(B)/kmod-debug
+TESSERA_DEBUG_KO := $(KMOD_DEBUG_DIR)/driver/tessera.ko
+PLANT_DIR := $(B)/kmod-plant
+PLANT_KO := $(PLANT_DIR)/tessera_plant.ko
+DEBUG_INITRAMFS := $(B)/guest/initramfs-debug.cpio
 
 # Userspace: C11 with GNU extensions, warnings are errors.  pkg-config is
 # asked when a recipe runs (=, not :=): on a fresh machine libdrm-dev is
@@ -90,13 +106,14 @@ CONSUMERS := $(B)/tests/vm/progs/consumer $(B)/tests/vm/progs/consumer-static
 TUTORIAL := $(B)/tests/vm/progs/tutorial
 
 .PHONY: all deps qemu module libaccel tests samples tools initramfs \
-	check demo bench fuzz lint install clean distclean help
+	check demo bench fuzz lint install clean distclean help \
+	debug-kernel debug-module debug-initramfs check-debug
 .DEFAULT_GOAL := all
 
 all: qemu module libaccel tests samples tools initramfs
 
 help:
-	@sed -n '3,14s/^# \?//p' Makefile
+	@sed -n '3,20s/^# \?//p' Makefile
 
 # ---------------------------------------------------------------- deps
 deps: $(DEPS_STAMP)
@@ -138,6 +155,32 @@ $(TESSERA_KO): $(DEPS_STAMP) FORCE
 	@cp -as --remove-destination $(REPO)/Kbuild $(REPO)/driver $(REPO)/uapi $(KMOD_DIR)/
 	@find $(KMOD_DIR) -xtype l -delete
 	@$(MAKE) -s -C $(KDIR) M=$(KMOD_DIR) W=1 KCFLAGS=-Werror modules
+
+# ---------------------------------------------------------------- debug kernel
+# Built once (about 8 minutes on 2 cores) and cached under a key of the
+# source version, the configuration fragment and the script; the script
+# returns at once when the key matches.
+debug-kernel: $(DEBUG_KERNEL_STAMP)
+
+$(DEBUG_KERNEL_STAMP): $(DEPS_STAMP) mk/debug-kernel mk/debug-kernel.config mk/versions.env
+	mk/debug-kernel $(REPO) $(DEBUG_KERNEL) $(JOBS)
+	@touch $@
+
+# The driver as it is, against the debug kernel.  Not -Werror: the
+# sanitizers change what the compiler sees; the normal build judges warnings.
+debug-module: $(TESSERA_DEBUG_KO) $(PLANT_KO)
+
+$(TESSERA_DEBUG_KO): $(DEBUG_KERNEL_STAMP) FORCE
+	@mkdir -p $(KMOD_DEBUG_DIR)
+	@cp -as --remove-destination $(REPO)/Kbuild $(REPO)/driver $(REPO)/uapi $(KMOD_DEBUG_DIR)/
+	@find $(KMOD_DEBUG_DIR) -xtype l -delete
+	@$(MAKE) -s -C $(DEBUG_KBUILD) M=$(KMOD_DEBUG_DIR) W=1 modules
+
+$(PLANT_KO): $(DEBUG_KERNEL_STAMP) tests/debug/Kbuild tests/debug/tessera_plant.c
+	@mkdir -p $(PLANT_DIR)
+	@cp -s --remove-destination $(REPO)/tests/debug/Kbuild $(REPO)/tests/debug/tessera_plant.c \
+		$(PLANT_DIR)/
+	@$(MAKE) -s -C $(DEBUG_KBUILD) M=$(PLANT_DIR) W=1 KCFLAGS=-Werror modules
 
 # ---------------------------------------------------------------- libaccel
 libaccel: $(LIBACCEL_SO) $(LIBACCEL_A)
@@ -283,12 +326,23 @@ $(INITRAMFS): mk/initramfs tools/guest/init $(TESSERA_KO) $(GUEST_FILES) $(DEPS_
 	@mkdir -p $(@D)
 	mk/initramfs $@ $(REPO) $(KMOD_ROOT) $(TESSERA_KO) $(GUEST_FILES)
 
+# The same userland with the debug kernel's modules, and the planted bugs.
+debug-initramfs: $(DEBUG_INITRAMFS)
+
+$(DEBUG_INITRAMFS): mk/initramfs tools/guest/init $(TESSERA_DEBUG_KO) $(PLANT_KO) $(GUEST_FILES) \
+		$(DEBUG_KERNEL_STAMP)
+	@mkdir -p $(@D)
+	mk/initramfs $@ $(REPO) $(DEBUG_KMOD_ROOT) $(TESSERA_DEBUG_KO) $(GUEST_FILES) $(PLANT_KO)
+
 # ---------------------------------------------------------------- run
 demo: all
 	tools/tessera-vm --chips 2 --timeout 300 -- "tessera-smi && hello && matmul && mlp"
 
 check: all
 	$(PYTHON) tests/run-checks
+
+check-debug: all debug-initramfs
+	$(PYTHON) tests/run-checks --debug
 
 bench: all
 	$(PYTHON) tools/tessera-bench
@@ -325,7 +379,8 @@ lint: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
 
 # ---------------------------------------------------------------- clean
 clean:
-	rm -rf $(B)/obj $(B)/lib $(B)/bin $(B)/bench $(B)/tests $(B)/kmod $(B)/guest $(B)/logs
+	rm -rf $(B)/obj $(B)/lib $(B)/bin $(B)/bench $(B)/tests $(B)/kmod $(B)/guest $(B)/logs \
+		$(B)/kmod-debug $(B)/kmod-plant
 	-ninja -C $(QEMU_BUILD) -t clean >/dev/null 2>&1
 
 distclean:

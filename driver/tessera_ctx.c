@@ -18,17 +18,20 @@
 #include <drm/drm_print.h>
 
 #include "tessera_ctx.h"
+#include "tessera_gem.h"
 #include "tessera_mmu.h"
 
 static void tessera_ctx_free_records(struct tessera_ctx *ctx)
 {
 	unsigned int q;
 
-	for (q = 0; q < TSR_MAX_QUEUES; q++)
+	for (q = 0; q < TSR_MAX_QUEUES; q++) {
 		if (ctx->records[q])
 			dma_free_coherent(ctx->tdev->drm.dev,
 					  TESSERA_RECORDS_PER_QUEUE_SIZE,
 					  ctx->records[q], ctx->records_dma[q]);
+		ctx->records[q] = NULL;
+	}
 }
 
 /* Completion records for every queue, mapped where the rings expect them. */
@@ -147,6 +150,33 @@ err_free:
 	mutex_destroy(&ctx->lock);
 	kfree(ctx);
 	return ERR_PTR(ret);
+}
+
+/**
+ * tessera_ctx_unplug() - free every context's DMA memory
+ * @tdev: the device, unplugged, its queues cancelled
+ *
+ * DMA memory belongs to the bound device and goes at unbind: the page
+ * tables, the completion records and the DMA mappings of the buffers
+ * mapped into each context.  The contexts of files still open live on
+ * without them, and every later use fails or does nothing.
+ */
+void tessera_ctx_unplug(struct tessera_device *tdev)
+{
+	struct tessera_mapping *map;
+	struct tessera_ctx *ctx;
+
+	mutex_lock(&tdev->ctx_lock);
+	list_for_each_entry(ctx, &tdev->contexts, link) {
+		mutex_lock(&ctx->lock);
+		list_for_each_entry(map, &ctx->mappings, ctx_link)
+			tessera_bo_unplug(map->bo);
+		tessera_mmu_root_destroy(tdev, ctx->root);
+		ctx->root = NULL;
+		tessera_ctx_free_records(ctx);
+		mutex_unlock(&ctx->lock);
+	}
+	mutex_unlock(&tdev->ctx_lock);
 }
 
 static void tessera_ctx_ids_release(struct drm_device *drm, void *arg)

@@ -89,5 +89,6 @@ static inline struct tessera_ctx *tessera_ctx_get(struct tessera_ctx *ctx)
 }
 
 int tessera_ctx_init(struct tessera_device *tdev);
+void tessera_ctx_unplug(struct tessera_device *tdev);
 
 #endif /* __TESSERA_CTX_H__ */

@@ -376,6 +376,10 @@ static void tessera_remove(struct pci_dev *pdev)
 	unmap_mapping_range(tdev->drm.anon_inode->i_mapping, 0, 0, 1);
 	tessera_hw_fini(tdev);
 	tessera_reset_unplug(tdev);
+	/* DMA memory belongs to the bound device: it goes now. */
+	tessera_ctx_unplug(tdev);
+	tessera_sched_free_rings(tdev);
+	tessera_mmu_fini(tdev);
 }
 
 static const struct pci_device_id tessera_pci_ids[] = {

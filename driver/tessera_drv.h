@@ -97,7 +97,7 @@ struct tessera_queue {
 	u64 seqno;
 	u64 fence_context;
 	struct list_head inflight;
-	char name[16];
+	char name[24];
 };
 
 /**

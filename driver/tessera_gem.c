@@ -200,6 +200,31 @@ static void tessera_bo_close(struct drm_gem_object *obj, struct drm_file *file)
 		tessera_mapping_put(map);
 }
 
+/**
+ * tessera_bo_unplug() - give back the DMA mapping of a buffer's pages
+ * @bo: a buffer of an unplugged device
+ *
+ * DMA mappings belong to the bound device and go at unbind.  The pages
+ * stay pinned (user mappings still use them) until the buffer is freed,
+ * which then finds no mapping to undo.
+ */
+void tessera_bo_unplug(struct tessera_bo *bo)
+{
+	struct drm_gem_shmem_object *shmem = &bo->base;
+
+	if (bo->hbm || shmem->base.import_attach)
+		return;
+	dma_resv_lock(shmem->base.resv, NULL);
+	if (shmem->sgt) {
+		dma_unmap_sgtable(shmem->base.dev->dev, shmem->sgt,
+				  DMA_BIDIRECTIONAL, 0);
+		sg_free_table(shmem->sgt);
+		kfree(shmem->sgt);
+		shmem->sgt = NULL;
+	}
+	dma_resv_unlock(shmem->base.resv);
+}
+
 /* ------------------------------------------------------- pinned memory */
 
 /* System memory pinned by every buffer of every Tessera device. */

@@ -59,6 +59,7 @@ struct drm_gem_object *tessera_gem_create_object(struct drm_device *drm,
 struct tessera_mapping *tessera_mapping_get(struct tessera_bo *bo,
 					    struct tessera_ctx *ctx);
 void tessera_mapping_put(struct tessera_mapping *map);
+void tessera_bo_unplug(struct tessera_bo *bo);
 
 int tessera_hbm_init(struct tessera_device *tdev);
 u64 tessera_hbm_free(struct tessera_device *tdev);

@@ -80,6 +80,7 @@ int tessera_ioctl_job_status(struct drm_device *drm, void *data,
 
 /* tessera_sched.c: the schedulers and the files' entities. */
 int tessera_sched_init(struct tessera_device *tdev);
+void tessera_sched_free_rings(struct tessera_device *tdev);
 int tessera_file_init(struct tessera_file *tfile);
 void tessera_file_fini(struct tessera_file *tfile);
 struct drm_sched_entity *tessera_file_entity(struct tessera_file *tfile,

@@ -156,6 +156,9 @@ void tessera_mmu_unmap_locked(struct tessera_ctx *ctx, u64 va, u64 size)
 	u64 end = va + size;
 
 	lockdep_assert_held(&ctx->lock);
+	/* Unplugged: the tables are gone with the device. */
+	if (!ctx->root)
+		return;
 
 	while (va < end) {
 		struct tessera_pt *l1, *l0;
@@ -194,6 +197,10 @@ int tessera_mmu_map_sgt(struct tessera_ctx *ctx, u64 va, struct sg_table *sgt,
 	unsigned int i;
 
 	mutex_lock(&ctx->lock);
+	if (!ctx->root) {
+		mutex_unlock(&ctx->lock);
+		return -ENODEV;
+	}
 	for_each_sgtable_dma_sg(sgt, sg, i) {
 		u64 len = min_t(u64, sg_dma_len(sg), size - done);
 
@@ -227,10 +234,11 @@ int tessera_mmu_map_sgt(struct tessera_ctx *ctx, u64 va, struct sg_table *sgt,
 int tessera_mmu_map_dma(struct tessera_ctx *ctx, u64 va, dma_addr_t addr,
 			u64 size, u64 prot)
 {
-	int ret;
+	int ret = -ENODEV;
 
 	mutex_lock(&ctx->lock);
-	ret = tessera_mmu_map_contig_locked(ctx, va, addr, size, prot);
+	if (ctx->root)
+		ret = tessera_mmu_map_contig_locked(ctx, va, addr, size, prot);
 	if (ret)
 		tessera_mmu_unmap_locked(ctx, va, size);
 	mutex_unlock(&ctx->lock);
@@ -250,11 +258,12 @@ int tessera_mmu_map_dma(struct tessera_ctx *ctx, u64 va, dma_addr_t addr,
 int tessera_mmu_map_hbm(struct tessera_ctx *ctx, u64 va, u64 hbm_offset,
 			u64 size, u64 prot)
 {
-	int ret;
+	int ret = -ENODEV;
 
 	mutex_lock(&ctx->lock);
-	ret = tessera_mmu_map_contig_locked(ctx, va, hbm_offset, size,
-					    prot | TSR_PTE_HBM);
+	if (ctx->root)
+		ret = tessera_mmu_map_contig_locked(ctx, va, hbm_offset, size,
+						    prot | TSR_PTE_HBM);
 	if (ret)
 		tessera_mmu_unmap_locked(ctx, va, size);
 	mutex_unlock(&ctx->lock);
@@ -281,9 +290,11 @@ void tessera_mmu_ctx_enable(struct tessera_ctx *ctx)
 	tessera_mmu_invalidate(ctx->tdev, ctx->id);
 }
 
-/* Jobs naming @ctx's number fault from now on. */
+/* Jobs naming @ctx's number fault from now on; nothing once unplugged. */
 void tessera_mmu_ctx_disable(struct tessera_ctx *ctx)
 {
+	if (!ctx->tdev->ctx_table)
+		return;
 	WRITE_ONCE(ctx->tdev->ctx_table[TESSERA_CTX_ROOT(ctx->id)], 0);
 	tessera_mmu_invalidate(ctx->tdev, ctx->id);
 }
@@ -299,15 +310,28 @@ void tessera_mmu_hw_init(struct tessera_device *tdev)
 	tessera_reg_write(tdev, TSR_REG_MMU_INVALIDATE, TSR_MMU_INVALIDATE_ALL);
 }
 
-static void tessera_mmu_release(struct drm_device *drm, void *arg)
+/**
+ * tessera_mmu_fini() - free the context table
+ * @tdev: the device, unplugged or failing its probe
+ *
+ * Coherent memory belongs to the bound device: it is freed at unbind,
+ * even though files (and their contexts) may outlive it.
+ */
+void tessera_mmu_fini(struct tessera_device *tdev)
 {
-	struct tessera_device *tdev = to_tessera_device(drm);
-
-	dma_free_coherent(drm->dev, TSR_PAGE_SIZE, tdev->ctx_table,
+	if (!tdev->ctx_table)
+		return;
+	dma_free_coherent(tdev->drm.dev, TSR_PAGE_SIZE, tdev->ctx_table,
 			  tdev->ctx_table_dma);
+	tdev->ctx_table = NULL;
 }
 
-/* The context table, freed with the DRM device (files may outlive unbind). */
+static void tessera_mmu_release(struct drm_device *drm, void *arg)
+{
+	tessera_mmu_fini(to_tessera_device(drm));
+}
+
+/* The context table; tessera_mmu_fini() at unbind frees it. */
 int tessera_mmu_init(struct tessera_device *tdev)
 {
 	u32 chip_max = tessera_reg_read(tdev, TSR_REG_MAX_CONTEXTS);

@@ -35,5 +35,6 @@ void tessera_mmu_invalidate(struct tessera_device *tdev, u32 id);
 
 void tessera_mmu_hw_init(struct tessera_device *tdev);
 int tessera_mmu_init(struct tessera_device *tdev);
+void tessera_mmu_fini(struct tessera_device *tdev);
 
 #endif /* __TESSERA_MMU_H__ */

@@ -90,23 +90,41 @@ static const struct drm_sched_backend_ops tessera_sched_ops = {
 	.free_job = tessera_free_job,
 };
 
-static void tessera_sched_release(struct drm_device *drm, void *arg)
+/**
+ * tessera_sched_free_rings() - free the rings and fence words
+ * @tdev: the device, unplugged, its queues cancelled (or failing probe)
+ *
+ * Coherent memory belongs to the bound device and goes at unbind; the
+ * schedulers live on for files still open, and fail every job.
+ */
+void tessera_sched_free_rings(struct tessera_device *tdev)
 {
-	struct tessera_device *tdev = to_tessera_device(drm);
+	struct device *dev = tdev->drm.dev;
 	unsigned int i;
 
 	for (i = 0; i < tdev->num_queues; i++) {
 		struct tessera_queue *q = &tdev->queues[i];
 
-		if (q->sched_ready)
-			drm_sched_fini(&q->sched);
 		if (q->ring)
-			dma_free_coherent(drm->dev, TESSERA_RING_SIZE *
-					  sizeof(*q->ring), q->ring, q->ring_dma);
+			dma_free_coherent(dev, TESSERA_RING_SIZE * sizeof(*q->ring),
+					  q->ring, q->ring_dma);
 		if (q->fence_cpu)
-			dma_free_coherent(drm->dev, sizeof(*q->fence_cpu),
+			dma_free_coherent(dev, sizeof(*q->fence_cpu),
 					  q->fence_cpu, q->fence_dma);
+		q->ring = NULL;
+		q->fence_cpu = NULL;
 	}
+}
+
+static void tessera_sched_release(struct drm_device *drm, void *arg)
+{
+	struct tessera_device *tdev = to_tessera_device(drm);
+	unsigned int i;
+
+	for (i = 0; i < tdev->num_queues; i++)
+		if (tdev->queues[i].sched_ready)
+			drm_sched_fini(&tdev->queues[i].sched);
+	tessera_sched_free_rings(tdev);
 	if (tdev->reset_wq)
 		destroy_workqueue(tdev->reset_wq);
 }
