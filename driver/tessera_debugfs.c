@@ -11,6 +11,8 @@
  *   submit_wait_done   the next N SUBMITs return only once their job has
  *                      run and could have been freed (a use-after-free
  *                      trap for the debug kernel's KASAN)
+ *   timeout_wait_free  the next N timeouts of a finished job let the free
+ *                      worker run before they use the job (the same trap)
  *   fault_*            the chip's debug fault-injection block, when present
  *
  * Copyright (C) 2026 The Tessera Authors
@@ -258,6 +260,8 @@ void tessera_debugfs_init(struct tessera_device *tdev)
 				&tdev->inject_submit_failures);
 	debugfs_create_atomic_t("submit_wait_done", 0600, root,
 				&tdev->inject_submit_wait_done);
+	debugfs_create_atomic_t("timeout_wait_free", 0600, root,
+				&tdev->inject_timeout_wait_free);
 
 	if (!(tessera_reg_read(tdev, TSR_REG_CAPS) & TSR_CAP_DEBUG_REGS))
 		return;

@@ -133,6 +133,8 @@ struct tessera_queue {
  * @inject_submit_failures: fail this many coming submits (debugfs)
  * @inject_submit_wait_done: this many coming submits wait for their job to
  *	run and be freed before returning (debugfs)
+ * @inject_timeout_wait_free: this many coming lost-interrupt timeouts let
+ *	the scheduler's free worker run before using their job (debugfs)
  */
 struct tessera_device {
 	struct drm_device drm;
@@ -174,6 +176,7 @@ struct tessera_device {
 	atomic_t inject_bo_failures;
 	atomic_t inject_submit_failures;
 	atomic_t inject_submit_wait_done;
+	atomic_t inject_timeout_wait_free;
 };
 
 /* Scheduler priorities a file can submit at: DRM_TESSERA_PRIORITY_*. */

@@ -131,6 +131,14 @@ static bool tessera_timeout_lost_irq(struct tessera_job *job)
 
 	drm_sched_wqueue_stop(&q->sched);
 	tessera_queue_reap(q, true);
+	/*
+	 * debugfs timeout_wait_free: give the scheduler's free worker the
+	 * chance to free the job the reap has signalled, which it has only if
+	 * the job is back on the pending list too early (a use-after-free the
+	 * debug kernel's KASAN reports).
+	 */
+	if (tessera_inject(&q->tdev->inject_timeout_wait_free))
+		flush_work(&q->sched.work_free_job);
 	done = dma_fence_is_signaled(job->hw_fence);
 	if (done) {
 		tessera_count(q->tdev, TESSERA_CNT_LOST_IRQS);

@@ -112,6 +112,28 @@ TEST_F(lim, submit_outlives_its_job)
 }
 
 /*
+ * A job whose interrupt was lost is found by the timeout, which retires it
+ * without a reset.  With timeout_wait_free, the scheduler's free worker
+ * runs before the handler looks at the job again: the handler must not
+ * have given the job back yet (a use-after-free KASAN would report).
+ */
+TEST_F(lim, a_timeout_keeps_its_job_until_it_is_done_with_it)
+{
+	const struct tsr_bo *bos[] = { &self->host };
+	struct drm_tessera_job_status st;
+	uint64_t seq;
+
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "timeout_wait_free", 1));
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_drop_irqs", 1));
+	tsr_emit_fill(&self->c, self->host.va, 0x7117, 64);
+	ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 2, bos, 1, self->sync, &seq));
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x7117u, ((uint32_t *)self->host.map)[0]);
+}
+
+/*
  * A file that queues jobs faster than they run gets EBUSY, not memory
  * (not EAGAIN: libdrm's drmIoctl() would retry that at once, spinning).
  */
