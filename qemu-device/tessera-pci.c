@@ -604,6 +604,15 @@ static bool tessera_config(TesseraState *s, TsrConfig *cfg, Error **errp)
     return true;
 }
 
+/* Undo the chip core and its bottom halves (realize failing, or exit). */
+static void tessera_core_free(TesseraState *s)
+{
+    qemu_bh_delete(s->irq_bh);
+    qemu_bh_delete(s->run_bh);
+    tsr_core_free(s->core);
+    s->core = NULL;
+}
+
 static void tessera_realize(PCIDevice *pdev, Error **errp)
 {
     TesseraState *s = TESSERA(pdev);
@@ -647,10 +656,7 @@ static void tessera_realize(PCIDevice *pdev, Error **errp)
     if (msix_init(pdev, TSR_MSIX_VECTORS,
                   &s->bar0, TSR_BAR_REGS, TSR_BAR0_MSIX_TABLE,
                   &s->bar0, TSR_BAR_REGS, TSR_BAR0_MSIX_PBA, 0, errp)) {
-        qemu_bh_delete(s->irq_bh);
-        qemu_bh_delete(s->run_bh);
-        tsr_core_free(s->core);
-        s->core = NULL;
+        tessera_core_free(s);
         return;
     }
     for (v = 0; v < TSR_MSIX_VECTORS; v++) {
@@ -659,10 +665,7 @@ static void tessera_realize(PCIDevice *pdev, Error **errp)
     if (!tessera_ici_realize(s, errp)) {
         tessera_ici_unrealize(s);
         msix_uninit(pdev, &s->bar0, &s->bar0);
-        qemu_bh_delete(s->irq_bh);
-        qemu_bh_delete(s->run_bh);
-        tsr_core_free(s->core);
-        s->core = NULL;
+        tessera_core_free(s);
         return;
     }
     tessera_workers_start(s);
@@ -676,10 +679,7 @@ static void tessera_exit(PCIDevice *pdev)
     tessera_workers_stop(s);
     tessera_ici_unrealize(s);
     msix_uninit(pdev, &s->bar0, &s->bar0);
-    qemu_bh_delete(s->irq_bh);
-    qemu_bh_delete(s->run_bh);
-    tsr_core_free(s->core);
-    s->core = NULL;
+    tessera_core_free(s);
 }
 
 static void tessera_write_config(PCIDevice *pdev, uint32_t addr,

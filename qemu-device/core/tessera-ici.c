@@ -628,19 +628,6 @@ int tsr_ici_set_faults(TsrIci *ici, unsigned int port,
     return 0;
 }
 
-int tsr_ici_get_faults(TsrIci *ici, unsigned int port, TsrLinkFaults *faults)
-{
-    TsrLink *link = port_link(ici, port);
-
-    if (!link) {
-        return -1;
-    }
-    pthread_mutex_lock(&ici->lock);
-    tsr_link_get_faults(link, faults);
-    pthread_mutex_unlock(&ici->lock);
-    return 0;
-}
-
 uint32_t tsr_ici_port_state(TsrIci *ici, unsigned int port)
 {
     TsrLink *link = port_link(ici, port);

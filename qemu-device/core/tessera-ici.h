@@ -59,7 +59,6 @@ uint64_t tsr_ici_deadline(TsrIci *ici);
 /* Faults of port @port (host properties and the guest debug block). */
 int tsr_ici_set_faults(TsrIci *ici, unsigned int port,
                        const TsrLinkFaults *faults);
-int tsr_ici_get_faults(TsrIci *ici, unsigned int port, TsrLinkFaults *faults);
 uint32_t tsr_ici_port_state(TsrIci *ici, unsigned int port);
 
 /*

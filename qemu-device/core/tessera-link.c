@@ -890,7 +890,3 @@ void tsr_link_set_faults(TsrLink *link, const TsrLinkFaults *faults)
     link->faults = *faults;
 }
 
-void tsr_link_get_faults(const TsrLink *link, TsrLinkFaults *faults)
-{
-    *faults = link->faults;
-}

@@ -164,6 +164,5 @@ void tsr_link_get_counters(const TsrLink *link, TsrLinkCounters *c);
  */
 uint64_t tsr_link_fault_bytes(const TsrLink *link);
 void tsr_link_set_faults(TsrLink *link, const TsrLinkFaults *faults);
-void tsr_link_get_faults(const TsrLink *link, TsrLinkFaults *faults);
 
 #endif /* TESSERA_LINK_H */

@@ -23,18 +23,24 @@
 
 /* ------------------------------------------------------- semaphores */
 
-static uint32_t sem_check(const struct tsr_cmd_sem *c)
+/* Semaphores and TIMESTAMP: no flags, and one 8-byte aligned address. */
+static uint32_t va_command_check(const struct tsr_cmd_header *h, uint64_t va)
 {
-    if (c->hdr.flags) {
+    if (h->flags) {
         return TSR_ERR_BAD_FLAGS;
     }
-    if (c->hdr.reserved) {
+    if (h->reserved) {
         return TSR_ERR_RESERVED;
     }
-    if (c->va % 8) {
+    if (va % 8) {
         return TSR_ERR_BAD_ALIGNMENT;
     }
     return TSR_ERR_NONE;
+}
+
+static uint32_t sem_check(const struct tsr_cmd_sem *c)
+{
+    return va_command_check(&c->hdr, c->va);
 }
 
 static uint32_t current_epoch(TsrCore *core)
@@ -167,16 +173,11 @@ uint32_t tsr_cmd_sem_wait(TsrMem *mem, const struct tsr_cmd_sem *c,
 uint32_t tsr_cmd_timestamp(TsrMem *mem, const struct tsr_cmd_timestamp *c,
                            TsrCost *cost)
 {
+    uint32_t err = va_command_check(&c->hdr, c->va);
     uint64_t now;
 
-    if (c->hdr.flags) {
-        return TSR_ERR_BAD_FLAGS;
-    }
-    if (c->hdr.reserved) {
-        return TSR_ERR_RESERVED;
-    }
-    if (c->va % 8) {
-        return TSR_ERR_BAD_ALIGNMENT;
+    if (err) {
+        return err;
     }
     cost->other += TSR_MISC_CYCLES;
     now = htole64(tsr_cost_now(cost));
