@@ -36,6 +36,9 @@
 #include "hw/qdev-properties-system.h"
 #include "chardev/char-fe.h"
 #include "qemu/cutils.h"
+#include "qemu/keyval.h"
+#include "qapi/qobject-input-visitor.h"
+#include "qobject/qdict.h"
 #include "qemu/timer.h"
 #include "migration/vmstate.h"
 #include "qom/object.h"
@@ -105,6 +108,7 @@ struct TesseraState {
     char *slice_dims;
     char *coords;
     char *wrap;
+    uint32_t ici_retransmit_us; /* 0: the chip's own */
 };
 
 /* ------------------------------------------------------- core callbacks */
@@ -476,6 +480,9 @@ static bool tessera_ici_realize(TesseraState *s, Error **errp)
         error_setg(errp, "tessera: invalid slice");
         return false;
     }
+    if (s->ici_retransmit_us) {
+        tsr_ici_set_retransmit(ici, (uint64_t)s->ici_retransmit_us * SCALE_US);
+    }
     for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
         TesseraPort *p = &s->ports[i];
 
@@ -811,6 +818,206 @@ static void tessera_set_fatal(Object *obj, Visitor *v, const char *name,
     }
 }
 
+/*
+ * Link faults of ICI port N, from the host: the string property iciN-faults,
+ * e.g.
+ *   qom-set /machine/peripheral/tessera0 ici0-faults drop-ppm=1000,seed=7
+ * Keys not named keep their value; reading gives every key, counts as
+ * what is left of them.  The actions down=on and retrain=on do what the
+ * port's CONTROL register does, after the faults are set.
+ */
+typedef struct TesseraLinkFaultKey {
+    const char *key;
+    unsigned int field;         /* TSR_LINK_FAULT_* */
+    size_t offset;              /* in TsrLinkFaults */
+    bool wide;                  /* uint64 rather than uint32 */
+    uint64_t max;               /* in the key's unit */
+    uint64_t scale;             /* TsrLinkFaults units per key unit */
+} TesseraLinkFaultKey;
+
+static const TesseraLinkFaultKey tessera_link_fault_keys[] = {
+    { "drop-next", TSR_LINK_FAULT_DROP_NEXT,
+      offsetof(TsrLinkFaults, drop_next), false, UINT32_MAX, 1 },
+    { "drop-ppm", TSR_LINK_FAULT_DROP_PPM,
+      offsetof(TsrLinkFaults, drop_ppm), false, TSR_LINK_FAULT_MAX_PPM, 1 },
+    { "corrupt-next", TSR_LINK_FAULT_CORRUPT_NEXT,
+      offsetof(TsrLinkFaults, corrupt_next), false, UINT32_MAX, 1 },
+    { "corrupt-ppm", TSR_LINK_FAULT_CORRUPT_PPM,
+      offsetof(TsrLinkFaults, corrupt_ppm), false, TSR_LINK_FAULT_MAX_PPM, 1 },
+    { "drop-acks", TSR_LINK_FAULT_DROP_ACKS_NEXT,
+      offsetof(TsrLinkFaults, drop_acks_next), false, UINT32_MAX, 1 },
+    { "delay-us", TSR_LINK_FAULT_DELAY,
+      offsetof(TsrLinkFaults, delay_ns), true, UINT64_MAX / SCALE_US,
+      SCALE_US },
+    { "seed", TSR_LINK_FAULT_SEED,
+      offsetof(TsrLinkFaults, seed), true, UINT64_MAX, 1 },
+};
+
+static uint64_t tessera_link_fault_get(const TsrLinkFaults *f,
+                                       const TesseraLinkFaultKey *k)
+{
+    const uint8_t *p = (const uint8_t *)f + k->offset;
+
+    return (k->wide ? *(const uint64_t *)p : *(const uint32_t *)p) / k->scale;
+}
+
+static void tessera_link_fault_put(TsrLinkFaults *f,
+                                   const TesseraLinkFaultKey *k, uint64_t val)
+{
+    uint8_t *p = (uint8_t *)f + k->offset;
+
+    if (k->wide) {
+        *(uint64_t *)p = val * k->scale;
+    } else {
+        *(uint32_t *)p = val;
+    }
+}
+
+/* The members of a parsed iciN-faults value: faults, then actions. */
+static bool tessera_link_faults_visit(Visitor *v, TsrLinkFaults *f,
+                                      unsigned int *fields, bool *down,
+                                      bool *retrain, Error **errp)
+{
+    bool present;
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(tessera_link_fault_keys); i++) {
+        const TesseraLinkFaultKey *k = &tessera_link_fault_keys[i];
+        uint64_t val;
+
+        if (!visit_optional(v, k->key, &present)) {
+            continue;
+        }
+        if (!visit_type_uint64(v, k->key, &val, errp)) {
+            return false;
+        }
+        if (val > k->max) {
+            error_setg(errp, "%s=%" PRIu64 " is out of range (at most %"
+                       PRIu64 ")", k->key, val, k->max);
+            return false;
+        }
+        tessera_link_fault_put(f, k, val);
+        *fields |= k->field;
+    }
+    if (visit_optional(v, "down", &present) &&
+        !visit_type_bool(v, "down", down, errp)) {
+        return false;
+    }
+    if (visit_optional(v, "retrain", &present) &&
+        !visit_type_bool(v, "retrain", retrain, errp)) {
+        return false;
+    }
+    return visit_check_struct(v, errp);
+}
+
+static bool tessera_link_faults_parse(const char *text, TsrLinkFaults *f,
+                                      unsigned int *fields, bool *down,
+                                      bool *retrain, Error **errp)
+{
+    g_autoptr(QDict) args = keyval_parse(text, NULL, NULL, errp);
+    Visitor *v;
+    bool ok;
+
+    if (!args) {
+        return false;
+    }
+    v = qobject_input_visitor_new_keyval(QOBJECT(args));
+    ok = visit_start_struct(v, NULL, NULL, 0, errp);
+    if (ok) {
+        ok = tessera_link_faults_visit(v, f, fields, down, retrain, errp);
+        visit_end_struct(v, NULL);
+    }
+    visit_free(v);
+    return ok;
+}
+
+/* The port an iciN-faults property names, if it has a chardev. */
+static bool tessera_link_faults_port(TesseraState *s, void *opaque,
+                                     unsigned int *port, Error **errp)
+{
+    *port = (TesseraPort *)opaque - s->ports;
+    if (!tessera_fault_ready(s, errp)) {
+        return false;
+    }
+    if (!s->ports[*port].wired) {
+        error_setg(errp, "tessera: ici%u-faults: port %u has no chardev "
+                   "(property ici%u)", *port, *port, *port);
+        return false;
+    }
+    return true;
+}
+
+static void tessera_get_link_faults(Object *obj, Visitor *v, const char *name,
+                                    void *opaque, Error **errp)
+{
+    TesseraState *s = TESSERA(obj);
+    g_autoptr(GString) text = g_string_new(NULL);
+    TsrLinkFaults f;
+    unsigned int port;
+    size_t i;
+    char *str;
+
+    if (!tessera_link_faults_port(s, opaque, &port, errp)) {
+        return;
+    }
+    tsr_ici_get_faults(tessera_ici(s), port, &f);
+    for (i = 0; i < ARRAY_SIZE(tessera_link_fault_keys); i++) {
+        const TesseraLinkFaultKey *k = &tessera_link_fault_keys[i];
+
+        g_string_append_printf(text, "%s%s=%" PRIu64, i ? "," : "", k->key,
+                               tessera_link_fault_get(&f, k));
+    }
+    str = text->str;
+    visit_type_str(v, name, &str, errp);
+}
+
+static void tessera_set_link_faults(Object *obj, Visitor *v, const char *name,
+                                    void *opaque, Error **errp)
+{
+    TesseraState *s = TESSERA(obj);
+    g_autofree char *text = NULL;
+    TsrLinkFaults f = { 0 };
+    unsigned int port, fields = 0;
+    bool down = false, retrain = false;
+    Error *err = NULL;
+
+    if (!visit_type_str(v, name, &text, errp) ||
+        !tessera_link_faults_port(s, opaque, &port, errp)) {
+        return;
+    }
+    if (!tessera_link_faults_parse(text, &f, &fields, &down, &retrain,
+                                   &err)) {
+        error_propagate_prepend(errp, err, "tessera: %s: ", name);
+        return;
+    }
+    trace_tessera_ici_faults(port, text);
+    tsr_ici_set_faults(tessera_ici(s), port, &f, fields);
+    if (down) {
+        tsr_ici_port_control(tessera_ici(s), port, TSR_ICI_CTRL_DOWN);
+    }
+    if (retrain) {
+        tsr_ici_port_control(tessera_ici(s), port, TSR_ICI_CTRL_RETRAIN);
+    }
+    tessera_ici_arm(s);
+}
+
+static void tessera_add_link_fault_props(Object *obj)
+{
+    TesseraState *s = TESSERA(obj);
+    unsigned int i;
+
+    for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
+        g_autofree char *name = g_strdup_printf("ici%u-faults", i);
+
+        object_property_add(obj, name, "str", tessera_get_link_faults,
+                            tessera_set_link_faults, NULL, &s->ports[i]);
+        object_property_set_description(obj, name,
+            "link faults of the port, e.g. drop-next=1,drop-ppm=1000,"
+            "corrupt-next=0,corrupt-ppm=0,drop-acks=0,delay-us=0,seed=7; "
+            "actions down=on, retrain=on");
+    }
+}
+
 static void tessera_add_fault_props(Object *obj)
 {
     size_t i;
@@ -827,6 +1034,7 @@ static void tessera_add_fault_props(Object *obj)
                         tessera_set_fatal, NULL, NULL);
     object_property_set_description(obj, "fault-fatal",
                                     "raise a fatal error (needs a reset)");
+    tessera_add_link_fault_props(obj);
 }
 
 static const Property tessera_properties[] = {
@@ -851,6 +1059,9 @@ static const Property tessera_properties[] = {
     DEFINE_PROP_STRING("slice-dims", TesseraState, slice_dims),
     DEFINE_PROP_STRING("coords", TesseraState, coords),
     DEFINE_PROP_STRING("wrap", TesseraState, wrap),
+    /* For tests: a retransmit timer no busy host fires by itself. */
+    DEFINE_PROP_UINT32("x-ici-retransmit-us", TesseraState, ici_retransmit_us,
+                       0),
     DEFINE_PROP_CHR("ici0", TesseraState, ports[0].chr),
     DEFINE_PROP_CHR("ici1", TesseraState, ports[1].chr),
     DEFINE_PROP_CHR("ici2", TesseraState, ports[2].chr),

@@ -336,15 +336,24 @@ static uint32_t debug_reg_read(TsrCore *core, uint32_t offset)
     }
 }
 
+/* Whether the debug block is there (debug-regs=on) to take a write. */
+static bool debug_regs_on(TsrCore *core, uint32_t offset, uint32_t value,
+                          TsrRegEffects *e)
+{
+    if (!core->cfg.debug_regs) {
+        reject(e, "write 0x%" PRIx32 " to debug register 0x%" PRIx32
+               " ignored: the debug block is off (debug-regs)",
+               value, offset);
+    }
+    return core->cfg.debug_regs;
+}
+
 static void debug_reg_write(TsrCore *core, uint32_t offset, uint32_t value,
                             TsrRegEffects *e)
 {
     TsrFaults *f = &e->faults;
 
-    if (!core->cfg.debug_regs) {
-        reject(e, "write 0x%" PRIx32 " to debug register 0x%" PRIx32
-               " ignored: the debug block is off (debug-regs)",
-               value, offset);
+    if (!debug_regs_on(core, offset, value, e)) {
         return;
     }
     *f = core->faults;
@@ -380,6 +389,116 @@ static void debug_reg_write(TsrCore *core, uint32_t offset, uint32_t value,
         e->set_faults = false;
         reject_write(e, offset, value);
         break;
+    }
+}
+
+/*
+ * The link fault registers of the debug block.  The faults belong to the
+ * links, under the ICI's lock, which is never taken inside the core's: these
+ * registers are reached without the core's lock.
+ */
+#define DBG_LINK_STRIDE (TSR_REG_DBG_LINK_BASE(1) - TSR_REG_DBG_LINK_BASE(0))
+
+static bool debug_link_block(uint32_t offset)
+{
+    return offset >= TSR_REG_DBG_LINK_BASE(0) &&
+           offset < TSR_REG_DBG_LINK_BASE(TSR_ICI_MAX_PORTS);
+}
+
+static unsigned int debug_link_port(uint32_t offset)
+{
+    return (offset - TSR_REG_DBG_LINK_BASE(0)) / DBG_LINK_STRIDE;
+}
+
+static uint32_t debug_link_reg(uint32_t offset)
+{
+    return (offset - TSR_REG_DBG_LINK_BASE(0)) % DBG_LINK_STRIDE;
+}
+
+static uint32_t debug_link_read(TsrCore *core, uint32_t offset)
+{
+    TsrLinkFaults f;
+
+    if (!core->cfg.debug_regs ||
+        tsr_ici_get_faults(core->ici, debug_link_port(offset), &f)) {
+        return 0;
+    }
+    switch (debug_link_reg(offset)) {
+    case TSR_DREG_LINK_DROP_NEXT:
+        return f.drop_next;
+    case TSR_DREG_LINK_DROP_PPM:
+        return f.drop_ppm;
+    case TSR_DREG_LINK_CORRUPT_NEXT:
+        return f.corrupt_next;
+    case TSR_DREG_LINK_CORRUPT_PPM:
+        return f.corrupt_ppm;
+    case TSR_DREG_LINK_DROP_ACKS:
+        return f.drop_acks_next;
+    case TSR_DREG_LINK_DELAY_US:
+        /* The host may have set a hold the register cannot show. */
+        return tsr_min(f.delay_ns / 1000, UINT32_MAX);
+    case TSR_DREG_LINK_SEED:
+        return (uint32_t)f.seed;
+    default:
+        return 0;
+    }
+}
+
+/* Set one field of a port's link faults. */
+static void debug_link_write(TsrCore *core, uint32_t offset, uint32_t value,
+                             TsrRegEffects *e)
+{
+    unsigned int port = debug_link_port(offset);
+    TsrLinkFaults f = { 0 };
+    unsigned int field;
+
+    if (!debug_regs_on(core, offset, value, e)) {
+        return;
+    }
+    switch (debug_link_reg(offset)) {
+    case TSR_DREG_LINK_DROP_NEXT:
+        f.drop_next = value;
+        field = TSR_LINK_FAULT_DROP_NEXT;
+        break;
+    case TSR_DREG_LINK_DROP_PPM:
+        f.drop_ppm = value;
+        field = TSR_LINK_FAULT_DROP_PPM;
+        break;
+    case TSR_DREG_LINK_CORRUPT_NEXT:
+        f.corrupt_next = value;
+        field = TSR_LINK_FAULT_CORRUPT_NEXT;
+        break;
+    case TSR_DREG_LINK_CORRUPT_PPM:
+        f.corrupt_ppm = value;
+        field = TSR_LINK_FAULT_CORRUPT_PPM;
+        break;
+    case TSR_DREG_LINK_DROP_ACKS:
+        f.drop_acks_next = value;
+        field = TSR_LINK_FAULT_DROP_ACKS_NEXT;
+        break;
+    case TSR_DREG_LINK_DELAY_US:
+        f.delay_ns = value * 1000ull;
+        field = TSR_LINK_FAULT_DELAY;
+        break;
+    case TSR_DREG_LINK_SEED:
+        f.seed = value;
+        field = TSR_LINK_FAULT_SEED;
+        break;
+    default:
+        reject_write(e, offset, value);
+        return;
+    }
+    if ((field & (TSR_LINK_FAULT_DROP_PPM | TSR_LINK_FAULT_CORRUPT_PPM)) &&
+        value > TSR_LINK_FAULT_MAX_PPM) {
+        reject(e, "ICI port %u: link fault register 0x%" PRIx32 " <- %"
+               PRIu32 " ignored: a rate is at most %u per million", port,
+               offset, value, TSR_LINK_FAULT_MAX_PPM);
+        return;
+    }
+    if (tsr_ici_set_faults(core->ici, port, &f, field)) {
+        reject(e, "ICI port %u: link fault register 0x%" PRIx32 " <- 0x%"
+               PRIx32 " ignored: the port has no socket", port, offset,
+               value);
     }
 }
 
@@ -739,6 +858,9 @@ uint32_t tsr_core_reg_read(TsrCore *core, uint32_t offset)
     if (ici_block(offset)) {
         return tsr_ici_reg_read(core->ici, offset);
     }
+    if (debug_link_block(offset)) {
+        return debug_link_read(core, offset);
+    }
     pthread_mutex_lock(&core->lock);
     if (offset < TSR_BLOCK_IRQ) {
         v = global_reg_read(core, offset);
@@ -827,6 +949,26 @@ static void queue_event(TsrCore *core, unsigned int q, bool reset)
     }
 }
 
+/* The registers under the core's lock. */
+static void core_reg_write(TsrCore *core, uint32_t offset, uint32_t value,
+                           TsrRegEffects *e)
+{
+    pthread_mutex_lock(&core->lock);
+    if (offset < TSR_BLOCK_QUEUE) {
+        global_reg_write(core, offset, value, e);
+    } else if (offset < TSR_BLOCK_MMU) {
+        queue_reg_write(core, offset, value, e);
+    } else if (offset < TSR_BLOCK_COUNTERS) {
+        mmu_reg_write(core, offset, value, e);
+    } else if (offset >= TSR_BLOCK_DEBUG &&
+               offset < TSR_BLOCK_DEBUG + 0x1000) {
+        debug_reg_write(core, offset, value, e);
+    } else {
+        reject_write(e, offset, value);
+    }
+    pthread_mutex_unlock(&core->lock);
+}
+
 void tsr_core_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
 {
     TsrRegEffects e = { .kick = -1, .queue_event = -1 };
@@ -839,20 +981,11 @@ void tsr_core_reg_write(TsrCore *core, uint32_t offset, uint32_t value)
         }
         return;
     }
-    pthread_mutex_lock(&core->lock);
-    if (offset < TSR_BLOCK_QUEUE) {
-        global_reg_write(core, offset, value, &e);
-    } else if (offset < TSR_BLOCK_MMU) {
-        queue_reg_write(core, offset, value, &e);
-    } else if (offset < TSR_BLOCK_COUNTERS) {
-        mmu_reg_write(core, offset, value, &e);
-    } else if (offset >= TSR_BLOCK_DEBUG &&
-               offset < TSR_BLOCK_DEBUG + 0x1000) {
-        debug_reg_write(core, offset, value, &e);
+    if (debug_link_block(offset)) {
+        debug_link_write(core, offset, value, &e);
     } else {
-        reject_write(&e, offset, value);
+        core_reg_write(core, offset, value, &e);
     }
-    pthread_mutex_unlock(&core->lock);
 
     if (e.rejected[0]) {
         tsr_core_guest_error(core, "%s", e.rejected);

@@ -23,6 +23,12 @@
  * host threads and sockets, so that a resend is a modeled fault's doing.
  */
 #define ICI_RETRANSMIT_NS 5000000ull
+/*
+ * Answers waiting for room on their way back.  Each requester has at most
+ * ICI_REQS requests out, so a slice of 256 chips needs at most 2048; a
+ * hostile peer that asks more loses its answers and times out.
+ */
+#define ICI_PENDING_ANSWERS 2048
 /* How long a waiting sender sleeps before checking for an abort again. */
 #define ICI_WAIT_SLICE_NS 1000000ull
 
@@ -52,6 +58,7 @@ struct TsrIci {
     pthread_cond_t cond;
     IciPort port[TSR_ICI_MAX_PORTS];
     uint32_t wired;
+    uint64_t retransmit_ns;
     IciReq req[ICI_REQS];
     uint32_t next_req;
     uint64_t window_table;
@@ -67,6 +74,10 @@ struct TsrIci {
     uint32_t viol_source;
     uint32_t viol_window;
     uint32_t viol_reason;
+    /* Answers that found their channel full, oldest first (a ring). */
+    struct tsr_ici_msg *pending;
+    unsigned int pending_head;
+    unsigned int pending_count;
 };
 
 static uint64_t now_ns(void)
@@ -317,17 +328,61 @@ static void take_answer(TsrIci *ici, const struct tsr_ici_msg *m)
     }
 }
 
+/* Send the answers that wait, in order, while their channels have room. */
+static void flush_answers(TsrIci *ici)
+{
+    while (ici->pending_count) {
+        struct tsr_ici_msg *a = &ici->pending[ici->pending_head];
+        int port = tsr_route_port(&ici->slice.topo, ici->slice.coords,
+                                  a->dst);
+
+        if (port >= 0 && (ici->wired & (1u << port)) &&
+            tsr_link_state(ici->port[port].link) == TSR_ICI_STATE_UP &&
+            !send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, a, NULL)) {
+            return;
+        }
+        /* Sent, or its way is down: its requester fails with LINK_DOWN. */
+        ici->pending_head = (ici->pending_head + 1) % ICI_PENDING_ANSWERS;
+        ici->pending_count--;
+    }
+}
+
 /*
- * A message for this chip.  Answers go back the way the request came, so
- * the answer's channel must have room before the write happens: a write
- * is never applied twice.  Returns false to be offered again later.
+ * Answer a request.  A chip always takes the messages addressed to it,
+ * whatever its outgoing channels hold: were it to wait for room for the
+ * answer, two chips writing to each other would each wait for the other
+ * to drain (a message-dependent deadlock).  An answer without room waits
+ * here instead, behind the answers before it.
  */
+static void answer(TsrIci *ici, struct tsr_ici_msg *ans)
+{
+    int port = tsr_route_port(&ici->slice.topo, ici->slice.coords, ans->dst);
+
+    if (port == TSR_ROUTE_HERE) {
+        take_answer(ici, ans);
+        return;
+    }
+    if (port < 0) {
+        return;
+    }
+    flush_answers(ici);
+    if (!ici->pending_count &&
+        send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, ans, NULL)) {
+        return;
+    }
+    if (ici->pending_count == ICI_PENDING_ANSWERS) {
+        return;     /* more requests than any correct slice makes */
+    }
+    ici->pending[(ici->pending_head + ici->pending_count++) %
+                 ICI_PENDING_ANSWERS] = *ans;
+}
+
+/* A message for this chip: always taken, so that it never blocks a link. */
 static bool take_local(TsrIci *ici, struct tsr_ici_msg *m,
                        const uint8_t *data)
 {
     struct tsr_ici_msg ans;
     uint32_t err = TSR_ERR_NONE;
-    int port;
 
     if (m->type == TSR_ICI_MSG_ANSWER) {
         take_answer(ici, m);
@@ -335,10 +390,6 @@ static bool take_local(TsrIci *ici, struct tsr_ici_msg *m,
     }
     if (m->type != TSR_ICI_MSG_WRITE) {
         return true;    /* nothing a correct peer sends: dropped */
-    }
-    port = tsr_route_port(&ici->slice.topo, ici->slice.coords, m->src);
-    if (port >= 0 && !tsr_link_can_send(ici->port[port].link, 0)) {
-        return false;
     }
     if (refused_before(ici, m)) {
         return true;    /* answered at its first refused chunk */
@@ -353,11 +404,7 @@ static bool take_local(TsrIci *ici, struct tsr_ici_msg *m,
     };
     memcpy(ans.src, ici->slice.coords, sizeof(ans.src));
     memcpy(ans.dst, m->src, sizeof(ans.dst));
-    if (port >= 0) {
-        send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, &ans, NULL);
-    } else if (port == TSR_ROUTE_HERE) {
-        take_answer(ici, &ans);
-    }
+    answer(ici, &ans);
     return true;
 }
 
@@ -427,6 +474,7 @@ static void settle(TsrIci *ici)
     uint64_t now = now_ns();
     unsigned int p;
 
+    flush_answers(ici);
     for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
         if (ici->port[p].link) {
             tsr_link_rx_ready(ici->port[p].link, now);
@@ -450,8 +498,14 @@ TsrIci *tsr_ici_new(TsrCore *core, const TsrSlice *slice)
     if (!ici) {
         return NULL;
     }
+    ici->pending = calloc(ICI_PENDING_ANSWERS, sizeof(*ici->pending));
+    if (!ici->pending) {
+        free(ici);
+        return NULL;
+    }
     ici->core = core;
     ici->slice = *slice;
+    ici->retransmit_ns = ICI_RETRANSMIT_NS;
     pthread_mutex_init(&ici->lock, NULL);
     pthread_cond_init(&ici->cond, NULL);
     for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
@@ -473,6 +527,7 @@ void tsr_ici_free(TsrIci *ici)
     }
     pthread_cond_destroy(&ici->cond);
     pthread_mutex_destroy(&ici->lock);
+    free(ici->pending);
     free(ici);
 }
 
@@ -483,6 +538,15 @@ int tsr_ici_set_slice(TsrIci *ici, const TsrSlice *slice)
         return -1;
     }
     ici->slice = *slice;
+    return 0;
+}
+
+int tsr_ici_set_retransmit(TsrIci *ici, uint64_t ns)
+{
+    if (ici->wired || !ns) {
+        return -1;
+    }
+    ici->retransmit_ns = ns;
     return 0;
 }
 
@@ -505,7 +569,7 @@ int tsr_ici_attach(TsrIci *ici, unsigned int port)
     uint8_t peer[3];
     TsrLinkConfig cfg = {
         .window = 64, .rx_slots = 16, .tx_slots = 32,
-        .retransmit_ns = ICI_RETRANSMIT_NS, .retry_limit = 8,
+        .retransmit_ns = ici->retransmit_ns, .retry_limit = 8,
     };
 
     if (port >= TSR_ICI_MAX_PORTS || ici->port[port].link ||
@@ -615,7 +679,7 @@ uint64_t tsr_ici_deadline(TsrIci *ici)
 }
 
 int tsr_ici_set_faults(TsrIci *ici, unsigned int port,
-                       const TsrLinkFaults *faults)
+                       const TsrLinkFaults *faults, unsigned int fields)
 {
     TsrLink *link = port_link(ici, port);
 
@@ -623,7 +687,20 @@ int tsr_ici_set_faults(TsrIci *ici, unsigned int port,
         return -1;
     }
     pthread_mutex_lock(&ici->lock);
-    tsr_link_set_faults(link, faults);
+    tsr_link_set_faults(link, faults, fields);
+    pthread_mutex_unlock(&ici->lock);
+    return 0;
+}
+
+int tsr_ici_get_faults(TsrIci *ici, unsigned int port, TsrLinkFaults *faults)
+{
+    TsrLink *link = port_link(ici, port);
+
+    if (!link) {
+        return -1;
+    }
+    pthread_mutex_lock(&ici->lock);
+    tsr_link_get_faults(link, faults);
     pthread_mutex_unlock(&ici->lock);
     return 0;
 }
@@ -752,7 +829,7 @@ uint32_t tsr_ici_reg_read(TsrIci *ici, uint32_t offset)
 
 static bool port_control(TsrIci *ici, unsigned int p, uint32_t value)
 {
-    TsrLink *link = ici->port[p].link;
+    TsrLink *link = port_link(ici, p);
 
     if (!link || (value & ~(TSR_ICI_CTRL_DOWN | TSR_ICI_CTRL_RETRAIN))) {
         return false;
@@ -764,6 +841,16 @@ static bool port_control(TsrIci *ici, unsigned int p, uint32_t value)
     }
     pthread_cond_broadcast(&ici->cond);
     return true;
+}
+
+bool tsr_ici_port_control(TsrIci *ici, unsigned int port, uint32_t control)
+{
+    bool taken;
+
+    pthread_mutex_lock(&ici->lock);
+    taken = port_control(ici, port, control);
+    pthread_mutex_unlock(&ici->lock);
+    return taken;
 }
 
 bool tsr_ici_reg_write(TsrIci *ici, uint32_t offset, uint32_t value)

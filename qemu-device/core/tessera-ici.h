@@ -56,16 +56,33 @@ void tsr_ici_poll(TsrIci *ici);
 /* CLOCK_MONOTONIC nanoseconds of the next timer, UINT64_MAX if none. */
 uint64_t tsr_ici_deadline(TsrIci *ici);
 
-/* Faults of port @port (host properties and the guest debug block). */
+/*
+ * Faults of port @port (host properties and the guest debug block): set
+ * the fields of @faults that @fields (TSR_LINK_FAULT_*) names, or get
+ * what is left of them.  Both fail (-1) if the port has no socket.  A chip
+ * reset keeps them: they belong to the link.
+ */
 int tsr_ici_set_faults(TsrIci *ici, unsigned int port,
-                       const TsrLinkFaults *faults);
+                       const TsrLinkFaults *faults, unsigned int fields);
+int tsr_ici_get_faults(TsrIci *ici, unsigned int port, TsrLinkFaults *faults);
 uint32_t tsr_ici_port_state(TsrIci *ici, unsigned int port);
+/*
+ * What the port's CONTROL register does (TSR_ICI_CTRL_RETRAIN or _DOWN);
+ * false if refused: unknown bits, or a port without a socket.
+ */
+bool tsr_ici_port_control(TsrIci *ici, unsigned int port, uint32_t control);
 
 /*
  * Where the chip is in its slice; before any port is attached.  Returns
  * -1 if the coordinates are not in the topology.
  */
 int tsr_ici_set_slice(TsrIci *ici, const TsrSlice *slice);
+/*
+ * How long a port waits without progress before it resends (5 ms unless
+ * set); before any port is attached.  Tests that count timeouts lengthen
+ * it, so that a busy host's are not taken for a fault's.
+ */
+int tsr_ici_set_retransmit(TsrIci *ici, uint64_t ns);
 
 /* The ICI register block; call without the core's lock held. */
 uint32_t tsr_ici_reg_read(TsrIci *ici, uint32_t offset);

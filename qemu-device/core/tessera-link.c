@@ -203,6 +203,21 @@ static bool rate_hit(const TsrLink *link, uint32_t ppm, uint32_t seq,
                   1000000 < ppm;
 }
 
+/*
+ * The retransmit interval: the configured one, doubled for each timeout in
+ * a row (at most TSR_LINK_BACKOFF_MAX times), as TCP does.  A peer that is
+ * only slow (its host busy) gets time to answer before the retry limit
+ * takes the link down; a dead one still goes down within
+ * retransmit x (2^(MAX+1) - 1 + (limit - MAX) x 2^MAX).
+ */
+static uint64_t rto(const TsrLink *link)
+{
+    unsigned int shift = link->retries < TSR_LINK_BACKOFF_MAX ?
+                         link->retries : TSR_LINK_BACKOFF_MAX;
+
+    return link->cfg.retransmit_ns << shift;
+}
+
 /* ------------------------------------------------------------ the wire */
 
 static void wire_flush(TsrLink *link, uint64_t now)
@@ -211,6 +226,16 @@ static void wire_flush(TsrLink *link, uint64_t now)
 
     if (!link->wlen || now < link->hold_until) {
         return;
+    }
+    if (link->hold_until) {
+        /*
+         * What the hold kept leaves now: time the resend from now, or a
+         * hold ending just before the timer would look like a loss.
+         */
+        link->hold_until = 0;
+        if (link->rto_deadline) {
+            link->rto_deadline = now + rto(link);
+        }
     }
     n = link->ops->wire_write(link->opaque, link->wbuf, link->wlen);
     if (n > link->wlen) {
@@ -356,7 +381,7 @@ static void pump(TsrLink *link, uint64_t now)
             emit(link, TSR_ICI_FRAME_DATA, p->vc ? TSR_ICI_FRAME_VC1 : 0,
                  link->snd_nxt++, p->data, p->len, first, now);
             if (!link->rto_deadline) {
-                link->rto_deadline = now + link->cfg.retransmit_ns;
+                link->rto_deadline = now + rto(link);
             }
         } else if (!admit_one(link)) {
             if (link->ack_due) {
@@ -384,7 +409,7 @@ static void take_ack(TsrLink *link, uint32_t ack, uint64_t now)
     }
     link->retries = 0;
     link->rto_deadline = link->snd_una == link->snd_nxt ? 0 :
-                         now + link->cfg.retransmit_ns;
+                         now + rto(link);
 }
 
 static void take_credit(TsrLink *link, const struct tsr_ici_frame_hdr *h)
@@ -402,7 +427,7 @@ static void take_credit(TsrLink *link, const struct tsr_ici_frame_hdr *h)
 static void go_back(TsrLink *link, uint64_t now)
 {
     link->snd_nxt = link->snd_una;
-    link->rto_deadline = now + link->cfg.retransmit_ns;
+    link->rto_deadline = now + rto(link);
 }
 
 static void go_down(TsrLink *link)
@@ -563,7 +588,7 @@ static void take_train(TsrLink *link, const struct tsr_ici_frame_hdr *h,
     link->train_deadline = 0;
     link->retries = 0;
     link->rto_deadline = link->snd_una == link->snd_end ? 0 :
-                         now + link->cfg.retransmit_ns;
+                         now + rto(link);
     set_state(link, TSR_ICI_STATE_UP);
     /* Tell the peer, which may still wait for our PEER_SEEN. */
     send_train(link, now);
@@ -842,7 +867,7 @@ void tsr_link_poll(TsrLink *link, uint64_t now)
     if (link->rto_deadline && now >= link->rto_deadline &&
         link->state == TSR_ICI_STATE_UP && link->wlen) {
         /* The wire is backed up or held: nothing is lost, just late. */
-        link->rto_deadline = now + link->cfg.retransmit_ns;
+        link->rto_deadline = now + rto(link);
     } else if (link->rto_deadline && now >= link->rto_deadline &&
                link->state == TSR_ICI_STATE_UP) {
         link->cnt.timeouts++;
@@ -882,11 +907,28 @@ uint64_t tsr_link_fault_bytes(const TsrLink *link)
     return link->fault_bytes;
 }
 
-void tsr_link_set_faults(TsrLink *link, const TsrLinkFaults *faults)
+void tsr_link_set_faults(TsrLink *link, const TsrLinkFaults *faults,
+                         unsigned int fields)
 {
-    if (faults->seed != link->faults.seed) {
+    TsrLinkFaults *f = &link->faults;
+
+    if ((fields & TSR_LINK_FAULT_SEED) && faults->seed != f->seed) {
         link->rng = faults->seed;
     }
-    link->faults = *faults;
+#define SET(bit, field) \
+    do { if (fields & (bit)) f->field = faults->field; } while (0)
+    SET(TSR_LINK_FAULT_DROP_NEXT, drop_next);
+    SET(TSR_LINK_FAULT_DROP_PPM, drop_ppm);
+    SET(TSR_LINK_FAULT_CORRUPT_NEXT, corrupt_next);
+    SET(TSR_LINK_FAULT_CORRUPT_PPM, corrupt_ppm);
+    SET(TSR_LINK_FAULT_DROP_ACKS_NEXT, drop_acks_next);
+    SET(TSR_LINK_FAULT_DELAY, delay_ns);
+    SET(TSR_LINK_FAULT_SEED, seed);
+#undef SET
+}
+
+void tsr_link_get_faults(const TsrLink *link, TsrLinkFaults *faults)
+{
+    *faults = link->faults;
 }
 

@@ -60,11 +60,17 @@ typedef struct TsrLinkConfig {
     unsigned int tx_slots;
     /* Resend what is unacknowledged after this long without progress. */
     uint64_t retransmit_ns;
-    /* Timeouts in a row after which the link goes down. */
+    /*
+     * Timeouts in a row after which the link goes down; each doubles the
+     * interval, up to TSR_LINK_BACKOFF_MAX times.
+     */
     unsigned int retry_limit;
     /* First sequence number sent (tests start near the wrap). */
     uint32_t isn;
 } TsrLinkConfig;
+
+/* Doublings of the retransmit interval after timeouts in a row. */
+#define TSR_LINK_BACKOFF_MAX    6
 
 typedef struct TsrLinkOps {
     /*
@@ -115,6 +121,20 @@ typedef struct TsrLinkFaults {
     uint64_t seed;
 } TsrLinkFaults;
 
+/*
+ * Fields of TsrLinkFaults, for tsr_link_set_faults() to change some and
+ * keep the others (what is left of them: a count may be hitting frames
+ * meanwhile).
+ */
+#define TSR_LINK_FAULT_DROP_NEXT        0x01u
+#define TSR_LINK_FAULT_DROP_PPM         0x02u
+#define TSR_LINK_FAULT_CORRUPT_NEXT     0x04u
+#define TSR_LINK_FAULT_CORRUPT_PPM      0x08u
+#define TSR_LINK_FAULT_DROP_ACKS_NEXT   0x10u
+#define TSR_LINK_FAULT_DELAY            0x20u
+#define TSR_LINK_FAULT_SEED             0x40u
+#define TSR_LINK_FAULT_ALL              0x7fu
+
 TsrLink *tsr_link_new(const TsrLinkConfig *cfg, const TsrLinkOps *ops,
                       void *opaque);
 void tsr_link_free(TsrLink *link);
@@ -163,6 +183,10 @@ void tsr_link_get_counters(const TsrLink *link, TsrLinkCounters *c);
  * host's own timing causes are not charged).
  */
 uint64_t tsr_link_fault_bytes(const TsrLink *link);
-void tsr_link_set_faults(TsrLink *link, const TsrLinkFaults *faults);
+/* Set the fields of @faults that @fields (TSR_LINK_FAULT_*) names. */
+void tsr_link_set_faults(TsrLink *link, const TsrLinkFaults *faults,
+                         unsigned int fields);
+/* The faults still to come: counts give what is left of them. */
+void tsr_link_get_faults(const TsrLink *link, TsrLinkFaults *faults);
 
 #endif /* TESSERA_LINK_H */

@@ -298,6 +298,56 @@ TEST(a_strided_write_and_its_semaphore_land_exactly)
 	slice_free(s);
 }
 
+struct crossing {
+	struct test_chip *chip;
+	struct tsr_cmd_ici_write cmd;
+	uint32_t error;
+};
+
+static void *run_crossing(void *arg)
+{
+	struct crossing *x = arg;
+
+	x->error = chip_run(x->chip, &x->cmd, sizeof(x->cmd))->error;
+	return NULL;
+}
+
+/*
+ * Both directions of a link loaded at once.  A chip that held a message
+ * for it until the answer had room could deadlock here, when both chips'
+ * outgoing queues fill at once (more likely between VMs, whose sockets are
+ * slower than these wires): each waits for the other to drain, until the
+ * answer timeout fails both writes.
+ */
+TEST(two_chips_writing_to_each_other_at_once_both_finish)
+{
+	struct slice *s = slice_new(2, false);
+	struct crossing x[2];
+	pthread_t t[2];
+	unsigned int i;
+
+	ASSERT_TRUE(wait_up(s));
+	for (i = 0; i < 2; i++) {
+		uint8_t dst[3] = { !i, 0, 0 };
+
+		open_window(s, i, 8 << 20,
+			    TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+		fill(host_ptr(s->chip[i], s->src[i]), 8 << 20, 10 + i);
+		x[i].chip = s->chip[i];
+		x[i].cmd = ici_write(dst, s->src[i], 0, 1, 8 << 20);
+	}
+	for (i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, run_crossing, &x[i]);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(TSR_ERR_NONE, x[i].error) TH_LOG("chip %u", i);
+		EXPECT_EQ(0, memcmp(host_ptr(s->chip[!i], s->win[!i]),
+				    host_ptr(s->chip[i], s->src[i]), 8 << 20));
+	}
+	slice_free(s);
+}
+
 TEST(writes_cross_chips_that_only_forward)
 {
 	struct slice *s = slice_new(4, false);
@@ -395,6 +445,46 @@ TEST(a_chip_outside_the_slice_has_no_route_and_a_down_link_fails_fast)
 	slice_free(s);
 }
 
+TEST(link_faults_need_a_socket_and_survive_a_chip_reset)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0];
+	TsrIci *ici = tsr_core_ici(a->core);
+	TsrLinkFaults f = { .drop_ppm = 5, .seed = 11 }, now;
+
+	ASSERT_TRUE(wait_up(s));
+	/* Port 1 of chip (0) faces the edge of the line: no socket. */
+	EXPECT_EQ(-1, tsr_ici_set_faults(ici, 1, &f, TSR_LINK_FAULT_ALL));
+	EXPECT_EQ(-1, tsr_ici_get_faults(ici, 1, &now));
+	EXPECT_FALSE(tsr_ici_port_control(ici, 1, TSR_ICI_CTRL_DOWN));
+	EXPECT_FALSE(tsr_ici_port_control(ici, 0, 0x80));
+	ASSERT_EQ(0, tsr_ici_set_faults(ici, 0, &f, TSR_LINK_FAULT_ALL));
+	wr(a, TSR_REG_RESET, TSR_RESET_MAGIC);
+	ASSERT_EQ(0, tsr_ici_get_faults(ici, 0, &now));
+	EXPECT_EQ(5, now.drop_ppm);
+	EXPECT_EQ(11, now.seed);
+	/* The CONTROL register's actions, from the host. */
+	EXPECT_TRUE(tsr_ici_port_control(ici, 0, TSR_ICI_CTRL_DOWN));
+	EXPECT_EQ(TSR_ICI_STATE_DOWN, tsr_ici_port_state(ici, 0));
+	EXPECT_TRUE(tsr_ici_port_control(ici, 0, TSR_ICI_CTRL_RETRAIN));
+	EXPECT_TRUE(wait_up(s));
+	slice_free(s);
+}
+
+TEST(the_retransmit_timer_is_set_before_any_port_is_attached)
+{
+	struct test_chip *c = chip_new("v4");
+	TsrIci *ici = tsr_core_ici(c->core);
+	TsrSlice sl = { .slice_id = 3, .topo = { .dims = { 2, 1, 1 } } };
+
+	ASSERT_EQ(0, tsr_ici_set_slice(ici, &sl));
+	EXPECT_EQ(-1, tsr_ici_set_retransmit(ici, 0));
+	EXPECT_EQ(0, tsr_ici_set_retransmit(ici, 200000000));
+	ASSERT_EQ(0, tsr_ici_attach(ici, TSR_ICI_PORT(0, 0)));
+	EXPECT_EQ(-1, tsr_ici_set_retransmit(ici, 1000000));
+	chip_free(c);
+}
+
 TEST(dropped_and_corrupted_frames_lose_nothing)
 {
 	struct slice *s = slice_new(2, true);
@@ -408,8 +498,10 @@ TEST(dropped_and_corrupted_frames_lose_nothing)
 	ASSERT_TRUE(wait_up(s));
 	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	for (p = 0; p < 2; p++) {
-		tsr_ici_set_faults(tsr_core_ici(a->core), p, &f);
-		tsr_ici_set_faults(tsr_core_ici(b->core), p, &f);
+		tsr_ici_set_faults(tsr_core_ici(a->core), p, &f,
+				   TSR_LINK_FAULT_ALL);
+		tsr_ici_set_faults(tsr_core_ici(b->core), p, &f,
+				   TSR_LINK_FAULT_ALL);
 	}
 	for (round = 0; round < 8; round++) {
 		fill(host_ptr(a, s->src[0]), 4 << 20, 10 + round);
@@ -493,6 +585,46 @@ TEST(sixteen_mib_over_one_hop_takes_bytes_over_bandwidth_plus_latency)
 	got = rec->dma_cycles;
 	TH_LOG("16 MiB: %.0f modeled cycles, %.0f by the formula", got, want);
 	EXPECT_GT(0.02 * want, fabs(got - want));
+	slice_free(s);
+}
+
+/*
+ * The semaphore comes with the data's modeled arrival: a SEM_WAIT on the
+ * target, whose own clock is far behind, ends no earlier than that.
+ */
+TEST(a_sem_wait_on_the_target_ends_no_earlier_than_the_data_arrives)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	const TsrConfig *cfg = tsr_core_config(a->core);
+	uint8_t dst[3] = { 1, 0, 0 };
+	struct tsr_cmd_ici_write w;
+	struct tsr_cmd_sem wait = {
+		.hdr = HDR(TSR_OP_SEM_WAIT, struct tsr_cmd_sem),
+		.va = s->win[1] + (6 << 20), .value = 1,
+	};
+	struct tsr_completion *rec;
+	uint64_t start, serialization;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	w = ici_write(dst, s->src[0], 0, 1, 4 << 20);
+	w.hdr.flags = TSR_ICI_WRITE_SEM;
+	w.sem_offset = 6 << 20;
+	w.sem_add = 1;
+	rec = chip_run(a, &w, sizeof(w));
+	ASSERT_EQ(TSR_ERR_NONE, rec->error);
+	start = rec->start_cycle;
+	serialization = (uint64_t)(4.0 * (1 << 20) /
+				   (cfg->ici_link_gbps * 1e9) *
+				   cfg->clock_mhz * 1e6);
+
+	rec = chip_run(b, &wait, sizeof(wait));
+	ASSERT_EQ(TSR_ERR_NONE, rec->error);
+	TH_LOG("write started at %llu, the wait ended at %llu, serialization %llu",
+	       (unsigned long long)start, (unsigned long long)rec->end_cycle,
+	       (unsigned long long)serialization);
+	EXPECT_LE(start + serialization, rec->end_cycle);
 	slice_free(s);
 }
 

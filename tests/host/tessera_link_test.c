@@ -281,7 +281,7 @@ static TsrLinkCounters counters(struct end *e)
 
 static void inject(struct end *e, const TsrLinkFaults *f)
 {
-	tsr_link_set_faults(e->link, f);
+	tsr_link_set_faults(e->link, f, TSR_LINK_FAULT_ALL);
 }
 
 TEST(crc32c_check_value)
@@ -379,6 +379,31 @@ TEST_F(link, random_drops_and_corruption_lose_nothing_and_repeat_exactly)
 	EXPECT_EQ(0, memcmp(&first, &again, sizeof(first)));
 }
 
+TEST_F(link, faults_change_field_by_field_and_counts_read_back_what_is_left)
+{
+	TsrLinkFaults f = { .drop_next = 2, .delay_ns = 5000, .seed = 9 };
+	TsrLinkFaults g = { .drop_next = 99, .drop_ppm = 7 };
+	TsrLinkFaults now;
+
+	ASSERT_TRUE(train(self));
+	inject(&self->a, &f);
+	/* Only the field named changes. */
+	tsr_link_set_faults(self->a.link, &g, TSR_LINK_FAULT_DROP_PPM);
+	tsr_link_get_faults(self->a.link, &now);
+	EXPECT_EQ(2, now.drop_next);
+	EXPECT_EQ(7, now.drop_ppm);
+	EXPECT_EQ(5000, now.delay_ns);
+	EXPECT_EQ(9, now.seed);
+	ASSERT_TRUE(exchange(self, 20, 100000));
+	EXPECT_TRUE(streams_match(self));
+	/* The counts and the hold are used up; rates and seed stay. */
+	tsr_link_get_faults(self->a.link, &now);
+	EXPECT_EQ(0, now.drop_next);
+	EXPECT_EQ(0, now.delay_ns);
+	EXPECT_EQ(7, now.drop_ppm);
+	EXPECT_EQ(9, now.seed);
+}
+
 TEST_F(link, lost_acks_are_covered_by_the_retransmit_timer)
 {
 	TsrLinkFaults f = { .drop_acks_next = 3 };
@@ -408,6 +433,36 @@ TEST_F(link, lost_acks_are_covered_by_the_retransmit_timer)
 	EXPECT_LE(5, b.seq_errors);
 	EXPECT_EQ(5, self->b.delivered);
 	EXPECT_EQ(TSR_ICI_STATE_UP, tsr_link_state(self->a.link));
+}
+
+TEST_F(link, a_held_wire_times_its_frames_from_when_they_leave)
+{
+	TsrLinkFaults f = { .delay_ns = RTO_NS / 2 };
+	uint8_t buf[100] = { 1 };
+	TsrLinkCounters a;
+	int i;
+
+	ASSERT_TRUE(train(self));
+	inject(&self->a, &f);
+	ASSERT_EQ(0, tsr_link_send(self->a.link, 0, buf, sizeof(buf),
+				   self->now));
+	memcpy(self->a.sent[0], buf, sizeof(buf));
+	self->a.sent_len[0] = sizeof(buf);
+	/* A late timer lets the frame out just before its resend was due... */
+	self->now += RTO_NS - 1000;
+	tsr_link_poll(self->a.link, self->now);
+	EXPECT_LT(0, self->a.wire_len);
+	/* ...and runs again before the acknowledgement is back. */
+	self->now += 1000;
+	tsr_link_poll(self->a.link, self->now);
+	for (i = 0; i < 100 && tsr_link_pending(self->a.link); i++)
+		step(self);
+	EXPECT_EQ(0, tsr_link_pending(self->a.link));
+	EXPECT_TRUE(streams_match(self));
+	a = counters(&self->a);
+	EXPECT_EQ(0, a.timeouts);
+	EXPECT_EQ(0, a.replays);
+	EXPECT_EQ(0, counters(&self->b).seq_errors);
 }
 
 /* Frame boundaries in a wire buffer (the test knows the format). */

@@ -73,6 +73,34 @@ def header_constants():
 C = header_constants()
 
 
+def header_macros():
+    """The one-line function-like #defines of tessera_chip.h:
+    name -> (parameters, body)."""
+    text = open(HEADER).read()
+    return {name: ([p.strip() for p in params.split(",")],
+                   body.split("/*")[0])
+            for name, params, body in re.findall(
+                r"^#define\s+(TSR_\w+)\(([\w, ]+)\)[ \t]+([^\n\\]+)$",
+                text, re.M)}
+
+
+MACROS = header_macros()
+
+
+def macro(name, *args):
+    """Function-like macro @name of tessera_chip.h applied to integers:
+    macro("TSR_ICI_PORT_BASE", 1) is TSR_ICI_PORT_BASE(1)."""
+    params, expr = MACROS[name]
+    for param, arg in zip(params, args):
+        expr = re.sub(r"\b%s\b" % param, str(int(arg)), expr)
+    for ref in set(re.findall(r"\bTSR_\w+\b", expr)):
+        expr = re.sub(r"\b%s\b" % ref, str(C[ref]), expr)
+    if not re.fullmatch(r"[\s\d()x<>|&^+*/a-fA-F-]*", expr):
+        raise ValueError(f"{name}: cannot evaluate '{expr}'")
+    expr = expr.replace("/", "//")
+    return int(eval(expr, {"__builtins__": {}}))
+
+
 def die_with_parent():
     """Child side: QEMU gets SIGKILL when this test program dies."""
     ctypes.CDLL(None).prctl(1, 9)   # PR_SET_PDEATHSIG, SIGKILL
@@ -282,11 +310,14 @@ class Qtest:
     def clear_irq(self, vector):
         self.writel(MSI_BASE + 4 * vector, 0)
 
-    def wait(self, what, cond, timeout=WAIT_S):
+    def wait(self, what, cond, timeout=WAIT_S, interval=0):
+        """Poll @cond until it holds, at most @timeout seconds; @interval
+        between polls leaves the CPU to a QEMU whose timing is tested."""
         deadline = time.monotonic() + timeout
         while not cond():
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {what}")
+            time.sleep(interval)
 
     # -- contexts, page tables, queues
     def alloc_pt(self):

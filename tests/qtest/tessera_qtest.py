@@ -7,8 +7,9 @@ Each test starts the built QEMU with -accel qtest and the device, plays
 the PCI enumerator (BARs, bus mastering, MSI-X), and drives the chip the
 way a driver would: page tables and rings in guest RAM, doorbells in BAR0
 (tessera_harness.py).  Then the hostile-guest suite runs
-(tessera_hostile.py), and the ICI port against a peer that speaks the
-wire protocol (tessera_ici_peer.py).  Output is TAP, one plan per suite.
+(tessera_hostile.py), the ICI port against a peer that speaks the wire
+protocol (tessera_ici_peer.py), and link faults injected between two chips
+(tessera_ici_faults.py).  Output is TAP, one plan per suite.
 """
 
 import os
@@ -21,6 +22,7 @@ from tessera_harness import (BAR0, BAR2, C, FENCES, HUGE_VA,  # noqa: E402
                              QEMU, billion_row_dma, check, dma, dma_copy,
                              hdr, huge_matmul, run_suite, sem)
 import tessera_hostile  # noqa: E402
+import tessera_ici_faults  # noqa: E402
 import tessera_ici_peer  # noqa: E402
 
 
@@ -413,6 +415,7 @@ def main():
     failed = run_suite(TESTS)
     failed += run_suite(tessera_hostile.TESTS, "hostile")
     failed += run_suite(tessera_ici_peer.TESTS, "ici")
+    failed += run_suite(tessera_ici_faults.TESTS, "ici-faults")
     return 1 if failed else 0
 
 
