@@ -14,6 +14,9 @@
  *   timeout_wait_free  the next N timeouts of a finished job let the free
  *                      worker run before they use the job (the same trap)
  *   fault_*            the chip's debug fault-injection block, when present
+ *   ici                the ICI block's and each port's registers
+ *   ici<p>/control     write 1 to retrain port p, 2 to take it down
+ *   ici<p>/fault_*     link faults of port p (debug block, when present)
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -29,6 +32,7 @@
 #include "tessera_debugfs.h"
 #include "tessera_gem.h"
 #include "tessera_hw.h"
+#include "tessera_ici.h"
 #include "tessera_mmu.h"
 #include "tessera_reset.h"
 
@@ -164,8 +168,70 @@ static int tessera_contexts_show(struct seq_file *m, void *unused)
 	return 0;
 }
 
+static int tessera_ici_show(struct seq_file *m, void *unused)
+{
+	static const struct {
+		const char *name;
+		u32 reg;
+	} regs[] = {
+		{ "SLICE_ID", TSR_REG_ICI_SLICE_ID },
+		{ "DIMS", TSR_REG_ICI_DIMS },
+		{ "COORDS", TSR_REG_ICI_COORDS },
+		{ "WRAP", TSR_REG_ICI_WRAP },
+		{ "PORTS_WIRED", TSR_REG_ICI_PORTS_WIRED },
+		{ "IRQ_STATUS", TSR_REG_ICI_IRQ_STATUS },
+		{ "IRQ_ENABLE", TSR_REG_ICI_IRQ_ENABLE },
+		{ "PORTS_CHANGED", TSR_REG_ICI_PORTS_CHANGED },
+		{ "WINDOW_TABLE_LO", TSR_REG_ICI_WINDOW_TABLE_LO },
+		{ "WINDOW_TABLE_HI", TSR_REG_ICI_WINDOW_TABLE_HI },
+		{ "WINDOW_COUNT", TSR_REG_ICI_WINDOW_COUNT },
+		{ "VIOLATIONS", TSR_REG_ICI_VIOLATIONS },
+		{ "VIOL_SOURCE", TSR_REG_ICI_VIOL_SOURCE },
+		{ "VIOL_WINDOW", TSR_REG_ICI_VIOL_WINDOW },
+		{ "VIOL_REASON", TSR_REG_ICI_VIOL_REASON },
+	};
+	static const char * const counters[TSR_ICI_CNT_COUNT] = {
+		"FRAMES_TX", "FRAMES_RX", "BYTES_TX", "BYTES_RX", "CRC_ERRORS",
+		"SEQ_ERRORS", "NAKS", "REPLAYS", "TIMEOUTS", "CREDIT_STALLS",
+		"LINK_DOWNS", "PROTOCOL_ERRORS",
+	};
+	struct tessera_device *tdev = tessera_seq_tdev(m);
+	unsigned int i, p;
+	int idx;
+
+	if (!tdev->ici.ports)
+		return 0;
+	if (!drm_dev_enter(&tdev->drm, &idx))
+		return -ENODEV;
+	for (i = 0; i < ARRAY_SIZE(regs); i++)
+		seq_printf(m, "%-20s 0x%04x 0x%08x\n", regs[i].name, regs[i].reg,
+			   tessera_reg_read(tdev, regs[i].reg));
+	for (p = 0; p < tdev->ici.ports; p++) {
+		u32 base = TSR_ICI_PORT_BASE(p);
+		u32 state = tessera_reg_read(tdev, base + TSR_IREG_STATE);
+
+		seq_printf(m, "P%u_%-17s 0x%04x 0x%08x %s\n", p, "STATE",
+			   base + TSR_IREG_STATE, state,
+			   tessera_link_state_name(state));
+		seq_printf(m, "P%u_%-17s 0x%04x 0x%08x\n", p, "PEER",
+			   base + TSR_IREG_PEER,
+			   tessera_reg_read(tdev, base + TSR_IREG_PEER));
+		seq_printf(m, "P%u_%-17s 0x%04x 0x%08x\n", p, "PEER_SLICE",
+			   base + TSR_IREG_PEER_SLICE,
+			   tessera_reg_read(tdev, base + TSR_IREG_PEER_SLICE));
+		for (i = 0; i < TSR_ICI_CNT_COUNT; i++)
+			seq_printf(m, "P%u_%-17s 0x%04x %llu\n", p, counters[i],
+				   base + TSR_IREG_CNT_LO(i),
+				   tessera_reg_read64(tdev, base +
+						      TSR_IREG_CNT_LO(i)));
+	}
+	drm_dev_exit(idx);
+	return 0;
+}
+
 static const struct drm_debugfs_info tessera_debugfs_list[] = {
 	{ "registers", tessera_registers_show, 0 },
+	{ "ici", tessera_ici_show, 0 },
 	{ "queues", tessera_queues_show, 0 },
 	{ "contexts", tessera_contexts_show, 0 },
 };
@@ -212,7 +278,19 @@ static const struct tessera_dbg_reg tessera_dbg_regs[] = {
 
 struct tessera_dbg_file {
 	struct tessera_device *tdev;
-	const struct tessera_dbg_reg *reg;
+	u32 reg;
+	bool write_only;
+};
+
+/* Link faults of each port, at TSR_REG_DBG_LINK_BASE(p). */
+static const struct tessera_dbg_reg tessera_dbg_link_regs[] = {
+	{ "fault_drop_next", TSR_DREG_LINK_DROP_NEXT },
+	{ "fault_drop_ppm", TSR_DREG_LINK_DROP_PPM },
+	{ "fault_corrupt_next", TSR_DREG_LINK_CORRUPT_NEXT },
+	{ "fault_corrupt_ppm", TSR_DREG_LINK_CORRUPT_PPM },
+	{ "fault_drop_acks", TSR_DREG_LINK_DROP_ACKS },
+	{ "fault_delay_us", TSR_DREG_LINK_DELAY_US },
+	{ "fault_seed", TSR_DREG_LINK_SEED },
 };
 
 static int tessera_dbg_reg_get(void *data, u64 *val)
@@ -222,7 +300,7 @@ static int tessera_dbg_reg_get(void *data, u64 *val)
 
 	if (!drm_dev_enter(&f->tdev->drm, &idx))
 		return -ENODEV;
-	*val = f->reg->write_only ? 0 : tessera_reg_read(f->tdev, f->reg->reg);
+	*val = f->write_only ? 0 : tessera_reg_read(f->tdev, f->reg);
 	drm_dev_exit(idx);
 	return 0;
 }
@@ -236,7 +314,7 @@ static int tessera_dbg_reg_set(void *data, u64 val)
 		return -EINVAL;
 	if (!drm_dev_enter(&f->tdev->drm, &idx))
 		return -ENODEV;
-	tessera_reg_write(f->tdev, f->reg->reg, val);
+	tessera_reg_write(f->tdev, f->reg, val);
 	drm_dev_exit(idx);
 	return 0;
 }
@@ -244,9 +322,43 @@ static int tessera_dbg_reg_set(void *data, u64 val)
 DEFINE_DEBUGFS_ATTRIBUTE(tessera_dbg_reg_fops, tessera_dbg_reg_get,
 			 tessera_dbg_reg_set, "0x%llx\n");
 
+/* ici<p>/: the port's CONTROL register and, with the debug block, its faults. */
+static void tessera_debugfs_ici_init(struct tessera_device *tdev, bool debug)
+{
+	unsigned int per_port = 1 + (debug ? ARRAY_SIZE(tessera_dbg_link_regs) : 0);
+	struct tessera_dbg_file *files;
+	unsigned int p, i;
+	struct dentry *dir;
+	char name[16];
+
+	files = drmm_kcalloc(&tdev->drm, tdev->ici.ports * per_port,
+			     sizeof(*files), GFP_KERNEL);
+	if (!files)
+		return;
+	for (p = 0; p < tdev->ici.ports; p++) {
+		snprintf(name, sizeof(name), "ici%u", p);
+		dir = debugfs_create_dir(name, tdev->drm.debugfs_root);
+		files->tdev = tdev;
+		files->reg = TSR_ICI_PORT_BASE(p) + TSR_IREG_CONTROL;
+		files->write_only = true;
+		debugfs_create_file_unsafe("control", 0200, dir, files,
+					   &tessera_dbg_reg_fops);
+		files++;
+		for (i = 0; i < per_port - 1; i++, files++) {
+			files->tdev = tdev;
+			files->reg = TSR_REG_DBG_LINK_BASE(p) +
+				     tessera_dbg_link_regs[i].reg;
+			debugfs_create_file_unsafe(tessera_dbg_link_regs[i].name,
+						   0600, dir, files,
+						   &tessera_dbg_reg_fops);
+		}
+	}
+}
+
 void tessera_debugfs_init(struct tessera_device *tdev)
 {
 	struct dentry *root = tdev->drm.debugfs_root;
+	bool debug = tessera_reg_read(tdev, TSR_REG_CAPS) & TSR_CAP_DEBUG_REGS;
 	struct tessera_dbg_file *files;
 	unsigned int i;
 
@@ -263,7 +375,9 @@ void tessera_debugfs_init(struct tessera_device *tdev)
 	debugfs_create_atomic_t("timeout_wait_free", 0600, root,
 				&tdev->inject_timeout_wait_free);
 
-	if (!(tessera_reg_read(tdev, TSR_REG_CAPS) & TSR_CAP_DEBUG_REGS))
+	if (tdev->ici.ports)
+		tessera_debugfs_ici_init(tdev, debug);
+	if (!debug)
 		return;
 	files = drmm_kcalloc(&tdev->drm, ARRAY_SIZE(tessera_dbg_regs),
 			     sizeof(*files), GFP_KERNEL);
@@ -271,7 +385,8 @@ void tessera_debugfs_init(struct tessera_device *tdev)
 		return;
 	for (i = 0; i < ARRAY_SIZE(tessera_dbg_regs); i++) {
 		files[i].tdev = tdev;
-		files[i].reg = &tessera_dbg_regs[i];
+		files[i].reg = tessera_dbg_regs[i].reg;
+		files[i].write_only = tessera_dbg_regs[i].write_only;
 		debugfs_create_file_unsafe(tessera_dbg_regs[i].name,
 					   tessera_dbg_regs[i].write_only ? 0200 : 0600,
 					   root, &files[i], &tessera_dbg_reg_fops);

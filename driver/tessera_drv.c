@@ -25,6 +25,7 @@
 #include "tessera_drv.h"
 #include "tessera_gem.h"
 #include "tessera_hw.h"
+#include "tessera_ici.h"
 #include "tessera_job.h"
 #include "tessera_mmu.h"
 #include "tessera_reset.h"
@@ -62,7 +63,6 @@ static int tessera_ioctl_get_info(struct drm_device *drm, void *data,
 	struct tessera_file *tfile = file->driver_priv;
 	struct pci_dev *pdev = to_pci_dev(drm->dev);
 	struct drm_tessera_info *info = data;
-	unsigned int i;
 	int idx;
 
 	if (info->flags) {
@@ -99,9 +99,7 @@ static int tessera_ioctl_get_info(struct drm_device *drm, void *data,
 	info->hbm_free = tessera_hbm_free(tdev);
 	info->ici_ports = tessera_reg_read(tdev, TSR_REG_ICI_PORTS);
 	info->ici_link_gbps = tessera_reg_read(tdev, TSR_REG_ICI_LINK_GBPS);
-	info->slice_chips = 1;
-	for (i = 0; i < ARRAY_SIZE(info->topology); i++)
-		info->topology[i] = 1;
+	tessera_ici_fill_info(tdev, info);
 	info->context_id = tfile->ctx->id;
 
 	drm_dev_exit(idx);
@@ -167,6 +165,9 @@ static int tessera_ioctl_get_counters(struct drm_device *drm, void *data,
 	c->device_resets = tessera_counter(tdev, TESSERA_CNT_DEVICE_RESETS);
 	c->fatal_errors = tessera_counter(tdev, TESSERA_CNT_FATAL_ERRORS);
 	c->banned_contexts = tessera_counter(tdev, TESSERA_CNT_BANNED_CONTEXTS);
+	c->remote_access_refused = tessera_counter(tdev, TESSERA_CNT_REMOTE_ACCESS);
+	c->link_downs = tessera_counter(tdev, TESSERA_CNT_LINK_DOWNS);
+	c->link_ups = tessera_counter(tdev, TESSERA_CNT_LINK_UPS);
 	return 0;
 }
 
@@ -178,6 +179,9 @@ static const struct drm_ioctl_desc tessera_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(TESSERA_SUBMIT, tessera_ioctl_submit, 0),
 	DRM_IOCTL_DEF_DRV(TESSERA_JOB_STATUS, tessera_ioctl_job_status, 0),
 	DRM_IOCTL_DEF_DRV(TESSERA_GET_COUNTERS, tessera_ioctl_get_counters, 0),
+	DRM_IOCTL_DEF_DRV(TESSERA_WINDOW_OPEN, tessera_ioctl_window_open, 0),
+	DRM_IOCTL_DEF_DRV(TESSERA_WINDOW_CLOSE, tessera_ioctl_window_close, 0),
+	DRM_IOCTL_DEF_DRV(TESSERA_LINK_INFO, tessera_ioctl_link_info, 0),
 };
 
 static int tessera_open(struct drm_device *drm, struct drm_file *file)
@@ -208,6 +212,7 @@ static void tessera_postclose(struct drm_device *drm, struct drm_file *file)
 {
 	struct tessera_file *tfile = file->driver_priv;
 
+	tessera_ici_file_fini(tfile);
 	tessera_file_fini(tfile);
 	kfree(tfile);
 }
@@ -344,6 +349,9 @@ static int tessera_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = tessera_hbm_init(tdev);
 	if (ret)
 		return ret;
+	ret = tessera_ici_init(tdev);
+	if (ret)
+		return ret;
 	tessera_reset_init(tdev);
 	ret = tessera_sched_init(tdev);
 	if (ret)
@@ -375,6 +383,7 @@ static void tessera_remove(struct pci_dev *pdev)
 	/* Nothing reaches the chip's BARs from user space any more. */
 	unmap_mapping_range(tdev->drm.anon_inode->i_mapping, 0, 0, 1);
 	tessera_hw_fini(tdev);
+	tessera_ici_unplug(tdev);
 	tessera_reset_unplug(tdev);
 	/* DMA memory belongs to the bound device: it goes now. */
 	tessera_ctx_unplug(tdev);

@@ -17,6 +17,7 @@
 #include <drm/drm_mm.h>
 #include <drm/gpu_scheduler.h>
 
+#include <drm/tessera_accel.h>
 #include <drm/tessera_chip.h>
 
 /*
@@ -30,7 +31,7 @@
 #define DRIVER_NAME	"tessera"
 #define DRIVER_DESC	"Tessera virtual AI accelerator"
 #define DRIVER_MAJOR	0
-#define DRIVER_MINOR	2
+#define DRIVER_MINOR	3
 #define DRIVER_PATCH	0
 
 /* Descriptors per hardware ring. */
@@ -56,10 +57,56 @@ enum tessera_counter {
 	TESSERA_CNT_DEVICE_RESETS,
 	TESSERA_CNT_FATAL_ERRORS,
 	TESSERA_CNT_BANNED_CONTEXTS,
+	TESSERA_CNT_REMOTE_ACCESS,
+	TESSERA_CNT_LINK_DOWNS,
+	TESSERA_CNT_LINK_UPS,
 	TESSERA_CNT_COUNT
 };
 
 struct tessera_device;
+struct tessera_file;
+struct tessera_mapping;
+
+/**
+ * struct tessera_window - an entry of the chip's ICI window table
+ * @owner: the file that opened it; NULL while the entry is free
+ * @obj: the buffer (a reference)
+ * @map: the buffer's mapping in @owner's context (a reference)
+ */
+struct tessera_window {
+	struct tessera_file *owner;
+	struct drm_gem_object *obj;
+	struct tessera_mapping *map;
+};
+
+/**
+ * struct tessera_ici - the driver's side of the chip's ICI links
+ * @ports: ports the chip has
+ * @window_lock: protects @table and @windows
+ * @table: window table (coherent memory the chip reads); NULL after unbind
+ * @table_dma: bus address of @table
+ * @windows: what each table entry holds
+ * @link_work: turns port changes into uevents and counts
+ * @changed: ports whose state changed, from the interrupt to @link_work
+ * @state: each port's state as @link_work last saw it
+ * @violations: the chip's VIOLATIONS count when the driver last looked
+ * @ports_kobj: the "ici" directory in sysfs
+ * @port_kobjs: its "port<p>" directories
+ */
+struct tessera_ici {
+	unsigned int ports;
+	/* protects table and windows */
+	struct mutex window_lock;
+	struct tsr_ici_window *table;
+	dma_addr_t table_dma;
+	struct tessera_window windows[DRM_TESSERA_MAX_WINDOWS];
+	struct work_struct link_work;
+	atomic_t changed;
+	u32 state[TSR_ICI_MAX_PORTS];
+	u32 violations;
+	struct kobject *ports_kobj;
+	struct kobject *port_kobjs[TSR_ICI_MAX_PORTS];
+};
 
 /**
  * struct tessera_queue - one hardware queue and its scheduler
@@ -135,6 +182,7 @@ struct tessera_queue {
  *	run and be freed before returning (debugfs)
  * @inject_timeout_wait_free: this many coming lost-interrupt timeouts let
  *	the scheduler's free worker run before using their job (debugfs)
+ * @ici: the ICI links and windows
  */
 struct tessera_device {
 	struct drm_device drm;
@@ -177,6 +225,8 @@ struct tessera_device {
 	atomic_t inject_submit_failures;
 	atomic_t inject_submit_wait_done;
 	atomic_t inject_timeout_wait_free;
+
+	struct tessera_ici ici;
 };
 
 /* Scheduler priorities a file can submit at: DRM_TESSERA_PRIORITY_*. */
@@ -191,6 +241,7 @@ struct tessera_ctx;
  * @lock: protects @entities; held from arming a job to pushing it so that
  *	jobs enter each entity in sequence-number order
  * @entities: scheduler entities by queue and priority, made on first use
+ * @windows_open: ICI windows the file has open (tdev->ici.window_lock)
  */
 struct tessera_file {
 	struct tessera_device *tdev;
@@ -198,6 +249,7 @@ struct tessera_file {
 	/* protects entities; held from job arm to push */
 	struct mutex lock;
 	struct drm_sched_entity *entities[TSR_MAX_QUEUES][TESSERA_PRIORITIES];
+	unsigned int windows_open;
 };
 
 static inline struct tessera_device *to_tessera_device(struct drm_device *drm)
@@ -234,5 +286,6 @@ extern unsigned int tessera_ban_threshold;
 extern unsigned int tessera_max_resets_per_job;
 extern unsigned int tessera_max_jobs_per_file;
 extern unsigned int tessera_max_pinned_mb;
+extern unsigned int tessera_max_windows_per_file;
 
 #endif /* __TESSERA_DRV_H__ */

@@ -13,6 +13,7 @@
 #include <drm/drm_print.h>
 
 #include "tessera_hw.h"
+#include "tessera_ici.h"
 #include "tessera_job.h"
 #include "tessera_mmu.h"
 #include "tessera_reset.h"
@@ -75,6 +76,7 @@ static void tessera_hw_enable(struct tessera_device *tdev)
 		tessera_queue_hw_init(&tdev->queues[i]);
 	tessera_reg_write(tdev, TSR_REG_IRQ_STATUS, TSR_IRQ_ALL);
 	tessera_reg_write(tdev, TSR_REG_IRQ_ENABLE, TESSERA_IRQ_HANDLED);
+	tessera_ici_hw_enable(tdev);
 }
 
 /* Reset the chip and program it again; the caller holds reset_lock. */
@@ -157,6 +159,9 @@ int tessera_hw_irq_init(struct tessera_device *tdev)
 			return ret;
 		}
 	}
+	ret = tessera_ici_irq_init(tdev);
+	if (ret)
+		return ret;
 
 	tessera_hw_enable(tdev);
 	drm_info(&tdev->drm, "Tessera chip, device model %u.%u, %u queues, %llu MiB HBM, %u MSI-X vectors\n",
@@ -173,6 +178,8 @@ void tessera_hw_fini(struct tessera_device *tdev)
 	unsigned int i;
 
 	tessera_reg_write(tdev, TSR_REG_IRQ_ENABLE, 0);
+	if (tdev->ici.ports)
+		tessera_reg_write(tdev, TSR_REG_ICI_IRQ_ENABLE, 0);
 	for (i = 0; i < tdev->num_queues; i++) {
 		tessera_reg_write(tdev, TSR_QUEUE_BASE(i) + TSR_QREG_IRQ_ENABLE, 0);
 		tessera_reg_write(tdev, TSR_QUEUE_BASE(i) + TSR_QREG_CONTROL,
@@ -183,6 +190,7 @@ void tessera_hw_fini(struct tessera_device *tdev)
 		for (i = 0; i < tdev->num_queues; i++)
 			synchronize_irq(pci_irq_vector(pdev,
 						       TSR_MSIX_VEC_QUEUE(i)));
+		synchronize_irq(pci_irq_vector(pdev, TSR_MSIX_VEC_LINK));
 	}
 	/* A ping waiting for the chip's answer waits no more. */
 	complete_all(&tdev->ping_done);

@@ -108,6 +108,12 @@ static int tessera_errno_of(u32 error)
 		return -ECANCELED;
 	case TSR_ERR_TOO_LARGE:
 		return -E2BIG;
+	case TSR_ERR_LINK_DOWN:
+		return -ENOLINK;
+	case TSR_ERR_REMOTE_ACCESS:
+		return -EACCES;
+	case TSR_ERR_NO_ROUTE:
+		return -EHOSTUNREACH;
 	default:
 		return -EINVAL;
 	}

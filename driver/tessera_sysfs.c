@@ -48,6 +48,9 @@ TESSERA_COUNTER_ATTR(queue_resets, TESSERA_CNT_QUEUE_RESETS);
 TESSERA_COUNTER_ATTR(device_resets, TESSERA_CNT_DEVICE_RESETS);
 TESSERA_COUNTER_ATTR(fatal_errors, TESSERA_CNT_FATAL_ERRORS);
 TESSERA_COUNTER_ATTR(banned_contexts, TESSERA_CNT_BANNED_CONTEXTS);
+TESSERA_COUNTER_ATTR(remote_access_refused, TESSERA_CNT_REMOTE_ACCESS);
+TESSERA_COUNTER_ATTR(link_downs, TESSERA_CNT_LINK_DOWNS);
+TESSERA_COUNTER_ATTR(link_ups, TESSERA_CNT_LINK_UPS);
 
 static ssize_t hbm_free_show(struct device *dev, struct device_attribute *attr,
 			     char *buf)
@@ -71,6 +74,9 @@ static struct attribute *tessera_attrs[] = {
 	&dev_attr_device_resets.attr.attr,
 	&dev_attr_fatal_errors.attr.attr,
 	&dev_attr_banned_contexts.attr.attr,
+	&dev_attr_remote_access_refused.attr.attr,
+	&dev_attr_link_downs.attr.attr,
+	&dev_attr_link_ups.attr.attr,
 	&dev_attr_hbm_free.attr,
 	NULL
 };

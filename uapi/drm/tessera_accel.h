@@ -21,8 +21,10 @@ extern "C" {
  *   1  GET_INFO, PING
  *   2  chip configuration in GET_INFO; BO_CREATE, BO_INFO, SUBMIT,
  *      JOB_STATUS, GET_COUNTERS; syncobjs
+ *   3  ICI: the slice and the ports in GET_INFO; WINDOW_OPEN,
+ *      WINDOW_CLOSE, LINK_INFO; link errors of jobs
  */
-#define DRM_TESSERA_UAPI_VERSION	2
+#define DRM_TESSERA_UAPI_VERSION	3
 
 #define DRM_TESSERA_GET_INFO		0x00
 #define DRM_TESSERA_PING		0x01
@@ -31,6 +33,9 @@ extern "C" {
 #define DRM_TESSERA_SUBMIT		0x04
 #define DRM_TESSERA_JOB_STATUS		0x05
 #define DRM_TESSERA_GET_COUNTERS	0x06
+#define DRM_TESSERA_WINDOW_OPEN		0x07
+#define DRM_TESSERA_WINDOW_CLOSE	0x08
+#define DRM_TESSERA_LINK_INFO		0x09
 
 #define DRM_IOCTL_TESSERA_GET_INFO \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_GET_INFO, struct drm_tessera_info)
@@ -46,6 +51,31 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_JOB_STATUS, struct drm_tessera_job_status)
 #define DRM_IOCTL_TESSERA_GET_COUNTERS \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_GET_COUNTERS, struct drm_tessera_counters)
+#define DRM_IOCTL_TESSERA_WINDOW_OPEN \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_WINDOW_OPEN, struct drm_tessera_window_open)
+#define DRM_IOCTL_TESSERA_WINDOW_CLOSE \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_TESSERA_WINDOW_CLOSE, struct drm_tessera_window_close)
+#define DRM_IOCTL_TESSERA_LINK_INFO \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_LINK_INFO, struct drm_tessera_link_info)
+
+/* ICI ports of a chip: +x, -x, +y, -y, +z, -z (TSR_ICI_PORT()). */
+#define DRM_TESSERA_MAX_PORTS		6
+
+/**
+ * struct drm_tessera_port - one ICI port as GET_INFO reports it
+ */
+struct drm_tessera_port {
+	/** @state: the link state, TSR_ICI_STATE_* (0: no socket or peer). */
+	__u32 state;
+	/** @peer_slice: once trained, the slice id the peer gave. */
+	__u32 peer_slice;
+	/** @peer_coords: once trained, the peer's coordinates. */
+	__u8 peer_coords[3];
+	/** @peer_port: once trained, the peer's port at the other end. */
+	__u8 peer_port;
+	/** @pad: reserved, written as zero. */
+	__u32 pad;
+};
 
 /**
  * struct drm_tessera_info - chip identity (DRM_IOCTL_TESSERA_GET_INFO)
@@ -107,25 +137,42 @@ struct drm_tessera_info {
 	__u64 hbm_size;
 	/** @hbm_free: bytes of HBM no buffer object holds. */
 	__u64 hbm_free;
-	/** @ici_ports: inter-chip links (none connected yet). */
+	/** @ici_ports: ICI ports the chip has. */
 	__u32 ici_ports;
 	/** @ici_link_gbps: bandwidth of one link, one way, GB/s. */
 	__u32 ici_link_gbps;
-	/**
-	 * @slice_chips: chips in this chip's slice; 1 until multi-chip
-	 * slices exist.
-	 */
+	/** @slice_chips: chips in this chip's slice (1 for a lone chip). */
 	__u32 slice_chips;
-	/** @slice_index: this chip's index in its slice; 0 for now. */
+	/**
+	 * @slice_index: this chip's index in its slice,
+	 * x + X * (y + Y * z) for topology X, Y, Z.
+	 */
 	__u32 slice_index;
-	/** @topology: the slice's torus dimensions; 1, 1, 1 for now. */
+	/** @topology: chips along x, y and z (1 for an unused dimension). */
 	__u32 topology[3];
-	/** @coords: this chip's coordinates in the torus; 0, 0, 0 for now. */
+	/** @coords: this chip's coordinates in the slice. */
 	__u32 coords[3];
 	/** @context_id: the device context of this file (1 ... max). */
 	__u32 context_id;
 	/** @pad2: reserved, written as zero. */
 	__u32 pad2;
+
+	/* Version 3: the slice and the ICI ports. */
+
+	/** @slice_id: the slice's identity (the chip's slice-id). */
+	__u32 slice_id;
+	/** @wrap: bit d set: dimension d wraps around (a torus ring). */
+	__u32 wrap;
+	/** @ports_wired: bit p set: port p has a socket. */
+	__u32 ports_wired;
+	/** @max_windows: windows the chip's table has (WINDOW_OPEN ids). */
+	__u32 max_windows;
+	/** @ici_link_latency_ns: modeled latency of one hop. */
+	__u32 ici_link_latency_ns;
+	/** @pad3: reserved, written as zero. */
+	__u32 pad3;
+	/** @ports: each port; entries from @ici_ports on are zero. */
+	struct drm_tessera_port ports[DRM_TESSERA_MAX_PORTS];
 };
 
 /**
@@ -254,7 +301,10 @@ struct drm_tessera_sync {
  * -ETIMEDOUT (the job hung and was stopped), -ECANCELED (the context was
  * banned), -ESRCH (the file was closed before the job could start),
  * -ENOMEM (no memory to run it again after a reset), -ENODEV (the device
- * went away).
+ * went away); for an ICI_WRITE, -ENOLINK (a link on the way is down or
+ * no answer came: within 2 s of the link going down), -EACCES (the
+ * target's windows refused the write) or -EHOSTUNREACH (no route to the
+ * target).
  */
 struct drm_tessera_submit {
 	/** @flags: in, DRM_TESSERA_SUBMIT_* flags. */
@@ -388,6 +438,116 @@ struct drm_tessera_counters {
 	__u64 fatal_errors;
 	/** @banned_contexts: out, driver: contexts banned for repeated faults. */
 	__u64 banned_contexts;
+	/* Version 3. */
+	/**
+	 * @remote_access_refused: out, driver: remote writes this chip's
+	 * windows refused, as its interrupts told.
+	 */
+	__u64 remote_access_refused;
+	/** @link_downs: out, driver: times a port was seen going down. */
+	__u64 link_downs;
+	/** @link_ups: out, driver: times a port was seen coming up. */
+	__u64 link_ups;
+};
+
+/* Windows a chip has, and ids WINDOW_OPEN hands out: 0 to this minus 1. */
+#define DRM_TESSERA_MAX_WINDOWS		256
+
+/* WINDOW_OPEN flags. */
+#define DRM_TESSERA_WINDOW_READ		0x00000001u	/* peers may read */
+#define DRM_TESSERA_WINDOW_WRITE	0x00000002u	/* peers may write */
+#define DRM_TESSERA_WINDOW_FIXED_ID	0x00000004u	/* use @id as given */
+#define DRM_TESSERA_WINDOW_FIXED_KEY	0x00000008u	/* use @key as given */
+#define DRM_TESSERA_WINDOW_FLAGS_ALL	0x0000000fu
+
+/**
+ * struct drm_tessera_window_open - let other chips reach a buffer
+ * (DRM_IOCTL_TESSERA_WINDOW_OPEN)
+ *
+ * Opens a window on bytes @offset to @offset + @size of a buffer object:
+ * chips of the slice may then write there with TSR_OP_ICI_WRITE, naming
+ * this chip, the window's @id and its @key.  The window holds the buffer
+ * mapped; it closes with WINDOW_CLOSE or when the file is closed.  The
+ * id is the lowest free one, or with DRM_TESSERA_WINDOW_FIXED_ID the one
+ * asked for (-EBUSY if it is open).  The key is random, or with
+ * DRM_TESSERA_WINDOW_FIXED_KEY the one given, so that processes on
+ * different chips can agree on windows before they can talk.  Fails with
+ * -ENOSPC when no window is free or the file has as many open as the
+ * max_windows_per_file module parameter allows, -EOPNOTSUPP on a chip
+ * without ICI.
+ */
+struct drm_tessera_window_open {
+	/** @handle: in, the buffer. */
+	__u32 handle;
+	/**
+	 * @flags: in, DRM_TESSERA_WINDOW_*; at least one of READ and WRITE.
+	 */
+	__u32 flags;
+	/** @offset: in, first byte of the window in the buffer. */
+	__u64 offset;
+	/** @size: in, bytes, not 0, within the buffer. */
+	__u64 size;
+	/** @key: in with FIXED_KEY (not 0), out: what writers must name. */
+	__u64 key;
+	/**
+	 * @id: in with FIXED_ID (below DRM_TESSERA_MAX_WINDOWS), out: the
+	 * window's number.
+	 */
+	__u32 id;
+	/** @pad: in, must be zero. */
+	__u32 pad;
+	/** @device_va: out, the window's first byte in this file's VA space. */
+	__u64 device_va;
+};
+
+/**
+ * struct drm_tessera_window_close - close a window (DRM_IOCTL_TESSERA_WINDOW_CLOSE)
+ *
+ * Once this returns, no remote write reaches the window's memory.  Fails
+ * with -ENOENT if this file has no window @id open.
+ */
+struct drm_tessera_window_close {
+	/** @id: in, the window. */
+	__u32 id;
+	/** @flags: in, must be zero. */
+	__u32 flags;
+};
+
+/* Counters of a port, in the order of enum tsr_ici_counter. */
+#define DRM_TESSERA_LINK_COUNTERS	16
+#define DRM_TESSERA_LINK_FRAMES_TX	0
+#define DRM_TESSERA_LINK_FRAMES_RX	1
+#define DRM_TESSERA_LINK_BYTES_TX	2
+#define DRM_TESSERA_LINK_BYTES_RX	3
+#define DRM_TESSERA_LINK_CRC_ERRORS	4
+#define DRM_TESSERA_LINK_SEQ_ERRORS	5
+#define DRM_TESSERA_LINK_NAKS		6
+#define DRM_TESSERA_LINK_REPLAYS	7
+#define DRM_TESSERA_LINK_TIMEOUTS	8
+#define DRM_TESSERA_LINK_CREDIT_STALLS	9
+#define DRM_TESSERA_LINK_LINK_DOWNS	10
+#define DRM_TESSERA_LINK_PROTOCOL_ERRORS 11
+
+/**
+ * struct drm_tessera_link_info - one ICI port and its counters
+ * (DRM_IOCTL_TESSERA_LINK_INFO)
+ *
+ * Fails with -EINVAL for a @port the chip does not have.  A port without
+ * a socket reads as state 0 with zero counters.
+ */
+struct drm_tessera_link_info {
+	/** @port: in, below drm_tessera_info.ici_ports. */
+	__u32 port;
+	/** @flags: in, must be zero. */
+	__u32 flags;
+	/** @info: out, the port's state and peer. */
+	struct drm_tessera_port info;
+	/**
+	 * @counters: out, DRM_TESSERA_LINK_*: frames and bytes each way, CRC
+	 * and sequence errors, NAKs, replays, timeouts, credit stalls, link
+	 * downs, protocol errors; entries past those are zero.
+	 */
+	__u64 counters[DRM_TESSERA_LINK_COUNTERS];
 };
 
 #if defined(__cplusplus)

@@ -338,6 +338,23 @@ struct tsr_context_entry {
 #define TSR_REG_DBG_DROP_IRQS		(TSR_BLOCK_DEBUG + 0x18) /* RW, count */
 #define TSR_REG_DBG_FATAL		(TSR_BLOCK_DEBUG + 0x1c) /* WO */
 
+/*
+ * Link faults of ICI port p (struct tsr_link faults, Documentation/ici.md
+ * "Faults"), applied to the frames the port sends.  Counts read back what
+ * is left of them.  Unlike the faults above they belong to the link, not
+ * the chip: a chip reset keeps them, as it keeps the links.  A write to
+ * the registers of a port without a socket is refused.
+ */
+#define TSR_REG_DBG_LINK_BASE(p)	(TSR_BLOCK_DEBUG + 0x100 + (p) * 0x20)
+#define TSR_DREG_LINK_DROP_NEXT		0x00	/* RW, frames to lose */
+#define TSR_DREG_LINK_DROP_PPM		0x04	/* RW, DATA frames per million */
+#define TSR_DREG_LINK_CORRUPT_NEXT	0x08	/* RW, frames to flip a bit in */
+#define TSR_DREG_LINK_CORRUPT_PPM	0x0c	/* RW, DATA frames per million */
+#define TSR_DREG_LINK_DROP_ACKS		0x10	/* RW, ACK frames to lose */
+#define TSR_DREG_LINK_DELAY_US		0x14	/* RW, hold the wire once */
+#define TSR_DREG_LINK_SEED		0x18	/* RW, of the rate faults */
+#define TSR_LINK_FAULT_MAX_PPM		1000000
+
 /* ------------------------------------------------------ command format */
 
 /*

@@ -1,0 +1,667 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Tessera ICI: the chip-to-chip links as the driver sees them
+ * (Documentation/ici.md).
+ *
+ * The chip runs the links itself; the driver reports them (GET_INFO,
+ * LINK_INFO, sysfs, uevents) and owns the window table, through which
+ * other chips of the slice may write into buffers that a context opened
+ * for them.  A window holds its buffer mapped and closes with its file.
+ *
+ * The chip reads a table entry for every chunk of a remote write, under
+ * the lock of its ICI block; any later write to an ICI register waits for
+ * that lock.  So a window is closed by clearing its entry and writing
+ * WINDOW_COUNT: once the write is done, no remote write can still reach
+ * the buffer, and its mapping may go.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+
+#include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
+#include <linux/kobject.h>
+#include <linux/random.h>
+#include <linux/sysfs.h>
+
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_managed.h>
+#include <drm/drm_print.h>
+
+#include "tessera_ctx.h"
+#include "tessera_gem.h"
+#include "tessera_hw.h"
+#include "tessera_ici.h"
+
+unsigned int tessera_max_windows_per_file = 64;
+module_param_named(max_windows_per_file, tessera_max_windows_per_file, uint,
+		   0644);
+MODULE_PARM_DESC(max_windows_per_file,
+		 "ICI windows one file may have open; WINDOW_OPEN fails with ENOSPC beyond (default 64)");
+
+static const char * const tessera_link_state_names[] = {
+	[TSR_ICI_STATE_DISCONNECTED] = "disconnected",
+	[TSR_ICI_STATE_TRAINING] = "training",
+	[TSR_ICI_STATE_UP] = "up",
+	[TSR_ICI_STATE_MISWIRED] = "miswired",
+	[TSR_ICI_STATE_FOREIGN] = "foreign",
+	[TSR_ICI_STATE_DOWN] = "down",
+};
+
+const char *tessera_link_state_name(u32 state)
+{
+	if (state >= ARRAY_SIZE(tessera_link_state_names))
+		return "unknown";
+	return tessera_link_state_names[state];
+}
+
+static bool tessera_has_ici(struct tessera_device *tdev)
+{
+	return tdev->ici.ports != 0;
+}
+
+/* A port's state and peer; the caller is inside drm_dev_enter(). */
+static void tessera_port_read(struct tessera_device *tdev, unsigned int port,
+			      struct drm_tessera_port *out)
+{
+	u32 base = TSR_ICI_PORT_BASE(port);
+	u32 peer = tessera_reg_read(tdev, base + TSR_IREG_PEER);
+
+	memset(out, 0, sizeof(*out));
+	out->state = tessera_reg_read(tdev, base + TSR_IREG_STATE);
+	out->peer_slice = tessera_reg_read(tdev, base + TSR_IREG_PEER_SLICE);
+	out->peer_coords[0] = peer & 0xff;
+	out->peer_coords[1] = (peer >> 8) & 0xff;
+	out->peer_coords[2] = (peer >> 16) & 0xff;
+	out->peer_port = peer >> 24;
+}
+
+/**
+ * tessera_ici_fill_info() - the slice and the ports, for GET_INFO
+ * @tdev: the device
+ * @info: filled from its topology fields on
+ *
+ * The caller is inside drm_dev_enter().
+ */
+void tessera_ici_fill_info(struct tessera_device *tdev,
+			   struct drm_tessera_info *info)
+{
+	u32 dims = tessera_reg_read(tdev, TSR_REG_ICI_DIMS);
+	u32 coords = tessera_reg_read(tdev, TSR_REG_ICI_COORDS);
+	unsigned int d, p, stride = 1;
+
+	info->slice_chips = 1;
+	info->slice_index = 0;
+	for (d = 0; d < ARRAY_SIZE(info->topology); d++) {
+		info->topology[d] = max((dims >> (8 * d)) & 0xff, 1u);
+		info->coords[d] = (coords >> (8 * d)) & 0xff;
+		info->slice_index += info->coords[d] * stride;
+		stride *= info->topology[d];
+	}
+	info->slice_chips = stride;
+	if (!tessera_has_ici(tdev))
+		return;
+	info->slice_id = tessera_reg_read(tdev, TSR_REG_ICI_SLICE_ID);
+	info->wrap = tessera_reg_read(tdev, TSR_REG_ICI_WRAP);
+	info->ports_wired = tessera_reg_read(tdev, TSR_REG_ICI_PORTS_WIRED);
+	info->max_windows = DRM_TESSERA_MAX_WINDOWS;
+	info->ici_link_latency_ns =
+		tessera_reg_read(tdev, TSR_REG_ICI_LINK_LATENCY_NS);
+	for (p = 0; p < tdev->ici.ports; p++)
+		tessera_port_read(tdev, p, &info->ports[p]);
+}
+
+int tessera_ioctl_link_info(struct drm_device *drm, void *data,
+			    struct drm_file *file)
+{
+	struct tessera_device *tdev = to_tessera_device(drm);
+	struct drm_tessera_link_info *li = data;
+	u32 base = TSR_ICI_PORT_BASE(li->port);
+	unsigned int i;
+	int idx;
+
+	if (li->flags) {
+		drm_dbg(drm, "LINK_INFO: flags 0x%x must be zero\n", li->flags);
+		return -EINVAL;
+	}
+	if (li->port >= tdev->ici.ports) {
+		drm_dbg(drm, "LINK_INFO: port %u, the chip has %u\n", li->port,
+			tdev->ici.ports);
+		return -EINVAL;
+	}
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	memset(li->counters, 0, sizeof(li->counters));
+	tessera_port_read(tdev, li->port, &li->info);
+	for (i = 0; i < TSR_ICI_CNT_COUNT; i++)
+		li->counters[i] = tessera_reg_read64(tdev,
+						     base + TSR_IREG_CNT_LO(i));
+	drm_dev_exit(idx);
+	return 0;
+}
+
+/* ------------------------------------------------------------- windows */
+
+/* Close window @id; window_lock held. */
+static void tessera_window_close_locked(struct tessera_device *tdev,
+					unsigned int id)
+{
+	struct tessera_window *w = &tdev->ici.windows[id];
+	int idx;
+
+	lockdep_assert_held(&tdev->ici.window_lock);
+	if (tdev->ici.table) {
+		WRITE_ONCE(tdev->ici.table[id].flags, 0);
+		/* Returns once no remote write still uses the old entry. */
+		if (drm_dev_enter(&tdev->drm, &idx)) {
+			tessera_reg_write(tdev, TSR_REG_ICI_WINDOW_COUNT,
+					  DRM_TESSERA_MAX_WINDOWS);
+			drm_dev_exit(idx);
+		}
+	}
+	w->owner->windows_open--;
+	tessera_mapping_put(w->map);
+	drm_gem_object_put(w->obj);
+	memset(w, 0, sizeof(*w));
+}
+
+/* Pick the window for an open; window_lock held. */
+static int tessera_window_pick(struct tessera_device *tdev,
+			       struct drm_tessera_window_open *wo)
+{
+	unsigned int id;
+
+	if (wo->flags & DRM_TESSERA_WINDOW_FIXED_ID) {
+		if (tdev->ici.windows[wo->id].owner) {
+			drm_dbg(&tdev->drm, "WINDOW_OPEN: window %u is open\n",
+				wo->id);
+			return -EBUSY;
+		}
+		return wo->id;
+	}
+	for (id = 0; id < DRM_TESSERA_MAX_WINDOWS; id++)
+		if (!tdev->ici.windows[id].owner)
+			return id;
+	drm_dbg(&tdev->drm, "WINDOW_OPEN: all %u windows are open\n",
+		DRM_TESSERA_MAX_WINDOWS);
+	return -ENOSPC;
+}
+
+static int tessera_window_check(struct drm_device *drm,
+				const struct drm_tessera_window_open *wo)
+{
+	if (wo->flags & ~DRM_TESSERA_WINDOW_FLAGS_ALL) {
+		drm_dbg(drm, "WINDOW_OPEN: unknown flags 0x%x\n",
+			wo->flags & ~DRM_TESSERA_WINDOW_FLAGS_ALL);
+		return -EINVAL;
+	}
+	if (!(wo->flags & (DRM_TESSERA_WINDOW_READ | DRM_TESSERA_WINDOW_WRITE))) {
+		drm_dbg(drm, "WINDOW_OPEN: neither READ nor WRITE\n");
+		return -EINVAL;
+	}
+	if (wo->pad) {
+		drm_dbg(drm, "WINDOW_OPEN: pad must be zero\n");
+		return -EINVAL;
+	}
+	if ((wo->flags & DRM_TESSERA_WINDOW_FIXED_ID) &&
+	    wo->id >= DRM_TESSERA_MAX_WINDOWS) {
+		drm_dbg(drm, "WINDOW_OPEN: window %u, the table has %u\n",
+			wo->id, DRM_TESSERA_MAX_WINDOWS);
+		return -EINVAL;
+	}
+	if ((wo->flags & DRM_TESSERA_WINDOW_FIXED_KEY) && !wo->key) {
+		drm_dbg(drm, "WINDOW_OPEN: a fixed key must not be 0\n");
+		return -EINVAL;
+	}
+	if (!wo->size) {
+		drm_dbg(drm, "WINDOW_OPEN: size 0\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int tessera_ioctl_window_open(struct drm_device *drm, void *data,
+			      struct drm_file *file)
+{
+	struct tessera_device *tdev = to_tessera_device(drm);
+	struct tessera_file *tfile = file->driver_priv;
+	struct drm_tessera_window_open *wo = data;
+	struct tessera_mapping *map;
+	struct tsr_ici_window *e;
+	struct drm_gem_object *obj;
+	struct tessera_window *w;
+	int ret, id, idx;
+
+	ret = tessera_window_check(drm, wo);
+	if (ret)
+		return ret;
+	if (!tessera_has_ici(tdev)) {
+		drm_dbg(drm, "WINDOW_OPEN: the chip has no ICI\n");
+		return -EOPNOTSUPP;
+	}
+	obj = drm_gem_object_lookup(file, wo->handle);
+	if (!obj) {
+		drm_dbg(drm, "WINDOW_OPEN: no buffer with handle %u\n",
+			wo->handle);
+		return -ENOENT;
+	}
+	if (wo->offset > obj->size || wo->size > obj->size - wo->offset) {
+		drm_dbg(drm, "WINDOW_OPEN: bytes %llu + %llu outside the %zu-byte buffer\n",
+			wo->offset, wo->size, obj->size);
+		ret = -EINVAL;
+		goto err_put;
+	}
+	/* Gone if the handle was closed since the lookup. */
+	map = tessera_mapping_get(to_tessera_bo(obj), tfile->ctx);
+	if (!map) {
+		ret = -ENOENT;
+		goto err_put;
+	}
+	if (!(wo->flags & DRM_TESSERA_WINDOW_FIXED_KEY))
+		wo->key = get_random_u64() ?: 1;
+
+	mutex_lock(&tdev->ici.window_lock);
+	if (tfile->windows_open >= tessera_max_windows_per_file) {
+		drm_dbg(drm, "WINDOW_OPEN: the file has %u windows open\n",
+			tfile->windows_open);
+		ret = -ENOSPC;
+		goto err_unlock;
+	}
+	ret = -ENODEV;
+	if (!tdev->ici.table || !drm_dev_enter(drm, &idx))
+		goto err_unlock;
+	id = tessera_window_pick(tdev, wo);
+	if (id < 0) {
+		ret = id;
+		drm_dev_exit(idx);
+		goto err_unlock;
+	}
+	w = &tdev->ici.windows[id];
+	w->owner = tfile;
+	w->obj = obj;
+	w->map = map;
+	tfile->windows_open++;
+
+	e = &tdev->ici.table[id];
+	e->context = tfile->ctx->id;
+	e->va = map->va.start + wo->offset;
+	e->size = wo->size;
+	e->key = wo->key;
+	/* The chip takes an entry as soon as it is valid: the flags go last. */
+	dma_wmb();
+	WRITE_ONCE(e->flags, TSR_ICI_WINDOW_VALID |
+		   (wo->flags & DRM_TESSERA_WINDOW_READ ? TSR_ICI_WINDOW_READ : 0) |
+		   (wo->flags & DRM_TESSERA_WINDOW_WRITE ? TSR_ICI_WINDOW_WRITE : 0));
+	drm_dev_exit(idx);
+	mutex_unlock(&tdev->ici.window_lock);
+
+	wo->id = id;
+	wo->device_va = map->va.start + wo->offset;
+	return 0;
+
+err_unlock:
+	mutex_unlock(&tdev->ici.window_lock);
+	tessera_mapping_put(map);
+err_put:
+	drm_gem_object_put(obj);
+	return ret;
+}
+
+int tessera_ioctl_window_close(struct drm_device *drm, void *data,
+			       struct drm_file *file)
+{
+	struct tessera_device *tdev = to_tessera_device(drm);
+	struct tessera_file *tfile = file->driver_priv;
+	struct drm_tessera_window_close *wc = data;
+	int ret = 0;
+
+	if (wc->flags) {
+		drm_dbg(drm, "WINDOW_CLOSE: flags 0x%x must be zero\n",
+			wc->flags);
+		return -EINVAL;
+	}
+	if (wc->id >= DRM_TESSERA_MAX_WINDOWS) {
+		drm_dbg(drm, "WINDOW_CLOSE: window %u, the table has %u\n",
+			wc->id, DRM_TESSERA_MAX_WINDOWS);
+		return -EINVAL;
+	}
+	mutex_lock(&tdev->ici.window_lock);
+	if (tdev->ici.windows[wc->id].owner == tfile) {
+		tessera_window_close_locked(tdev, wc->id);
+	} else {
+		drm_dbg(drm, "WINDOW_CLOSE: the file has no window %u\n",
+			wc->id);
+		ret = -ENOENT;
+	}
+	mutex_unlock(&tdev->ici.window_lock);
+	return ret;
+}
+
+/* The file is closing: so are its windows. */
+void tessera_ici_file_fini(struct tessera_file *tfile)
+{
+	struct tessera_device *tdev = tfile->tdev;
+	unsigned int id;
+
+	if (!tfile->windows_open)
+		return;
+	mutex_lock(&tdev->ici.window_lock);
+	for (id = 0; id < DRM_TESSERA_MAX_WINDOWS && tfile->windows_open; id++)
+		if (tdev->ici.windows[id].owner == tfile)
+			tessera_window_close_locked(tdev, id);
+	mutex_unlock(&tdev->ici.window_lock);
+}
+
+/* ---------------------------------------------------------- interrupts */
+
+static irqreturn_t tessera_link_irq(int irq, void *arg)
+{
+	struct tessera_device *tdev = arg;
+	u32 status, changed;
+
+	status = tessera_reg_read(tdev, TSR_REG_ICI_IRQ_STATUS);
+	if (!status)
+		return IRQ_NONE;
+	tessera_reg_write(tdev, TSR_REG_ICI_IRQ_STATUS, status);
+	changed = tessera_reg_read(tdev, TSR_REG_ICI_PORTS_CHANGED);
+	tessera_reg_write(tdev, TSR_REG_ICI_PORTS_CHANGED, changed);
+	atomic64_inc(&tdev->irq_count);
+
+	if (status & TSR_ICI_IRQ_REMOTE_ACCESS) {
+		u32 v = tessera_reg_read(tdev, TSR_REG_ICI_VIOLATIONS);
+
+		/* One interrupt may tell of several refusals. */
+		atomic64_add(v - tdev->ici.violations,
+			     &tdev->counters[TESSERA_CNT_REMOTE_ACCESS]);
+		tdev->ici.violations = v;
+		dev_warn_ratelimited(tdev->drm.dev,
+				     "remote write from chip 0x%06x to window %u refused (reason %u)\n",
+				     tessera_reg_read(tdev, TSR_REG_ICI_VIOL_SOURCE),
+				     tessera_reg_read(tdev, TSR_REG_ICI_VIOL_WINDOW),
+				     tessera_reg_read(tdev, TSR_REG_ICI_VIOL_REASON));
+	}
+	if (changed) {
+		atomic_or(changed, &tdev->ici.changed);
+		schedule_work(&tdev->ici.link_work);
+	}
+	return IRQ_HANDLED;
+}
+
+/* A port changed state: count it and tell user space with a uevent. */
+static void tessera_link_event(struct tessera_device *tdev, unsigned int port,
+			       const struct drm_tessera_port *now)
+{
+	char port_env[32], state_env[40], peer_env[48];
+	char *envp[5];
+	u32 was = tdev->ici.state[port];
+
+	if (now->state == was)
+		return;
+	tdev->ici.state[port] = now->state;
+	if (now->state == TSR_ICI_STATE_UP)
+		tessera_count(tdev, TESSERA_CNT_LINK_UPS);
+	else if (was == TSR_ICI_STATE_UP)
+		tessera_count(tdev, TESSERA_CNT_LINK_DOWNS);
+	if (now->state == TSR_ICI_STATE_UP || was == TSR_ICI_STATE_UP)
+		drm_info(&tdev->drm, "ICI port %u: %s -> %s\n", port,
+			 tessera_link_state_name(was),
+			 tessera_link_state_name(now->state));
+
+	snprintf(port_env, sizeof(port_env), "TESSERA_PORT=%u", port);
+	snprintf(state_env, sizeof(state_env), "TESSERA_LINK_STATE=%s",
+		 tessera_link_state_name(now->state));
+	snprintf(peer_env, sizeof(peer_env), "TESSERA_PEER=%u,%u,%u:%u",
+		 now->peer_coords[0], now->peer_coords[1],
+		 now->peer_coords[2], now->peer_port);
+	envp[0] = "TESSERA_LINK=1";
+	envp[1] = port_env;
+	envp[2] = state_env;
+	envp[3] = peer_env;
+	envp[4] = NULL;
+	kobject_uevent_env(&tdev->drm.accel->kdev->kobj, KOBJ_CHANGE, envp);
+}
+
+static void tessera_link_work(struct work_struct *work)
+{
+	struct tessera_device *tdev = container_of(work, struct tessera_device,
+						   ici.link_work);
+	unsigned long changed = atomic_xchg(&tdev->ici.changed, 0);
+	struct drm_tessera_port now;
+	unsigned int port;
+	int idx;
+
+	if (!drm_dev_enter(&tdev->drm, &idx))
+		return;
+	for_each_set_bit(port, &changed, tdev->ici.ports) {
+		tessera_port_read(tdev, port, &now);
+		tessera_link_event(tdev, port, &now);
+	}
+	drm_dev_exit(idx);
+}
+
+/* Program the window table and the link interrupts; after every chip reset. */
+void tessera_ici_hw_enable(struct tessera_device *tdev)
+{
+	if (!tessera_has_ici(tdev))
+		return;
+	tessera_reg_write(tdev, TSR_REG_ICI_WINDOW_TABLE_LO,
+			  lower_32_bits(tdev->ici.table_dma));
+	tessera_reg_write(tdev, TSR_REG_ICI_WINDOW_TABLE_HI,
+			  upper_32_bits(tdev->ici.table_dma));
+	tessera_reg_write(tdev, TSR_REG_ICI_WINDOW_COUNT,
+			  DRM_TESSERA_MAX_WINDOWS);
+	tdev->ici.violations = tessera_reg_read(tdev, TSR_REG_ICI_VIOLATIONS);
+	tessera_reg_write(tdev, TSR_REG_ICI_IRQ_STATUS, TSR_ICI_IRQ_ALL);
+	tessera_reg_write(tdev, TSR_REG_ICI_IRQ_ENABLE, TSR_ICI_IRQ_ALL);
+	/* Whatever changed while nobody listened is looked at now. */
+	atomic_or(GENMASK(tdev->ici.ports - 1, 0), &tdev->ici.changed);
+	schedule_work(&tdev->ici.link_work);
+}
+
+int tessera_ici_irq_init(struct tessera_device *tdev)
+{
+	struct pci_dev *pdev = to_pci_dev_tdev(tdev);
+	int ret;
+
+	if (!tessera_has_ici(tdev))
+		return 0;
+	ret = devm_request_irq(&pdev->dev,
+			       pci_irq_vector(pdev, TSR_MSIX_VEC_LINK),
+			       tessera_link_irq, 0, "tessera-ici", tdev);
+	if (ret)
+		drm_err(&tdev->drm, "cannot request the ICI interrupt: %d\n",
+			ret);
+	return ret;
+}
+
+/* ---------------------------------------------------------------- sysfs */
+
+/*
+ * /sys/bus/pci/devices/<address>/ici/port<p>/: state, peer, and one file
+ * per counter.
+ */
+struct tessera_port_kobj {
+	struct kobject kobj;
+	struct tessera_device *tdev;
+	unsigned int port;
+};
+
+struct tessera_port_attr {
+	struct kobj_attribute attr;
+	int counter;	/* enum tsr_ici_counter, or -1 */
+};
+
+static ssize_t tessera_port_show(struct kobject *kobj,
+				 struct kobj_attribute *attr, char *buf)
+{
+	struct tessera_port_kobj *pk = container_of(kobj, struct tessera_port_kobj,
+						    kobj);
+	struct tessera_port_attr *pa = container_of(attr, struct tessera_port_attr,
+						    attr);
+	struct tessera_device *tdev = pk->tdev;
+	u32 base = TSR_ICI_PORT_BASE(pk->port);
+	struct drm_tessera_port port;
+	ssize_t len;
+	int idx;
+
+	if (!drm_dev_enter(&tdev->drm, &idx))
+		return -ENODEV;
+	if (pa->counter >= 0) {
+		len = sysfs_emit(buf, "%llu\n",
+				 tessera_reg_read64(tdev, base +
+						    TSR_IREG_CNT_LO(pa->counter)));
+	} else {
+		tessera_port_read(tdev, pk->port, &port);
+		if (!strcmp(attr->attr.name, "state"))
+			len = sysfs_emit(buf, "%s\n",
+					 tessera_link_state_name(port.state));
+		else
+			len = sysfs_emit(buf, "%u,%u,%u:%u slice %u\n",
+					 port.peer_coords[0], port.peer_coords[1],
+					 port.peer_coords[2], port.peer_port,
+					 port.peer_slice);
+	}
+	drm_dev_exit(idx);
+	return len;
+}
+
+#define TESSERA_PORT_ATTR(_name, _counter) \
+	static struct tessera_port_attr tessera_port_attr_##_name = { \
+		.attr = __ATTR(_name, 0444, tessera_port_show, NULL), \
+		.counter = _counter, \
+	}
+
+TESSERA_PORT_ATTR(state, -1);
+TESSERA_PORT_ATTR(peer, -1);
+TESSERA_PORT_ATTR(frames_tx, TSR_ICI_CNT_FRAMES_TX);
+TESSERA_PORT_ATTR(frames_rx, TSR_ICI_CNT_FRAMES_RX);
+TESSERA_PORT_ATTR(bytes_tx, TSR_ICI_CNT_BYTES_TX);
+TESSERA_PORT_ATTR(bytes_rx, TSR_ICI_CNT_BYTES_RX);
+TESSERA_PORT_ATTR(crc_errors, TSR_ICI_CNT_CRC_ERRORS);
+TESSERA_PORT_ATTR(seq_errors, TSR_ICI_CNT_SEQ_ERRORS);
+TESSERA_PORT_ATTR(naks, TSR_ICI_CNT_NAKS);
+TESSERA_PORT_ATTR(replays, TSR_ICI_CNT_REPLAYS);
+TESSERA_PORT_ATTR(timeouts, TSR_ICI_CNT_TIMEOUTS);
+TESSERA_PORT_ATTR(credit_stalls, TSR_ICI_CNT_CREDIT_STALLS);
+TESSERA_PORT_ATTR(link_downs, TSR_ICI_CNT_LINK_DOWNS);
+TESSERA_PORT_ATTR(protocol_errors, TSR_ICI_CNT_PROTOCOL_ERRORS);
+
+static struct attribute *tessera_port_attrs[] = {
+	&tessera_port_attr_state.attr.attr,
+	&tessera_port_attr_peer.attr.attr,
+	&tessera_port_attr_frames_tx.attr.attr,
+	&tessera_port_attr_frames_rx.attr.attr,
+	&tessera_port_attr_bytes_tx.attr.attr,
+	&tessera_port_attr_bytes_rx.attr.attr,
+	&tessera_port_attr_crc_errors.attr.attr,
+	&tessera_port_attr_seq_errors.attr.attr,
+	&tessera_port_attr_naks.attr.attr,
+	&tessera_port_attr_replays.attr.attr,
+	&tessera_port_attr_timeouts.attr.attr,
+	&tessera_port_attr_credit_stalls.attr.attr,
+	&tessera_port_attr_link_downs.attr.attr,
+	&tessera_port_attr_protocol_errors.attr.attr,
+	NULL
+};
+ATTRIBUTE_GROUPS(tessera_port);
+
+static void tessera_port_kobj_release(struct kobject *kobj)
+{
+	kfree(container_of(kobj, struct tessera_port_kobj, kobj));
+}
+
+static const struct kobj_type tessera_port_ktype = {
+	.release = tessera_port_kobj_release,
+	.sysfs_ops = &kobj_sysfs_ops,
+	.default_groups = tessera_port_groups,
+};
+
+static void tessera_ici_sysfs_fini(struct tessera_device *tdev)
+{
+	unsigned int p;
+
+	for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
+		kobject_put(tdev->ici.port_kobjs[p]);
+		tdev->ici.port_kobjs[p] = NULL;
+	}
+	kobject_put(tdev->ici.ports_kobj);
+	tdev->ici.ports_kobj = NULL;
+}
+
+static int tessera_ici_sysfs_init(struct tessera_device *tdev)
+{
+	struct tessera_port_kobj *pk;
+	unsigned int p;
+	int ret;
+
+	tdev->ici.ports_kobj = kobject_create_and_add("ici",
+						      &tdev->drm.dev->kobj);
+	if (!tdev->ici.ports_kobj)
+		return -ENOMEM;
+	for (p = 0; p < tdev->ici.ports; p++) {
+		pk = kzalloc(sizeof(*pk), GFP_KERNEL);
+		if (!pk) {
+			ret = -ENOMEM;
+			goto err;
+		}
+		pk->tdev = tdev;
+		pk->port = p;
+		ret = kobject_init_and_add(&pk->kobj, &tessera_port_ktype,
+					   tdev->ici.ports_kobj, "port%u", p);
+		tdev->ici.port_kobjs[p] = &pk->kobj;
+		if (ret)
+			goto err;
+	}
+	return 0;
+err:
+	tessera_ici_sysfs_fini(tdev);
+	return ret;
+}
+
+/* ----------------------------------------------------------- lifetime */
+
+/**
+ * tessera_ici_init() - the window table and the port directories
+ * @tdev: the device, its chip identified
+ *
+ * The table is device-managed DMA memory: it goes at unbind.
+ */
+int tessera_ici_init(struct tessera_device *tdev)
+{
+	int ret;
+
+	ret = drmm_mutex_init(&tdev->drm, &tdev->ici.window_lock);
+	if (ret)
+		return ret;
+	INIT_WORK(&tdev->ici.link_work, tessera_link_work);
+	if (!(tessera_reg_read(tdev, TSR_REG_CAPS) & TSR_CAP_ICI))
+		return 0;
+	tdev->ici.ports = min_t(u32, tessera_reg_read(tdev, TSR_REG_ICI_PORTS),
+				TSR_ICI_MAX_PORTS);
+	if (!tdev->ici.ports)
+		return 0;
+	tdev->ici.table = dmam_alloc_coherent(tdev->drm.dev,
+					      DRM_TESSERA_MAX_WINDOWS *
+					      sizeof(*tdev->ici.table),
+					      &tdev->ici.table_dma, GFP_KERNEL);
+	if (!tdev->ici.table)
+		return -ENOMEM;
+	return tessera_ici_sysfs_init(tdev);
+}
+
+/**
+ * tessera_ici_unplug() - stop using the chip's links at unbind
+ * @tdev: the device, its interrupts disabled
+ *
+ * Windows still open stay with their files until those close, but no
+ * longer reach the table, which goes with the device.
+ */
+void tessera_ici_unplug(struct tessera_device *tdev)
+{
+	cancel_work_sync(&tdev->ici.link_work);
+	tessera_ici_sysfs_fini(tdev);
+	mutex_lock(&tdev->ici.window_lock);
+	tdev->ici.table = NULL;
+	mutex_unlock(&tdev->ici.window_lock);
+}
