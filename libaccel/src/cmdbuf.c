@@ -775,6 +775,153 @@ int accel_cmdbuf_timestamp(struct accel_cmdbuf *cb, struct accel_buffer *buf,
 		    ACCEL_USE_WRITE);
 }
 
+/* ------------------------------------------------------- ICI */
+
+/* A stride of an ICI_WRITE of several rows: at least a row. */
+static int ici_stride(struct stage *st, const char *name, uint64_t stride,
+		      uint32_t rows, uint32_t row_bytes)
+{
+	if (rows < 2 || stride >= row_bytes)
+		return ACCEL_OK;
+	return accel_cmdbuf_fail(st->cb, ACCEL_ERR_BAD_STRIDE,
+				 "%s: %s %llu is less than a row (%u bytes)",
+				 st->cmd, name, (unsigned long long)stride,
+				 row_bytes);
+}
+
+/* ICI_WRITE's checks, in the chip's order (qemu-device/core/tessera-ici.c). */
+static int ici_write_check(struct stage *st, const struct accel_ici_write *w,
+			   const struct tsr_cmd_ici_write *c)
+{
+	struct accel_cmdbuf *cb = st->cb;
+	bool sem = w->flags & TSR_ICI_WRITE_SEM;
+	uint64_t total = (uint64_t)c->rows * c->row_bytes;
+	int ret;
+
+	if (w->flags & ~TSR_ICI_WRITE_SEM)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_FLAGS,
+					 "%s: flags 0x%x has unknown bits 0x%x",
+					 st->cmd, w->flags,
+					 w->flags & ~TSR_ICI_WRITE_SEM);
+	if (!c->rows != !c->row_bytes || (!c->rows && !sem))
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_SHAPE,
+					 "%s: %u rows of %u bytes; both must be at least 1, or both 0 with TSR_ICI_WRITE_SEM (the increment alone)",
+					 st->cmd, c->rows, c->row_bytes);
+	if (!sem && (w->sem_offset || w->sem_add))
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_INVALID_ARGUMENT,
+					 "%s: sem_offset %llu and sem_add %llu must be 0 without TSR_ICI_WRITE_SEM",
+					 st->cmd, (unsigned long long)w->sem_offset,
+					 (unsigned long long)w->sem_add);
+	if (c->sem_offset % 8)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_ALIGNMENT,
+					 "%s: sem_offset %llu is not a multiple of 8",
+					 st->cmd, (unsigned long long)c->sem_offset);
+	if (total > TSR_MAX_TRANSFER)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_TOO_LARGE,
+					 "%s: %llu bytes; a transfer moves at most %llu",
+					 st->cmd, (unsigned long long)total,
+					 (unsigned long long)TSR_MAX_TRANSFER);
+	ret = ici_stride(st, "src_stride", c->src_stride, c->rows, c->row_bytes);
+	if (!ret)
+		ret = ici_stride(st, "dst_stride", c->dst_stride, c->rows,
+				 c->row_bytes);
+	if (ret)
+		return ret;
+	if (c->rows && (unsigned __int128)c->offset +
+	    (unsigned __int128)(c->rows - 1) * c->dst_stride + c->row_bytes >
+	    UINT64_MAX)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_STRIDE,
+					 "%s: rows from offset %llu, %llu bytes apart, end beyond 2^64",
+					 st->cmd, (unsigned long long)c->offset,
+					 (unsigned long long)c->dst_stride);
+	return ACCEL_OK;
+}
+
+/*
+ * What the chip leaves to the target but libaccel knows: the window ids a
+ * chip has and, with a device, the chips of its slice.
+ */
+static int ici_target_check(struct stage *st, const struct accel_ici_write *w)
+{
+	struct accel_cmdbuf *cb = st->cb;
+	const uint32_t *topo;
+
+	if (w->window >= DRM_TESSERA_MAX_WINDOWS)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_INVALID_ARGUMENT,
+					 "%s: window %u; a chip's windows are 0 to %u",
+					 st->cmd, w->window, DRM_TESSERA_MAX_WINDOWS - 1);
+	if (!cb->dev || accel_coords_in_slice(cb->dev->topology, w->dst))
+		return ACCEL_OK;
+	topo = cb->dev->topology;
+	return accel_cmdbuf_fail(cb, ACCEL_ERR_NO_ROUTE,
+				 "%s: dst (%u,%u,%u) is not in this chip's %ux%ux%u slice",
+				 st->cmd, w->dst.c[0], w->dst.c[1], w->dst.c[2],
+				 topo[0], topo[1], topo[2]);
+}
+
+static int ici_write(struct accel_cmdbuf *cb, const char *name,
+		     const struct accel_ici_write *w)
+{
+	struct stage st = { .cb = cb, .cmd = name };
+	struct tsr_cmd_ici_write c = {
+		.window = w->window, .key = w->key,
+		.rows = w->rows, .row_bytes = w->row_bytes,
+	};
+	int ret;
+
+	memcpy(c.dst, w->dst.c, sizeof(c.dst));
+	if (w->flags & TSR_ICI_WRITE_SEM) {
+		c.sem_offset = w->sem_offset;
+		c.sem_add = w->sem_add;
+	}
+	/* No data: no source, no place; one row: no strides.  Encoded 0. */
+	if (w->rows) {
+		c.offset = w->offset;
+		c.src_stride = w->rows > 1 ? w->src_stride : 0;
+		c.dst_stride = w->rows > 1 ? w->dst_stride : 0;
+	}
+	ret = ici_write_check(&st, w, &c);
+	if (!ret)
+		ret = ici_target_check(&st, w);
+	if (ret)
+		return ret;
+	if (c.rows) {
+		ret = address(&st, "src", w->src_buffer, w->src_offset,
+			      region_extent(c.row_bytes, c.rows, 1,
+					    c.src_stride, 0),
+			      1, ACCEL_USE_READ, &c.src);
+		if (ret)
+			return ret;
+	}
+	return commit(&st, &c, sizeof(c), TSR_OP_ICI_WRITE, w->flags);
+}
+
+int accel_cmdbuf_ici_write(struct accel_cmdbuf *cb,
+			   const struct accel_ici_write *w)
+{
+	if (!cb)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (!w)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_INVALID_ARGUMENT,
+					 "ici_write: the request is missing");
+	return ici_write(cb, "ici_write", w);
+}
+
+int accel_cmdbuf_ici_sem_inc(struct accel_cmdbuf *cb, struct accel_coords dst,
+			     uint32_t window, uint64_t key,
+			     uint64_t sem_offset, uint64_t add)
+{
+	struct accel_ici_write w = {
+		.dst = dst, .window = window, .key = key,
+		.flags = TSR_ICI_WRITE_SEM, .sem_offset = sem_offset,
+		.sem_add = add,
+	};
+
+	if (!cb)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	return ici_write(cb, "ici_sem_inc", &w);
+}
+
 /* ------------------------------------------------------- submission */
 
 /* Whether a job may still read the uploaded copy. */

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,16 @@
 #define ACCEL_DEV_DIR "/dev/accel"
 #define ACCEL_SYSFS_CLASS "/sys/class/accel"
 #define ACCEL_MAX_MINORS 256
+/* The oldest driver interface this library works with. */
+#define ACCEL_MIN_UAPI_VERSION 2
+
+/* Where the structs of libaccel 0.2 ended: the ICI fields came after. */
+#define INFO_SIZE_0_2 offsetof(struct accel_device_info, slice_id)
+#define COUNTERS_SIZE_0_2 \
+	offsetof(struct accel_device_counters, remote_access_refused)
+
+_Static_assert(DRM_TESSERA_MAX_PORTS == TSR_ICI_MAX_PORTS,
+	       "GET_INFO reports every port of the chip");
 
 /* Sorted minors of the /dev/accel/accelN nodes; returns how many. */
 static int list_minors(unsigned int *minors, unsigned int max)
@@ -100,7 +111,7 @@ static int check_uapi(int fd, struct drm_tessera_info *info)
 	memset(info, 0, sizeof(*info));
 	if (drmIoctl(fd, DRM_IOCTL_TESSERA_GET_INFO, info))
 		return accel_error_from_errno(errno);
-	if (info->uapi_version < DRM_TESSERA_UAPI_VERSION)
+	if (info->uapi_version < ACCEL_MIN_UAPI_VERSION)
 		return ACCEL_ERR_VERSION;
 	return ACCEL_OK;
 }
@@ -179,8 +190,10 @@ static int open_matching(const struct device_filter *filter,
 		return ACCEL_ERR_NO_MEMORY;
 	}
 	*dev = found;
+	dev->uapi_version = info.uapi_version;
 	dev->num_queues = info.num_queues;
 	dev->mxu_dim = info.mxu_dim;
+	memcpy(dev->topology, info.topology, sizeof(dev->topology));
 	pthread_mutex_init(&dev->lock, NULL);
 	*out = dev;
 	return ACCEL_OK;
@@ -233,10 +246,92 @@ int accel_device_fd(const struct accel_device *dev)
 	return dev ? dev->fd : ACCEL_ERR_INVALID_ARGUMENT;
 }
 
-int accel_device_get_info(struct accel_device *dev,
-			  struct accel_device_info *info)
+int accel_copy_sized(void *out, size_t size, const void *ours,
+		     size_t ours_size, size_t min)
+{
+	if (size < min)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	memcpy(out, ours, size < ours_size ? size : ours_size);
+	if (size > ours_size)
+		memset((char *)out + ours_size, 0, size - ours_size);
+	return ACCEL_OK;
+}
+
+void accel_port_from_driver(const struct drm_tessera_port *p,
+			    struct accel_ici_port *out)
+{
+	*out = (struct accel_ici_port){
+		.state = p->state,
+		.peer_slice = p->peer_slice,
+		.peer_port = p->peer_port,
+	};
+	memcpy(out->peer.c, p->peer_coords, sizeof(out->peer.c));
+}
+
+static void info_from_driver(const struct accel_device *dev,
+			     const struct drm_tessera_info *ti,
+			     const drmVersion *version,
+			     struct accel_device_info *info)
+{
+	unsigned int p;
+
+	memset(info, 0, sizeof(*info));
+	info->index = dev->index;
+	info->minor = dev->minor;
+	memcpy(info->pci_address, dev->pci_address, sizeof(info->pci_address));
+	info->pci_vendor = ti->pci_vendor;
+	info->pci_device = ti->pci_device;
+	info->pci_revision = ti->pci_revision;
+	info->chip_id = ti->chip_id;
+	info->device_version_major = TSR_VERSION_MAJOR(ti->device_version);
+	info->device_version_minor = TSR_VERSION_MINOR(ti->device_version);
+	info->caps = ti->caps;
+	info->msix_vectors = ti->msix_vectors;
+	info->irq_count = ti->irq_count;
+	info->uapi_version = ti->uapi_version;
+	info->preset = ti->preset;
+	info->tensorcores = ti->tensorcores;
+	info->mxus_per_core = ti->mxus_per_core;
+	info->mxu_dim = ti->mxu_dim;
+	info->vpu_sublanes = ti->vpu_sublanes;
+	info->vpu_lanes = ti->vpu_lanes;
+	info->vmem_mib = ti->vmem_mib;
+	info->clock_mhz = ti->clock_mhz;
+	info->hbm_gbps = ti->hbm_gbps;
+	info->host_dma_gbps = ti->host_dma_gbps;
+	info->num_queues = ti->num_queues;
+	info->hbm_size = ti->hbm_size;
+	info->hbm_free = ti->hbm_free;
+	info->context_id = ti->context_id;
+	info->max_contexts = ti->max_contexts;
+	info->peak_bf16_flops = 2ull * ti->tensorcores * ti->mxus_per_core *
+				ti->mxu_dim * ti->mxu_dim * ti->clock_mhz * 1000000ull;
+	info->ici_ports = ti->ici_ports;
+	info->ici_link_gbps = ti->ici_link_gbps;
+	info->slice_chips = ti->slice_chips;
+	info->slice_index = ti->slice_index;
+	memcpy(info->topology, ti->topology, sizeof(info->topology));
+	memcpy(info->coords, ti->coords, sizeof(info->coords));
+	/* An older driver left these zero: the DRM core zero-fills. */
+	info->slice_id = ti->slice_id;
+	info->wrap = ti->wrap;
+	info->ports_wired = ti->ports_wired;
+	info->max_windows = ti->max_windows;
+	info->ici_link_latency_ns = ti->ici_link_latency_ns;
+	for (p = 0; p < TSR_ICI_MAX_PORTS; p++)
+		accel_port_from_driver(&ti->ports[p], &info->ports[p]);
+	snprintf(info->driver_name, sizeof(info->driver_name), "%s",
+		 version->name);
+	info->driver_major = version->version_major;
+	info->driver_minor = version->version_minor;
+	info->driver_patch = version->version_patchlevel;
+}
+
+int accel_device_get_info_sized(struct accel_device *dev,
+				struct accel_device_info *info, size_t size)
 {
 	struct drm_tessera_info ti = { 0 };
+	struct accel_device_info ours;
 	drmVersionPtr version;
 
 	if (!dev || !info)
@@ -246,63 +341,23 @@ int accel_device_get_info(struct accel_device *dev,
 	version = drmGetVersion(dev->fd);
 	if (!version)
 		return accel_error_from_errno(errno);
-
-	memset(info, 0, sizeof(*info));
-	info->index = dev->index;
-	info->minor = dev->minor;
-	memcpy(info->pci_address, dev->pci_address, sizeof(info->pci_address));
-	info->pci_vendor = ti.pci_vendor;
-	info->pci_device = ti.pci_device;
-	info->pci_revision = ti.pci_revision;
-	info->chip_id = ti.chip_id;
-	info->device_version_major = TSR_VERSION_MAJOR(ti.device_version);
-	info->device_version_minor = TSR_VERSION_MINOR(ti.device_version);
-	info->caps = ti.caps;
-	info->msix_vectors = ti.msix_vectors;
-	info->irq_count = ti.irq_count;
-	info->uapi_version = ti.uapi_version;
-	info->preset = ti.preset;
-	info->tensorcores = ti.tensorcores;
-	info->mxus_per_core = ti.mxus_per_core;
-	info->mxu_dim = ti.mxu_dim;
-	info->vpu_sublanes = ti.vpu_sublanes;
-	info->vpu_lanes = ti.vpu_lanes;
-	info->vmem_mib = ti.vmem_mib;
-	info->clock_mhz = ti.clock_mhz;
-	info->hbm_gbps = ti.hbm_gbps;
-	info->host_dma_gbps = ti.host_dma_gbps;
-	info->num_queues = ti.num_queues;
-	info->hbm_size = ti.hbm_size;
-	info->hbm_free = ti.hbm_free;
-	info->context_id = ti.context_id;
-	info->max_contexts = ti.max_contexts;
-	info->peak_bf16_flops = 2ull * ti.tensorcores * ti.mxus_per_core *
-				ti.mxu_dim * ti.mxu_dim * ti.clock_mhz * 1000000ull;
-	info->ici_ports = ti.ici_ports;
-	info->ici_link_gbps = ti.ici_link_gbps;
-	info->slice_chips = ti.slice_chips;
-	info->slice_index = ti.slice_index;
-	memcpy(info->topology, ti.topology, sizeof(info->topology));
-	memcpy(info->coords, ti.coords, sizeof(info->coords));
-	snprintf(info->driver_name, sizeof(info->driver_name), "%s",
-		 version->name);
-	info->driver_major = version->version_major;
-	info->driver_minor = version->version_minor;
-	info->driver_patch = version->version_patchlevel;
+	info_from_driver(dev, &ti, version, &ours);
 	drmFreeVersion(version);
-	return ACCEL_OK;
+	return accel_copy_sized(info, size, &ours, sizeof(ours), INFO_SIZE_0_2);
 }
 
-int accel_device_get_counters(struct accel_device *dev,
-			      struct accel_device_counters *c)
+int accel_device_get_counters_sized(struct accel_device *dev,
+				    struct accel_device_counters *c,
+				    size_t size)
 {
 	struct drm_tessera_counters tc = { 0 };
+	struct accel_device_counters ours;
 
 	if (!dev || !c)
 		return ACCEL_ERR_INVALID_ARGUMENT;
 	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_GET_COUNTERS, &tc))
 		return accel_error_from_errno(errno);
-	*c = (struct accel_device_counters){
+	ours = (struct accel_device_counters){
 		.mxu_busy_cycles = tc.mxu_busy_cycles,
 		.vpu_busy_cycles = tc.vpu_busy_cycles,
 		.dma_busy_cycles = tc.dma_busy_cycles,
@@ -323,8 +378,11 @@ int accel_device_get_counters(struct accel_device *dev,
 		.device_resets = tc.device_resets,
 		.fatal_errors = tc.fatal_errors,
 		.banned_contexts = tc.banned_contexts,
+		.remote_access_refused = tc.remote_access_refused,
+		.link_downs = tc.link_downs,
+		.link_ups = tc.link_ups,
 	};
-	return ACCEL_OK;
+	return accel_copy_sized(c, size, &ours, sizeof(ours), COUNTERS_SIZE_0_2);
 }
 
 const char *accel_preset_name(uint32_t preset)
@@ -364,4 +422,29 @@ int accel_device_ping(struct accel_device *dev, uint32_t cookie,
 	if (latency_ns)
 		*latency_ns = ping.latency_ns;
 	return ACCEL_OK;
+}
+
+/*
+ * The entry points of programs built against libaccel 0.2, before the
+ * header's macros passed the size: their structs end where the ICI
+ * fields begin.
+ */
+#undef accel_device_get_info
+#undef accel_device_get_counters
+
+ACCEL_API int accel_device_get_info(struct accel_device *dev,
+				    struct accel_device_info *info);
+ACCEL_API int accel_device_get_counters(struct accel_device *dev,
+					struct accel_device_counters *c);
+
+int accel_device_get_info(struct accel_device *dev,
+			  struct accel_device_info *info)
+{
+	return accel_device_get_info_sized(dev, info, INFO_SIZE_0_2);
+}
+
+int accel_device_get_counters(struct accel_device *dev,
+			      struct accel_device_counters *c)
+{
+	return accel_device_get_counters_sized(dev, c, COUNTERS_SIZE_0_2);
 }

@@ -33,6 +33,10 @@ static const char *const error_text[] = {
 	[-ACCEL_ERR_JOB_FAILED] = "the job failed on the chip; its status names the error and the command",
 	[-ACCEL_ERR_JOB_HUNG] = "the job hung and was stopped by a queue reset",
 	[-ACCEL_ERR_CANCELED] = "the job was canceled: the device context is banned after repeated faults",
+	[-ACCEL_ERR_BUSY] = "busy: every device context, window or queued-job slot is taken, or the window id asked for is open",
+	[-ACCEL_ERR_LINK_DOWN] = "an ICI link on the way to the target chip is down, or the target did not answer (LINK_DOWN)",
+	[-ACCEL_ERR_REMOTE_ACCESS] = "the target chip refused the remote write: no such window open, wrong key, not writable, or outside it (REMOTE_ACCESS)",
+	[-ACCEL_ERR_NO_ROUTE] = "no route to the target chip: it is not in the slice, or the port towards it has no link (NO_ROUTE)",
 };
 
 const char *accel_error_string(int error)
@@ -111,6 +115,13 @@ int accel_error_from_errno(int err)
 		return ACCEL_ERR_TOO_LARGE;
 	case ECANCELED:
 		return ACCEL_ERR_CANCELED;
+	case EBUSY:
+	case ENOSPC:
+		return ACCEL_ERR_BUSY;
+	case ENOLINK:
+		return ACCEL_ERR_LINK_DOWN;
+	case EHOSTUNREACH:
+		return ACCEL_ERR_NO_ROUTE;
 	default:
 		return ACCEL_ERR_IO;
 	}

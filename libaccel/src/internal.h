@@ -15,8 +15,10 @@ struct accel_device {
 	unsigned int index;
 	unsigned int minor;
 	char pci_address[ACCEL_PCI_ADDRESS_LEN];
+	uint32_t uapi_version;		/* the driver's DRM_TESSERA_UAPI_VERSION */
 	uint32_t num_queues;
 	uint32_t mxu_dim;		/* tiles of ops are multiples of it */
+	uint32_t topology[TSR_ICI_MAX_DIMS];	/* the slice, for ICI_WRITE's check */
 	/*
 	 * Protects the buffer list and every buffer's reference count and
 	 * CPU mapping, and the cached outcome of every job.
@@ -40,6 +42,21 @@ struct accel_buffer {
 
 /* The libaccel code for a failed system call's errno. */
 int accel_error_from_errno(int err);
+
+/*
+ * Fill @size bytes at @out (a caller's struct of that size, which may be
+ * older or newer than ours) from @ours, of @ours_size bytes: what the
+ * caller's struct has room for, zero beyond ours.  @size must be at least
+ * @min, the size of the struct's first version.
+ */
+int accel_copy_sized(void *out, size_t size, const void *ours,
+		     size_t ours_size, size_t min);
+
+struct drm_tessera_port;
+
+/* A port as GET_INFO and LINK_INFO report it, in libaccel's terms. */
+void accel_port_from_driver(const struct drm_tessera_port *p,
+			    struct accel_ici_port *out);
 
 /* Take one more reference on @buf (the command buffers' way). */
 void accel_buffer_ref(struct accel_buffer *buf);

@@ -41,6 +41,12 @@ static int result_of(int fence_error)
 		return ACCEL_ERR_CANCELED;
 	case ENODEV:
 		return ACCEL_ERR_DEVICE_LOST;
+	case ENOLINK:
+		return ACCEL_ERR_LINK_DOWN;
+	case EACCES:
+		return ACCEL_ERR_REMOTE_ACCESS;
+	case EHOSTUNREACH:
+		return ACCEL_ERR_NO_ROUTE;
 	default:
 		return ACCEL_ERR_IO;
 	}

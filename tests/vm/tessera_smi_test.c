@@ -135,6 +135,27 @@ static long long jint(json_object *o, const char *path)
 	return json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
 }
 
+/* Element @i of the integer array at @path, or -1. */
+static long long jint_at(json_object *o, const char *path, unsigned int i)
+{
+	json_object *v = jget(o, path);
+
+	if (!json_object_is_type(v, json_type_array) ||
+	    i >= json_object_array_length(v))
+		return -1;
+	v = json_object_array_get_idx(v, i);
+	return json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+}
+
+/* The boolean at @path: 1 or 0, or -1 if there is none. */
+static int jbool(json_object *o, const char *path)
+{
+	json_object *v = jget(o, path);
+
+	return json_object_is_type(v, json_type_boolean) ?
+		json_object_get_boolean(v) : -1;
+}
+
 /* The number (integer or not) at @path, or NAN. */
 static double jnum(json_object *o, const char *path)
 {
@@ -240,6 +261,7 @@ static const char *const driver_counters[] = {
 	"jobs_submitted", "jobs_completed", "jobs_failed", "mmu_faults",
 	"ecc_correctable", "ecc_uncorrectable", "timeouts", "lost_irqs",
 	"queue_resets", "device_resets", "fatal_errors", "banned_contexts",
+	"remote_access_refused", "link_downs", "link_ups",
 };
 
 FIXTURE(smi) {
@@ -302,22 +324,155 @@ TEST_F(smi, json_lists_every_device_with_its_identity)
 	json_object_put(report);
 }
 
-TEST_F(smi, links_are_placeholders_from_get_info)
+TEST_F(smi, slice_agrees_with_get_info)
 {
 	const char *args[] = { "--json", "-i", "0", "-d", self->pci, NULL };
 	json_object *report = smi_json(_metadata, args);
 	json_object *d = device_at(report, self->pci);
 	struct drm_tessera_info raw;
+	char wrap[4] = "";
+	unsigned int i;
 
 	ASSERT_NE(NULL, d);
 	ASSERT_EQ(0, tsr_info(accel_device_fd(self->dev), &raw));
-	EXPECT_EQ(raw.ici_ports, jint(d, "links.ici_ports"));
-	EXPECT_EQ(raw.ici_ports, jlen(d, "links.ports"));
-	EXPECT_EQ(0, jint(d, "links.connected"));
+	EXPECT_EQ(raw.slice_id, jint(d, "links.slice.id"));
 	EXPECT_EQ(raw.slice_chips, jint(d, "links.slice.chips"));
 	EXPECT_EQ(raw.slice_index, jint(d, "links.slice.index"));
+	EXPECT_EQ(raw.max_windows, jint(d, "links.slice.max_windows"));
+	EXPECT_EQ(raw.ici_link_latency_ns, jint(d, "links.ici_link_latency_ns"));
 	EXPECT_EQ(3, jlen(d, "links.slice.topology"));
+	EXPECT_EQ(3, jlen(d, "links.slice.coords"));
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(raw.topology[i], jint_at(d, "links.slice.topology", i));
+		EXPECT_EQ(raw.coords[i], jint_at(d, "links.slice.coords", i));
+		if (raw.wrap & (1u << i))
+			strncat(wrap, &"xyz"[i], 1);
+	}
+	EXPECT_STREQ(wrap, jstr(d, "links.slice.wrap"));
 	json_object_put(report);
+}
+
+TEST_F(smi, every_port_is_listed_with_its_socket_and_state)
+{
+	const char *args[] = { "--json", "-i", "0", "-d", self->pci, NULL };
+	struct drm_tessera_info before, after;
+	json_object *report, *d, *ports;
+	unsigned int p, i, wired = 0, up = 0;
+
+	ASSERT_EQ(0, tsr_info(accel_device_fd(self->dev), &before));
+	report = smi_json(_metadata, args);
+	ASSERT_EQ(0, tsr_info(accel_device_fd(self->dev), &after));
+	d = device_at(report, self->pci);
+	ASSERT_NE(NULL, d);
+	EXPECT_EQ(before.ici_ports, jint(d, "links.ici_ports"));
+	ASSERT_EQ(before.ici_ports, jlen(d, "links.ports"));
+	ports = jget(d, "links.ports");
+	for (p = 0; p < before.ici_ports; p++) {
+		json_object *port = json_object_array_get_idx(ports, p);
+		const struct drm_tessera_port *raw = &before.ports[p];
+		bool is_wired = before.ports_wired & (1u << p);
+
+		EXPECT_EQ(p, jint(port, "port"));
+		EXPECT_EQ(is_wired, jbool(port, "wired")) TH_LOG("port %u", p);
+		wired += is_wired;
+		/* A link that changed state while the tool read it says nothing. */
+		if (raw->state != after.ports[p].state)
+			continue;
+		up += raw->state == TSR_ICI_STATE_UP;
+		EXPECT_STREQ(accel_link_state_name(raw->state), jstr(port, "state"))
+			TH_LOG("port %u", p);
+		if (raw->state != TSR_ICI_STATE_UP)
+			continue;
+		for (i = 0; i < 3; i++) {
+			EXPECT_EQ(raw->peer_coords[i], jint_at(port, "peer.coords", i));
+		}
+		EXPECT_EQ(raw->peer_port, jint(port, "peer.port"));
+		EXPECT_EQ(raw->peer_slice, jint(port, "peer.slice_id"));
+	}
+	EXPECT_EQ(wired, jint(d, "links.wired"));
+	if (!memcmp(before.ports, after.ports, sizeof(before.ports))) {
+		EXPECT_EQ(up, jint(d, "links.connected"));
+	}
+	EXPECT_STREQ(!before.ici_ports ? "none" : !wired ? "unwired" :
+		     up == wired ? "up" : "down", jstr(d, "links.state"));
+	json_object_put(report);
+}
+
+/*
+ * Link counters only grow: what the tool reports of each wired port lies
+ * between two reads of LINK_INFO around it.
+ */
+TEST_F(smi, link_counters_agree_with_link_info)
+{
+#define LINK_COUNTER(name) { #name, offsetof(struct accel_link_info, name) }
+	static const struct {
+		const char *name;
+		size_t offset;
+	} counters[] = {
+		LINK_COUNTER(frames_tx), LINK_COUNTER(frames_rx),
+		LINK_COUNTER(bytes_tx), LINK_COUNTER(bytes_rx),
+		LINK_COUNTER(crc_errors), LINK_COUNTER(seq_errors),
+		LINK_COUNTER(naks), LINK_COUNTER(replays),
+		LINK_COUNTER(timeouts), LINK_COUNTER(credit_stalls),
+		LINK_COUNTER(link_downs), LINK_COUNTER(protocol_errors),
+	};
+	const char *args[] = { "--json", "-i", "0", "-d", self->pci, NULL };
+	struct accel_link_info before[TSR_ICI_MAX_PORTS], after[TSR_ICI_MAX_PORTS];
+	json_object *report, *ports;
+	unsigned int p, i;
+
+	if (!self->info.ports_wired)
+		SKIP(return, "no ICI port of chip 0 is wired");
+	for (p = 0; p < self->info.ici_ports; p++) {
+		ASSERT_EQ(ACCEL_OK, accel_link_get_info(self->dev, p, &before[p]));
+	}
+	report = smi_json(_metadata, args);
+	for (p = 0; p < self->info.ici_ports; p++) {
+		ASSERT_EQ(ACCEL_OK, accel_link_get_info(self->dev, p, &after[p]));
+	}
+	ports = jget(device_at(report, self->pci), "links.ports");
+	ASSERT_NE(NULL, ports);
+	for (p = 0; p < self->info.ici_ports; p++) {
+		json_object *port = json_object_array_get_idx(ports, p);
+
+		for (i = 0; i < ARRAY_SIZE(counters); i++) {
+			long long v = jint(jget(port, "counters"), counters[i].name);
+			uint64_t lo, hi;
+
+			memcpy(&lo, (const char *)&before[p] + counters[i].offset,
+			       sizeof(lo));
+			memcpy(&hi, (const char *)&after[p] + counters[i].offset,
+			       sizeof(hi));
+			EXPECT_LE(lo, v) TH_LOG("port %u %s", p, counters[i].name);
+			EXPECT_GE(hi, v) TH_LOG("port %u %s", p, counters[i].name);
+		}
+	}
+	json_object_put(report);
+#undef LINK_COUNTER
+}
+
+/* The tables give each wired port of a chip a line: "DEV  PORT DIR  state". */
+TEST_F(smi, human_output_has_a_line_per_wired_port)
+{
+	const char *args[] = { "-i", "0", "-d", self->pci, NULL };
+	struct smi_run r;
+	unsigned int p;
+
+	smi_run(args, &r);
+	EXPECT_EQ(0, r.status) TH_LOG("stderr: %s", r.err);
+	EXPECT_NE(NULL, strstr(r.out, "LINKS UP")) TH_LOG("%s", r.out);
+	for (p = 0; p < self->info.ici_ports; p++) {
+		char line[32];
+
+		snprintf(line, sizeof(line), "\n  0  %u %c%c  ", p, p % 2 ? '-' : '+',
+			 "xyz"[p / 2]);
+		EXPECT_EQ(!!(self->info.ports_wired & (1u << p)),
+			  strstr(r.out, line) != NULL) TH_LOG("port %u in:\n%s", p, r.out);
+	}
+	if (!self->info.ports_wired) {
+		EXPECT_NE(NULL, strstr(r.out, "no ICI port is wired"));
+	}
+	smi_free(&r);
 }
 
 TEST_F(smi, a_device_chosen_by_pci_address_is_the_only_one_reported)

@@ -4,8 +4,9 @@
  *
  * Where the figures come from:
  *   libaccel            enumeration, identity, versions, configuration,
- *                       HBM, links and slice, and the chip's counters (busy
- *                       cycles, the modeled clock)
+ *                       HBM, the slice, each link's state, peer and
+ *                       counters, and the chip's counters (busy cycles,
+ *                       the modeled clock)
  *   sysfs               the driver's counters (<pci device>/tessera/)
  *   /proc/<pid>/fdinfo  the processes (DRM fdinfo of the tessera driver)
  */
@@ -35,6 +36,23 @@ const struct chip_counter chip_counters[] = {
 	{ "hbm_write_bytes", offsetof(struct accel_device_counters, hbm_write_bytes) },
 };
 
+#define LINK_COUNTER(name) { #name, offsetof(struct accel_link_info, name) }
+
+const struct chip_counter link_counters[] = {
+	LINK_COUNTER(frames_tx),
+	LINK_COUNTER(frames_rx),
+	LINK_COUNTER(bytes_tx),
+	LINK_COUNTER(bytes_rx),
+	LINK_COUNTER(crc_errors),
+	LINK_COUNTER(seq_errors),
+	LINK_COUNTER(naks),
+	LINK_COUNTER(replays),
+	LINK_COUNTER(timeouts),
+	LINK_COUNTER(credit_stalls),
+	LINK_COUNTER(link_downs),
+	LINK_COUNTER(protocol_errors),
+};
+
 const char *const engines[] = { "mxu", "vpu", "dma" };
 
 #define ENGINE_BUSY(e) chip_counters[1 + (e)].offset
@@ -52,7 +70,13 @@ const char *const driver_counter_names[DRIVER_COUNTERS] = {
 	[DRV_DEVICE_RESETS] = "device_resets",
 	[DRV_FATAL_ERRORS] = "fatal_errors",
 	[DRV_BANNED_CONTEXTS] = "banned_contexts",
+	[DRV_REMOTE_ACCESS_REFUSED] = "remote_access_refused",
+	[DRV_LINK_DOWNS] = "link_downs",
+	[DRV_LINK_UPS] = "link_ups",
 };
+
+/* Drivers before uapi version 3 have the counters before the links'. */
+#define LINK_UAPI_VERSION 3
 
 const char *const region_names[REGIONS] = { "host", "hbm" };
 const char *const stat_names[STATS] = { "total", "shared", "resident" };
@@ -87,11 +111,11 @@ uint64_t now_ns(void)
 
 /* ------------------------------------------------------------ devices */
 
-uint64_t counter_at(const struct accel_device_counters *c, size_t offset)
+uint64_t counter_at(const void *counters, size_t offset)
 {
 	uint64_t v;
 
-	memcpy(&v, (const char *)c + offset, sizeof(v));
+	memcpy(&v, (const char *)counters + offset, sizeof(v));
 	return v;
 }
 
@@ -151,9 +175,10 @@ static int read_sysfs_counter(const char *pci, const char *name,
 static bool read_driver_counters(struct device_status *st)
 {
 	const char *pci = st->info.pci_address;
-	int i, ret;
+	int i, ret, n = st->info.uapi_version < LINK_UAPI_VERSION ?
+			DRV_REMOTE_ACCESS_REFUSED : DRIVER_COUNTERS;
 
-	for (i = 0; i < DRIVER_COUNTERS; i++) {
+	for (i = 0; i < n; i++) {
 		ret = read_sysfs_counter(pci, driver_counter_names[i],
 					 &st->driver[i]);
 		if (ret) {
@@ -234,6 +259,27 @@ static bool read_identity(struct device *d, struct device_status *st)
 	return true;
 }
 
+/* The state and counters of every port; none from an older driver. */
+static bool read_links(struct device *d, struct device_status *st)
+{
+	unsigned int p;
+	int ret;
+
+	if (st->info.uapi_version < LINK_UAPI_VERSION)
+		return true;
+	for (p = 0; p < st->info.ici_ports && p < TSR_ICI_MAX_PORTS; p++) {
+		ret = accel_link_get_info(d->handle, p, &st->links[p]);
+		if (ret) {
+			snprintf(st->error, sizeof(st->error),
+				 "cannot read ICI port %u: %s", p,
+				 accel_error_string(ret));
+			return false;
+		}
+	}
+	st->links_known = true;
+	return true;
+}
+
 /* Read everything one report says of @d; false with st->error if not. */
 bool collect_device(struct device *d, struct device_status *st)
 {
@@ -245,7 +291,7 @@ bool collect_device(struct device *d, struct device_status *st)
 		snprintf(st->error, sizeof(st->error), "%s", d->open_error);
 		return false;
 	}
-	if (!read_identity(d, st))
+	if (!read_identity(d, st) || !read_links(d, st))
 		return false;
 	ret = read_sample(d->handle, &st->sample);
 	if (ret) {

@@ -14,10 +14,67 @@
 
 /* ------------------------------------------------------------ naming */
 
-/* Link state, until the multi-chip work connects links. */
-static const char *link_state(const struct accel_device_info *info)
+static const char *const port_directions[TSR_ICI_MAX_PORTS] = {
+	"+x", "-x", "+y", "-y", "+z", "-z",
+};
+
+static bool port_wired(const struct accel_device_info *info, unsigned int p)
 {
-	return info->ici_ports ? "not connected" : "none";
+	return info->ports_wired & (1u << p);
+}
+
+/* Whether a port in @state has heard its peer: the peer fields mean it. */
+static bool peer_known(uint32_t state)
+{
+	return state == TSR_ICI_STATE_UP || state == TSR_ICI_STATE_MISWIRED ||
+	       state == TSR_ICI_STATE_FOREIGN || state == TSR_ICI_STATE_DOWN;
+}
+
+/* Ports of the chip that have a socket, and of those, the ones up. */
+static void count_links(const struct device_status *st, unsigned int *wired,
+			unsigned int *up)
+{
+	unsigned int p;
+
+	*wired = *up = 0;
+	for (p = 0; p < st->info.ici_ports && p < TSR_ICI_MAX_PORTS; p++) {
+		if (!port_wired(&st->info, p))
+			continue;
+		(*wired)++;
+		*up += st->links[p].port.state == TSR_ICI_STATE_UP;
+	}
+}
+
+/* The links as a whole: "none", "unknown", "unwired", "up" or "down". */
+static const char *links_state(const struct device_status *st)
+{
+	unsigned int wired, up;
+
+	if (!st->info.ici_ports)
+		return "none";
+	if (!st->links_known)
+		return "unknown";
+	count_links(st, &wired, &up);
+	if (!wired)
+		return "unwired";
+	return up == wired ? "up" : "down";
+}
+
+/* The wrapped dimensions, as the QEMU property wrap spells them: "xy". */
+static void format_wrap(uint32_t wrap, char *buf, size_t len)
+{
+	size_t n = 0;
+	unsigned int d;
+
+	for (d = 0; d < TSR_ICI_MAX_DIMS && n + 1 < len; d++)
+		if (wrap & (1u << d))
+			buf[n++] = "xyz"[d];
+	buf[n] = '\0';
+}
+
+static void format_coords(const struct accel_coords *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u,%u,%u", c->c[0], c->c[1], c->c[2]);
 }
 
 static void format_bytes(uint64_t bytes, char *buf, size_t len)
@@ -186,14 +243,15 @@ static json_object *json_utilization(const struct device_status *st)
 	return o;
 }
 
-static json_object *json_chip_counters(const struct device_status *st)
+/* The @n counters of @table, read from @from, by name. */
+static json_object *json_counters(const struct chip_counter *table, size_t n,
+				  const void *from)
 {
 	json_object *o = json_object_new_object();
 	size_t i;
 
-	for (i = 0; i < ARRAY_SIZE(chip_counters); i++)
-		add_u64(o, chip_counters[i].name,
-			counter_at(&st->sample.counters, chip_counters[i].offset));
+	for (i = 0; i < n; i++)
+		add_u64(o, table[i].name, counter_at(from, table[i].offset));
 	return o;
 }
 
@@ -207,31 +265,78 @@ static json_object *json_driver_counters(const struct device_status *st)
 	return o;
 }
 
-static json_object *json_links(const struct accel_device_info *info)
+static json_object *json_peer(const struct accel_ici_port *port)
 {
 	json_object *o = json_object_new_object();
-	json_object *ports = json_object_new_array();
-	json_object *slice = json_object_new_object();
-	uint32_t p;
+	json_object *coords = json_object_new_array();
+	unsigned int d;
 
+	for (d = 0; d < TSR_ICI_MAX_DIMS; d++)
+		json_object_array_add(coords, json_object_new_uint64(port->peer.c[d]));
+	json_object_object_add(o, "coords", coords);
+	add_u64(o, "port", port->peer_port);
+	add_u64(o, "slice_id", port->peer_slice);
+	return o;
+}
+
+static json_object *json_port(const struct device_status *st, unsigned int p)
+{
+	const struct accel_link_info *link = &st->links[p];
+	json_object *o = json_object_new_object();
+
+	add_u64(o, "port", p);
+	add_string(o, "direction", port_directions[p]);
+	json_object_object_add(o, "wired",
+			       json_object_new_boolean(port_wired(&st->info, p)));
+	if (!st->links_known) {
+		add_string(o, "state", "unknown");
+		json_object_object_add(o, "peer", NULL);
+		json_object_object_add(o, "counters", NULL);
+		return o;
+	}
+	add_string(o, "state", accel_link_state_name(link->port.state));
+	json_object_object_add(o, "peer", peer_known(link->port.state) ?
+			       json_peer(&link->port) : NULL);
+	json_object_object_add(o, "counters",
+			       json_counters(link_counters,
+					     ARRAY_SIZE(link_counters), link));
+	return o;
+}
+
+static json_object *json_slice(const struct accel_device_info *info)
+{
+	json_object *o = json_object_new_object();
+	char wrap[TSR_ICI_MAX_DIMS + 1];
+
+	format_wrap(info->wrap, wrap, sizeof(wrap));
+	add_u64(o, "id", info->slice_id);
+	add_u64(o, "chips", info->slice_chips);
+	add_u64(o, "index", info->slice_index);
+	json_object_object_add(o, "topology", json_u32_array(info->topology, 3));
+	json_object_object_add(o, "coords", json_u32_array(info->coords, 3));
+	add_string(o, "wrap", wrap);
+	add_u64(o, "max_windows", info->max_windows);
+	return o;
+}
+
+static json_object *json_links(const struct device_status *st)
+{
+	const struct accel_device_info *info = &st->info;
+	json_object *o = json_object_new_object();
+	json_object *ports = json_object_new_array();
+	unsigned int p, wired, up;
+
+	count_links(st, &wired, &up);
 	add_u64(o, "ici_ports", info->ici_ports);
 	add_u64(o, "ici_link_gbps", info->ici_link_gbps);
-	add_u64(o, "connected", 0);
-	add_string(o, "state", link_state(info));
-	for (p = 0; p < info->ici_ports; p++) {
-		json_object *port = json_object_new_object();
-
-		add_u64(port, "port", p);
-		add_string(port, "state", "not connected");
-		json_object_object_add(port, "peer", NULL);
-		json_object_array_add(ports, port);
-	}
+	add_u64(o, "ici_link_latency_ns", info->ici_link_latency_ns);
+	add_u64(o, "wired", wired);
+	add_u64(o, "connected", up);
+	add_string(o, "state", links_state(st));
+	for (p = 0; p < info->ici_ports && p < TSR_ICI_MAX_PORTS; p++)
+		json_object_array_add(ports, json_port(st, p));
 	json_object_object_add(o, "ports", ports);
-	add_u64(slice, "chips", info->slice_chips);
-	add_u64(slice, "index", info->slice_index);
-	json_object_object_add(slice, "topology", json_u32_array(info->topology, 3));
-	json_object_object_add(slice, "coords", json_u32_array(info->coords, 3));
-	json_object_object_add(o, "slice", slice);
+	json_object_object_add(o, "slice", json_slice(info));
 	return o;
 }
 
@@ -300,11 +405,14 @@ static json_object *json_device(const struct device_status *st,
 	json_object_object_add(o, "config", json_config(&st->info));
 	json_object_object_add(o, "hbm", json_hbm(&st->info));
 	json_object_object_add(o, "utilization", json_utilization(st));
-	json_object_object_add(o, "chip_counters", json_chip_counters(st));
+	json_object_object_add(o, "chip_counters",
+			       json_counters(chip_counters,
+					     ARRAY_SIZE(chip_counters),
+					     &st->sample.counters));
 	json_object_object_add(o, "driver_counters", json_driver_counters(st));
 	add_u64(o, "irq_count", st->info.irq_count);
 	add_u64(o, "msix_vectors", st->info.msix_vectors);
-	json_object_object_add(o, "links", json_links(&st->info));
+	json_object_object_add(o, "links", json_links(st));
 	json_object_object_add(o, "processes",
 			       json_processes(clients, st->device->pci));
 	return o;
@@ -386,14 +494,16 @@ static void print_devices(const struct device_status *st, size_t n,
 	}
 }
 
-static void print_versions_and_links(const struct device_status *st, size_t n)
+static void print_versions_and_slice(const struct device_status *st, size_t n)
 {
 	size_t i;
 
-	printf("\nDEV  DRIVER         UAPI  MODEL  CHIP ID     ICI PORTS  LINKS          SLICE   TOPOLOGY  COORDS\n");
+	printf("\nDEV  DRIVER         UAPI  MODEL  CHIP ID     ICI PORTS  LINKS UP  SLICE       CHIP    TOPOLOGY  WRAP  COORDS\n");
 	for (i = 0; i < n; i++) {
 		const struct accel_device_info *info = &st[i].info;
-		char driver[48], model[16], slice[24], topo[40], coords[40];
+		char driver[48], model[16], up[24], chip[24], topo[40];
+		char wrap[TSR_ICI_MAX_DIMS + 1], coords[40];
+		unsigned int wired, n_up;
 
 		if (st[i].error[0])
 			continue;
@@ -401,27 +511,82 @@ static void print_versions_and_links(const struct device_status *st, size_t n)
 			 info->driver_major, info->driver_minor, info->driver_patch);
 		snprintf(model, sizeof(model), "%u.%u", info->device_version_major,
 			 info->device_version_minor);
-		snprintf(slice, sizeof(slice), "%u of %u", info->slice_index,
+		count_links(&st[i], &wired, &n_up);
+		if (st[i].links_known && wired)
+			snprintf(up, sizeof(up), "%u of %u", n_up, wired);
+		else
+			snprintf(up, sizeof(up), "%s", links_state(&st[i]));
+		snprintf(chip, sizeof(chip), "%u of %u", info->slice_index,
 			 info->slice_chips);
 		snprintf(topo, sizeof(topo), "%ux%ux%u", info->topology[0],
 			 info->topology[1], info->topology[2]);
+		format_wrap(info->wrap, wrap, sizeof(wrap));
 		snprintf(coords, sizeof(coords), "%u,%u,%u", info->coords[0],
 			 info->coords[1], info->coords[2]);
-		printf("%3d  %-13s  %4u  %5s  0x%08x  %9u  %-13s  %-6s  %-8s  %s\n",
+		printf("%3d  %-13s  %4u  %5s  0x%08x  %9u  %-8s  %-10u  %-6s  %-8s  %-4s  %s\n",
 		       st[i].device->index, driver, info->uapi_version, model,
-		       info->chip_id, info->ici_ports, link_state(info), slice,
-		       topo, coords);
+		       info->chip_id, info->ici_ports, up, info->slice_id, chip,
+		       topo, wrap[0] ? wrap : "-", coords);
 	}
+}
+
+static void print_port(int index, unsigned int p, const struct accel_link_info *link)
+{
+	char peer[16] = "-", peer_port[8] = "-", tx[24], rx[24];
+
+	if (peer_known(link->port.state)) {
+		format_coords(&link->port.peer, peer, sizeof(peer));
+		snprintf(peer_port, sizeof(peer_port), "%u %s",
+			 link->port.peer_port,
+			 link->port.peer_port < TSR_ICI_MAX_PORTS ?
+			 port_directions[link->port.peer_port] : "?");
+	}
+	format_bytes(link->bytes_tx, tx, sizeof(tx));
+	format_bytes(link->bytes_rx, rx, sizeof(rx));
+	printf("%3d  %u %s  %-12s  %-11s  %-9s  %10s  %10s  %6" PRIu64 "  %7" PRIu64 "\n",
+	       index, p, port_directions[p],
+	       accel_link_state_name(link->port.state), peer, peer_port, tx, rx,
+	       link->crc_errors + link->seq_errors + link->protocol_errors,
+	       link->replays);
+}
+
+/* One line per port with a socket. */
+static void print_links(const struct device_status *st, size_t n)
+{
+	unsigned int shown = 0, p;
+	size_t i;
+
+	printf("\nDEV  PORT  STATE         PEER         PEER PORT    TX BYTES    RX BYTES  ERRORS  REPLAYS\n");
+	for (i = 0; i < n; i++) {
+		const struct accel_device_info *info = &st[i].info;
+
+		if (st[i].error[0])
+			continue;
+		if (!st[i].links_known && info->ici_ports) {
+			printf("%3d  -     unknown: the driver (uapi %u) does not report links\n",
+			       st[i].device->index, info->uapi_version);
+			shown++;
+			continue;
+		}
+		for (p = 0; p < info->ici_ports && p < TSR_ICI_MAX_PORTS; p++) {
+			if (!port_wired(info, p))
+				continue;
+			print_port(st[i].device->index, p, &st[i].links[p]);
+			shown++;
+		}
+	}
+	if (!shown)
+		printf("  -  no ICI port is wired\n");
 }
 
 static void print_counters(const struct device_status *st, size_t n)
 {
 	size_t i;
 
-	printf("\nDEV  JOBS DONE  FAILED  MMU FAULTS  TIMEOUTS  LOST IRQS  RESETS Q/CHIP  FATAL  BANNED  ECC CE/UE\n");
+	printf("\nDEV  JOBS DONE  FAILED  MMU FAULTS  TIMEOUTS  LOST IRQS  RESETS Q/CHIP  FATAL  BANNED  ECC CE/UE  LINK DOWN/UP  REFUSED\n");
 	for (i = 0; i < n; i++) {
 		const uint64_t *c = st[i].driver;
-		char resets[48], ecc[48];
+		char resets[48], ecc[48], links[48];
 
 		if (st[i].error[0])
 			continue;
@@ -429,12 +594,16 @@ static void print_counters(const struct device_status *st, size_t n)
 			 c[DRV_QUEUE_RESETS], c[DRV_DEVICE_RESETS]);
 		snprintf(ecc, sizeof(ecc), "%" PRIu64 "/%" PRIu64,
 			 c[DRV_ECC_CORRECTABLE], c[DRV_ECC_UNCORRECTABLE]);
+		snprintf(links, sizeof(links), "%" PRIu64 "/%" PRIu64,
+			 c[DRV_LINK_DOWNS], c[DRV_LINK_UPS]);
 		printf("%3d  %9" PRIu64 "  %6" PRIu64 "  %10" PRIu64 "  %8" PRIu64
-		       "  %9" PRIu64 "  %13s  %5" PRIu64 "  %6" PRIu64 "  %9s\n",
+		       "  %9" PRIu64 "  %13s  %5" PRIu64 "  %6" PRIu64 "  %9s"
+		       "  %12s  %7" PRIu64 "\n",
 		       st[i].device->index, c[DRV_JOBS_COMPLETED],
 		       c[DRV_JOBS_FAILED], c[DRV_MMU_FAULTS], c[DRV_TIMEOUTS],
 		       c[DRV_LOST_IRQS], resets, c[DRV_FATAL_ERRORS],
-		       c[DRV_BANNED_CONTEXTS], ecc);
+		       c[DRV_BANNED_CONTEXTS], ecc, links,
+		       c[DRV_REMOTE_ACCESS_REFUSED]);
 	}
 }
 
@@ -484,7 +653,8 @@ void print_tables(const char *timestamp, const struct device_status *st,
 	else
 		printf("   utilization not sampled\n\n");
 	print_devices(st, n, clients);
-	print_versions_and_links(st, n);
+	print_versions_and_slice(st, n);
+	print_links(st, n);
 	print_counters(st, n);
 	print_processes(st, n, clients);
 }

@@ -44,7 +44,10 @@ struct device {
 	bool have_last;
 };
 
-/* The chip's own counters in struct accel_device_counters (not the driver's). */
+/*
+ * A counter of the chip's, by name and place: in struct
+ * accel_device_counters (not the driver's) or struct accel_link_info.
+ */
 struct chip_counter {
 	const char *name;
 	size_t offset;
@@ -52,6 +55,9 @@ struct chip_counter {
 
 #define CHIP_COUNTERS 8
 extern const struct chip_counter chip_counters[CHIP_COUNTERS];
+
+#define LINK_COUNTERS 12
+extern const struct chip_counter link_counters[LINK_COUNTERS];
 
 /* The engines whose busy cycles the chip counts: chip_counters[1 + e]. */
 #define ENGINES 3
@@ -71,6 +77,10 @@ enum driver_counter {
 	DRV_DEVICE_RESETS,
 	DRV_FATAL_ERRORS,
 	DRV_BANNED_CONTEXTS,
+	/* From uapi version 3 on: the ICI links. */
+	DRV_REMOTE_ACCESS_REFUSED,
+	DRV_LINK_DOWNS,
+	DRV_LINK_UPS,
 	DRIVER_COUNTERS
 };
 
@@ -93,6 +103,9 @@ struct device_status {
 	struct utilization util;
 	bool have_util;
 	uint64_t driver[DRIVER_COUNTERS];
+	/* Ports 0 ... info.ici_ports - 1; if links_known (uapi 3 on). */
+	struct accel_link_info links[TSR_ICI_MAX_PORTS];
+	bool links_known;
 	char error[256];		/* why it could not be read; "" if it was */
 };
 
@@ -123,7 +136,7 @@ struct client_list {
 bool is_number(const char *text);
 bool is_index(const char *text);
 uint64_t now_ns(void);
-uint64_t counter_at(const struct accel_device_counters *c, size_t offset);
+uint64_t counter_at(const void *counters, size_t offset);
 void sample_all(struct device *devices, size_t n);
 bool collect_device(struct device *d, struct device_status *st);
 int open_all(struct device **out, size_t *n);

@@ -8,6 +8,7 @@
 #include <accel/common.h>
 #include <accel/device.h>
 #include <accel/error.h>
+#include <accel/ici.h>
 #include <accel/job.h>
 #include <accel/ops.h>
 #include <accel/ref.h>

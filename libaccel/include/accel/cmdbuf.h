@@ -3,12 +3,12 @@
  * libaccel command buffers: building the chip's command streams.
  *
  * One function per command of the chip (Documentation/chip.md,
- * "Commands").  Each checks what the chip would check and returns the
- * matching ACCEL_ERR_BAD_* code rather than letting the job fail; it also
- * checks that every tensor and region lies inside its buffer
- * (ACCEL_ERR_OUT_OF_BOUNDS).  A call that fails leaves the command buffer
- * as it was and a sentence naming the command, operand and field in
- * accel_cmdbuf_last_error().
+ * "Commands"); ICI_WRITE's are in <accel/ici.h>.  Each checks what the
+ * chip would check and returns the matching ACCEL_ERR_BAD_* code rather
+ * than letting the job fail; it also checks that every tensor and region
+ * lies inside its buffer (ACCEL_ERR_OUT_OF_BOUNDS).  A call that fails
+ * leaves the command buffer as it was and a sentence naming the command,
+ * operand and field in accel_cmdbuf_last_error().
  *
  * The command buffer records each buffer its commands name, with how
  * they use it (read, write); accel_submit() lists them for the driver,

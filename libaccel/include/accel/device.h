@@ -11,9 +11,11 @@
 #ifndef ACCEL_DEVICE_H
 #define ACCEL_DEVICE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <accel/common.h>
+#include <accel/ici.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +30,9 @@ struct accel_device;
 
 /**
  * struct accel_device_info - identity and versions of an open chip
+ *
+ * Fields are only ever added at the end; accel_device_get_info() fills
+ * as much of the struct as the program was built with.
  */
 struct accel_device_info {
 	unsigned int index;		/* position among Tessera devices */
@@ -71,6 +76,13 @@ struct accel_device_info {
 	uint32_t slice_index;		/* this chip's place in it */
 	uint32_t topology[3];		/* the slice's torus, chips per axis */
 	uint32_t coords[3];		/* this chip's place in the torus */
+	/* Since libaccel 0.3; zero from drivers older than uapi version 3. */
+	uint32_t slice_id;		/* the slice's identity */
+	uint32_t wrap;			/* bit d: dimension d wraps around */
+	uint32_t ports_wired;		/* bit p: port p has a socket */
+	uint32_t max_windows;		/* window ids: 0 ... max_windows - 1 */
+	uint32_t ici_link_latency_ns;	/* modeled latency of one hop */
+	struct accel_ici_port ports[TSR_ICI_MAX_PORTS];	/* ici_ports used */
 };
 
 /**
@@ -78,7 +90,8 @@ struct accel_device_info {
  *
  * Since the driver loaded (chip counters restart at a chip reset).  Busy
  * cycles and the clock are modeled cycles of the timing model
- * (Documentation/chip.md, "Timing model").
+ * (Documentation/chip.md, "Timing model").  Fields are only ever added at
+ * the end, as in struct accel_device_info.
  */
 struct accel_device_counters {
 	/* The chip's. */
@@ -103,6 +116,10 @@ struct accel_device_counters {
 	uint64_t device_resets;
 	uint64_t fatal_errors;
 	uint64_t banned_contexts;
+	/* Since libaccel 0.3; zero from drivers older than uapi version 3. */
+	uint64_t remote_access_refused;	/* writes this chip's windows refused */
+	uint64_t link_downs;		/* ports seen going down */
+	uint64_t link_ups;		/* ports seen coming up */
 };
 
 /** accel_device_count() - number of Tessera devices on this system. */
@@ -121,21 +138,37 @@ ACCEL_API int accel_device_open_pci(const char *pci_address,
 				    struct accel_device **dev);
 
 /**
- * accel_device_close() - close a handle; NULL is allowed.  Destroy its
- * buffers, command buffers and jobs first.
+ * accel_device_close() - close a handle; NULL is allowed.  Close its
+ * windows and destroy its buffers, command buffers and jobs first.
  */
 ACCEL_API void accel_device_close(struct accel_device *dev);
 
 /** accel_device_fd() - the DRM file descriptor behind a handle. */
 ACCEL_API int accel_device_fd(const struct accel_device *dev);
 
-/** accel_device_get_info() - identity, versions and configuration. */
-ACCEL_API int accel_device_get_info(struct accel_device *dev,
-				    struct accel_device_info *info);
+/**
+ * accel_device_get_info() - identity, versions, configuration, slice and
+ * ports.
+ *
+ * A macro that passes the size of @info: a program keeps working with a
+ * later library whose struct is larger, and a program built against an
+ * older header (whose calls reach the function of this name) gets the
+ * fields it knows.
+ */
+#define accel_device_get_info(dev, info) \
+	accel_device_get_info_sized((dev), (info), sizeof(*(info)))
+
+ACCEL_API int accel_device_get_info_sized(struct accel_device *dev,
+					  struct accel_device_info *info,
+					  size_t size);
 
 /** accel_device_get_counters() - the chip's and the driver's counters. */
-ACCEL_API int accel_device_get_counters(struct accel_device *dev,
-					struct accel_device_counters *counters);
+#define accel_device_get_counters(dev, counters) \
+	accel_device_get_counters_sized((dev), (counters), sizeof(*(counters)))
+
+ACCEL_API int accel_device_get_counters_sized(struct accel_device *dev,
+					      struct accel_device_counters *counters,
+					      size_t size);
 
 /** accel_preset_name() - "v2" ... "v6e" for a TSR_PRESET_*; else "custom". */
 ACCEL_API const char *accel_preset_name(uint32_t preset);

@@ -66,10 +66,22 @@ enum accel_error {
 	ACCEL_ERR_JOB_HUNG = -21,
 	/** The job was canceled: the device context is banned. */
 	ACCEL_ERR_CANCELED = -22,
+	/**
+	 * Every one of a limited resource is taken (device contexts, windows,
+	 * queued jobs), or the one asked for is (a window id).
+	 */
+	ACCEL_ERR_BUSY = -23,
+	/* How a remote write (ICI_WRITE) fails, named after the chip's errors: */
+	/** An ICI link on the way is down, or the target did not answer. */
+	ACCEL_ERR_LINK_DOWN = -24,
+	/** The target's windows refused it: no such window, key, right or range. */
+	ACCEL_ERR_REMOTE_ACCESS = -25,
+	/** No route to the target: not in the slice, or its port has no link. */
+	ACCEL_ERR_NO_ROUTE = -26,
 };
 
 /* Lowest (most negative) error code; for iterating over all of them. */
-#define ACCEL_ERR_LAST ACCEL_ERR_CANCELED
+#define ACCEL_ERR_LAST ACCEL_ERR_NO_ROUTE
 
 /**
  * accel_error_string() - what an error code means, in a sentence.

@@ -77,7 +77,10 @@ enum accel_job_state {
  * @state: enum accel_job_state
  * @result: what accel_job_wait() returns for the ended job: ACCEL_OK,
  *	ACCEL_ERR_JOB_FAILED, ACCEL_ERR_JOB_HUNG, ACCEL_ERR_CANCELED,
- *	ACCEL_ERR_DEVICE_LOST or ACCEL_ERR_IO; ACCEL_OK while pending
+ *	ACCEL_ERR_DEVICE_LOST or ACCEL_ERR_IO; for a failed ICI_WRITE,
+ *	ACCEL_ERR_LINK_DOWN, ACCEL_ERR_REMOTE_ACCESS or ACCEL_ERR_NO_ROUTE
+ *	(@chip_error_name "LINK_DOWN", "REMOTE_ACCESS", "NO_ROUTE"); ACCEL_OK
+ *	while pending
  * @fence_error: the driver's negative errno for the job (Documentation/
  *	uapi.md, "How a job ends"), 0 on success
  * @chip_error: the chip's error code (enum tsr_error), 0 if none
@@ -125,7 +128,8 @@ struct accel_job_status {
  * Returns once the job is queued; never waits for its dependencies.  The
  * buffers @cb recorded are listed for the driver.  @cb may be changed or
  * destroyed as soon as this returns.  ACCEL_ERR_CANCELED when the device
- * handle is banned after repeated faults (open the device again).
+ * handle is banned after repeated faults (open the device again);
+ * ACCEL_ERR_BUSY when it has as many jobs queued as the driver allows.
  */
 ACCEL_API int accel_submit(struct accel_device *dev, struct accel_cmdbuf *cb,
 			   const struct accel_submit_opts *opts,

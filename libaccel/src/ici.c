@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+/* ICI: coordinates in a slice, the links' state and counters, windows. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <xf86drm.h>
+#include <drm/tessera_accel.h>
+#include <drm/tessera_chip.h>
+
+#include <accel/accel.h>
+
+#include "internal.h"
+
+/* The first driver interface with windows and LINK_INFO. */
+#define ICI_UAPI_VERSION 3
+
+/* Where struct accel_link_info of libaccel 0.3 ends. */
+#define LINK_INFO_SIZE_0_3 sizeof(struct accel_link_info)
+
+struct accel_window {
+	struct accel_device *dev;
+	struct accel_buffer *buf;	/* a reference, held while open */
+	uint32_t id;
+	uint64_t key;
+	uint64_t device_va;
+};
+
+_Static_assert(ACCEL_WINDOW_READ == DRM_TESSERA_WINDOW_READ &&
+	       ACCEL_WINDOW_WRITE == DRM_TESSERA_WINDOW_WRITE &&
+	       ACCEL_WINDOW_FIXED_ID == DRM_TESSERA_WINDOW_FIXED_ID &&
+	       ACCEL_WINDOW_FIXED_KEY == DRM_TESSERA_WINDOW_FIXED_KEY,
+	       "window flags pass to the driver unchanged");
+
+/* ------------------------------------------------------------ coordinates */
+
+/* Chips in a slice of @topology, or 0 if a dimension is out of range. */
+static uint32_t slice_chips(const uint32_t topology[TSR_ICI_MAX_DIMS])
+{
+	uint32_t chips = 1;
+	unsigned int d;
+
+	for (d = 0; d < TSR_ICI_MAX_DIMS; d++) {
+		if (topology[d] < 1 || topology[d] > UINT8_MAX)
+			return 0;
+		chips *= topology[d];
+	}
+	return chips;
+}
+
+int accel_coords_from_index(const uint32_t topology[TSR_ICI_MAX_DIMS],
+			    uint32_t index, struct accel_coords *coords)
+{
+	unsigned int d;
+
+	if (!topology || !coords || index >= slice_chips(topology))
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	for (d = 0; d < TSR_ICI_MAX_DIMS; d++) {
+		coords->c[d] = index % topology[d];
+		index /= topology[d];
+	}
+	return ACCEL_OK;
+}
+
+bool accel_coords_in_slice(const uint32_t topology[TSR_ICI_MAX_DIMS],
+			   struct accel_coords coords)
+{
+	unsigned int d;
+
+	if (!topology || !slice_chips(topology))
+		return false;
+	for (d = 0; d < TSR_ICI_MAX_DIMS; d++)
+		if (coords.c[d] >= topology[d])
+			return false;
+	return true;
+}
+
+int accel_coords_to_index(const uint32_t topology[TSR_ICI_MAX_DIMS],
+			  struct accel_coords coords, uint32_t *index)
+{
+	uint32_t i = 0;
+	int d;
+
+	if (!index || !accel_coords_in_slice(topology, coords))
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	for (d = TSR_ICI_MAX_DIMS - 1; d >= 0; d--)
+		i = i * topology[d] + coords.c[d];
+	*index = i;
+	return ACCEL_OK;
+}
+
+/* ------------------------------------------------------------ links */
+
+const char *accel_link_state_name(uint32_t state)
+{
+	switch (state) {
+	case TSR_ICI_STATE_DISCONNECTED:
+		return "disconnected";
+	case TSR_ICI_STATE_TRAINING:
+		return "training";
+	case TSR_ICI_STATE_UP:
+		return "up";
+	case TSR_ICI_STATE_MISWIRED:
+		return "miswired";
+	case TSR_ICI_STATE_FOREIGN:
+		return "foreign";
+	case TSR_ICI_STATE_DOWN:
+		return "down";
+	default:
+		return "unknown";
+	}
+}
+
+static int need_ici_uapi(const struct accel_device *dev)
+{
+	return dev->uapi_version < ICI_UAPI_VERSION ? ACCEL_ERR_VERSION : ACCEL_OK;
+}
+
+int accel_link_get_info_sized(struct accel_device *dev, unsigned int port,
+			      struct accel_link_info *info, size_t size)
+{
+	struct drm_tessera_link_info li = { .port = port };
+	struct accel_link_info ours;
+	int ret;
+
+	if (!dev || !info || port >= TSR_ICI_MAX_PORTS)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	ret = need_ici_uapi(dev);
+	if (ret)
+		return ret;
+	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_LINK_INFO, &li))
+		return accel_error_from_errno(errno);
+	ours = (struct accel_link_info){
+		.frames_tx = li.counters[DRM_TESSERA_LINK_FRAMES_TX],
+		.frames_rx = li.counters[DRM_TESSERA_LINK_FRAMES_RX],
+		.bytes_tx = li.counters[DRM_TESSERA_LINK_BYTES_TX],
+		.bytes_rx = li.counters[DRM_TESSERA_LINK_BYTES_RX],
+		.crc_errors = li.counters[DRM_TESSERA_LINK_CRC_ERRORS],
+		.seq_errors = li.counters[DRM_TESSERA_LINK_SEQ_ERRORS],
+		.naks = li.counters[DRM_TESSERA_LINK_NAKS],
+		.replays = li.counters[DRM_TESSERA_LINK_REPLAYS],
+		.timeouts = li.counters[DRM_TESSERA_LINK_TIMEOUTS],
+		.credit_stalls = li.counters[DRM_TESSERA_LINK_CREDIT_STALLS],
+		.link_downs = li.counters[DRM_TESSERA_LINK_LINK_DOWNS],
+		.protocol_errors = li.counters[DRM_TESSERA_LINK_PROTOCOL_ERRORS],
+	};
+	accel_port_from_driver(&li.info, &ours.port);
+	return accel_copy_sized(info, size, &ours, sizeof(ours),
+				LINK_INFO_SIZE_0_3);
+}
+
+/* ------------------------------------------------------------ windows */
+
+static int window_check(struct accel_device *dev, struct accel_buffer *buf,
+			uint64_t offset, uint64_t size, uint32_t access,
+			const struct accel_window_opts *opts)
+{
+	if (!buf || !size)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (buf->dev != dev)
+		return ACCEL_ERR_WRONG_DEVICE;
+	if (!access || access & ~(ACCEL_WINDOW_READ | ACCEL_WINDOW_WRITE) ||
+	    opts->flags & ~(ACCEL_WINDOW_FIXED_ID | ACCEL_WINDOW_FIXED_KEY))
+		return ACCEL_ERR_BAD_FLAGS;
+	if ((opts->flags & ACCEL_WINDOW_FIXED_ID &&
+	     opts->id >= DRM_TESSERA_MAX_WINDOWS) ||
+	    (opts->flags & ACCEL_WINDOW_FIXED_KEY && !opts->key))
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (offset > buf->size || size > buf->size - offset)
+		return ACCEL_ERR_OUT_OF_BOUNDS;
+	return need_ici_uapi(dev);
+}
+
+int accel_window_open(struct accel_device *dev, struct accel_buffer *buf,
+		      uint64_t offset, uint64_t size, uint32_t access,
+		      const struct accel_window_opts *opts,
+		      struct accel_window **win)
+{
+	static const struct accel_window_opts defaults;
+	struct drm_tessera_window_open wo;
+	struct accel_window *w;
+	int ret;
+
+	if (!dev || !win)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (!opts)
+		opts = &defaults;
+	ret = window_check(dev, buf, offset, size, access, opts);
+	if (ret)
+		return ret;
+	/* Allocated first: an open window is never left without its handle. */
+	w = malloc(sizeof(*w));
+	if (!w)
+		return ACCEL_ERR_NO_MEMORY;
+	wo = (struct drm_tessera_window_open){
+		.handle = buf->handle, .flags = access | opts->flags,
+		.offset = offset, .size = size, .key = opts->key, .id = opts->id,
+	};
+	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_WINDOW_OPEN, &wo)) {
+		ret = accel_error_from_errno(errno);
+		free(w);
+		return ret;
+	}
+	accel_buffer_ref(buf);
+	*w = (struct accel_window){
+		.dev = dev, .buf = buf, .id = wo.id, .key = wo.key,
+		.device_va = wo.device_va,
+	};
+	*win = w;
+	return ACCEL_OK;
+}
+
+void accel_window_close(struct accel_window *win)
+{
+	struct drm_tessera_window_close wc;
+
+	if (!win)
+		return;
+	wc = (struct drm_tessera_window_close){ .id = win->id };
+	/* Fails only for a window this handle does not have: nothing to do. */
+	drmIoctl(win->dev->fd, DRM_IOCTL_TESSERA_WINDOW_CLOSE, &wc);
+	accel_buffer_destroy(win->buf);
+	free(win);
+}
+
+uint32_t accel_window_id(const struct accel_window *win)
+{
+	return win ? win->id : 0;
+}
+
+uint64_t accel_window_key(const struct accel_window *win)
+{
+	return win ? win->key : 0;
+}
+
+uint64_t accel_window_device_va(const struct accel_window *win)
+{
+	return win ? win->device_va : 0;
+}
