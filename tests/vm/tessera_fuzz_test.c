@@ -6,12 +6,14 @@
  * the VM has a second chip) get a bounded stream of random and mutated
  * calls: every driver ioctl, the GEM, PRIME and syncobj ioctls the driver
  * supports, mmap() of buffer objects and fdinfo.  The fuzzer keeps pools
- * of the handles it holds, builds each call valid from them, then often
+ * of the handles and ICI windows it holds, builds each call valid from
+ * them, then often
  * mutates some fields with boundary values, random bits, stale handles,
  * bad pointers or another argument size.  Every result must be success or
  * an errno the call can return; a call built valid and left alone must
  * succeed, and what it returns must agree with what the fuzzer knows
- * (handles, addresses, sequence numbers, job states, counters).  Jobs run
+ * (handles, addresses, window ids, sequence numbers, job states,
+ * counters, the slice and its ports).  Jobs run
  * real commands, some malformed or faulting, two hang until the driver's
  * timeout, and a few chip resets and injected failures come through the
  * driver's debugfs.  A second thread looks up the handles the first one
@@ -29,8 +31,8 @@
  * This file holds the tests; the fuzzer itself is in fuzz/, a file per
  * concern: mutate.c (randomness and mutations), call.c (issuing and
  * recording calls), ops.c (the table of calls), bo.c, syncobj.c, files.c
- * (reopening and PRIME), submit.c, info.c, chaos.c (fault injection) and
- * racer.c (the second thread).
+ * (reopening and PRIME), submit.c, info.c, ici.c (windows and ports),
+ * chaos.c (fault injection) and racer.c (the second thread).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -149,6 +151,7 @@ FIXTURE_SETUP(fuzz)
 {
 	struct fuzz *fz = fuzz_alloc();
 	unsigned int i;
+	int limit;
 
 	ASSERT_NE(NULL, fz);
 	self->fz = fz;
@@ -157,6 +160,9 @@ FIXTURE_SETUP(fuzz)
 	recorder->seed = fz->rng;
 	fz->null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fz->null_fd);
+	limit = read_max_windows_per_file();
+	ASSERT_LE(0, limit) TH_LOG("cannot read the max_windows_per_file parameter");
+	fz->max_windows_per_file = limit;
 	fz->nfiles = access(OTHER_NODE, R_OK | W_OK) ? 2 : 3;
 	for (i = 0; i < fz->nfiles; i++) {
 		fz->file[i].node = i < 2 ? ACCEL_NODE : OTHER_NODE;
@@ -507,6 +513,54 @@ TEST_F(after_fuzzing, contexts_run_out_cleanly)
 	fd = open(ACCEL_NODE, O_RDWR | O_CLOEXEC);
 	EXPECT_LE(0, fd);
 	close(fd);
+}
+
+/*
+ * The fuzzer's files are closed, and so are their windows: fresh files get
+ * every window of the chip, lowest id first, as many each as
+ * max_windows_per_file allows.
+ */
+TEST_F(after_fuzzing, every_window_is_free_again)
+{
+	int limit = read_max_windows_per_file(), fds[DRM_TESSERA_MAX_WINDOWS];
+	struct drm_tessera_info info = { 0 };
+	unsigned int next = 0, nfds = 0, got, want;
+	int err;
+
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_INFO, &info));
+	if (!(info.caps & TSR_CAP_ICI) || !info.ici_ports)
+		SKIP(return, "the chip has no ICI");
+	ASSERT_LE(0, limit);
+	if (!limit || (__u64)limit * (info.max_contexts - 1) < DRM_TESSERA_MAX_WINDOWS)
+		SKIP(return, "%d windows per file cannot take all", limit);
+	while (next < DRM_TESSERA_MAX_WINDOWS) {
+		struct drm_tessera_bo_create bo = { .size = FUZZ_PAGE };
+		int fd = open(ACCEL_NODE, O_RDWR | O_CLOEXEC);
+
+		ASSERT_LE(0, fd);
+		fds[nfds++] = fd;
+		ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_TESSERA_BO_CREATE, &bo));
+		for (got = 0;; got++) {
+			struct drm_tessera_window_open wo = {
+				.handle = bo.handle,
+				.flags = DRM_TESSERA_WINDOW_WRITE,
+				.size = FUZZ_PAGE,
+			};
+
+			err = ioctl(fd, DRM_IOCTL_TESSERA_WINDOW_OPEN, &wo) ? errno : 0;
+			if (err)
+				break;
+			ASSERT_EQ(next, wo.id) TH_LOG("window %u is still open", next);
+			next++;
+		}
+		want = DRM_TESSERA_MAX_WINDOWS - (next - got);
+		if (want > (unsigned int)limit)
+			want = limit;
+		EXPECT_EQ(ENOSPC, err);
+		ASSERT_EQ(want, got);
+	}
+	while (nfds)
+		close(fds[--nfds]);
 }
 
 /* The largest buffers fail with ENOMEM, not with the kernel's warnings. */

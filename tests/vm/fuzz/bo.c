@@ -102,6 +102,10 @@ static void bo_learn(struct fuzz *fz, struct fuzz_file *f, struct fuzz_bo *bo,
 			  (unsigned long long)want_size,
 			  (unsigned long long)info.device_va, info.placement,
 			  info.pad);
+	if (window_overlaps(f, bo->obj, info.device_va, info.size))
+		violation(fz, "BO_INFO of new handle %u: va 0x%llx size %llu overlaps an open window on another buffer",
+			  bo->handle, (unsigned long long)info.device_va,
+			  (unsigned long long)info.size);
 	bo->size = info.size;
 	bo->mmap_offset = info.mmap_offset;
 	bo->device_va = info.device_va;

@@ -134,20 +134,21 @@ void record_end(struct fuzz *fz, struct fuzz_record *r, enum fuzz_op op,
 
 /*
  * Sometimes the request claims another argument size, as an older or newer
- * caller would; never one too short to return a handle the call creates.
- * What a shorter request leaves out, the kernel takes as zero: so does
- * @arg.
+ * caller would; never one too short to return the name of what the call
+ * makes (a handle, a window).  What a shorter request leaves out, the
+ * kernel takes as zero: so does @arg.
  */
 static unsigned long fuzz_request(struct fuzz *fz, enum fuzz_op op,
 				  void *arg, bool *valid)
 {
 	const struct fuzz_op_desc *d = &fuzz_ops[op];
+	bool makes = op == OP_BO_CREATE || op == OP_WINDOW_OPEN;
 	unsigned int size;
 
 	if (!d->driver || fz->exact || !one_in(fz, 24))
 		return d->request;
 	size = d->arg_size + 8 * below(fz, 64);
-	if (op != OP_BO_CREATE && one_in(fz, 2))
+	if (!makes && one_in(fz, 2))
 		size = below(fz, d->arg_size + 1);
 	if (size < d->arg_size)
 		memset((__u8 *)arg + size, 0, d->arg_size - size);
@@ -191,6 +192,9 @@ int fuzz_ioctl(struct fuzz *fz, struct fuzz_file *f, enum fuzz_op op,
 	if (!fz->exact && one_in(fz, 64)) {
 		p = bad_pointer(fz);
 		valid = false;
+		/* Nothing to copy cannot fault: the kernel reads zeros, as @arg. */
+		if (!_IOC_SIZE(req))
+			memset(arg, 0, fuzz_ops[op].arg_size);
 	}
 	r = record_start(fz, f, op, req, arg, _IOC_SIZE(req));
 	ret = ioctl(f->fd, req, p);

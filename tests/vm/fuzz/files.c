@@ -18,6 +18,7 @@ void open_file(struct fuzz *fz, struct fuzz_file *f)
 {
 	struct drm_tessera_info *info = (void *)fz->arg;
 	const char *node = f->node;
+	unsigned int i;
 
 	memset(f, 0, sizeof(*f));
 	f->node = node;
@@ -34,11 +35,19 @@ void open_file(struct fuzz *fz, struct fuzz_file *f)
 	f->context_id = info->context_id;
 	f->num_queues = info->num_queues;
 	f->hbm_size = info->hbm_size;
+	f->ici_ports = info->caps & TSR_CAP_ICI ? info->ici_ports : 0;
+	f->ports_wired = info->ports_wired;
+	for (i = 0; i < ARRAY_SIZE(f->coords); i++)
+		f->coords[i] = info->coords[i];
 }
 
-/* Close a file with whatever it holds; its mappings outlive it a while. */
+/*
+ * Close a file with whatever it holds; its mappings outlive it a while,
+ * and hold it, with its windows.
+ */
 void close_file(struct fuzz *fz, struct fuzz_file *f)
 {
+	windows_linger(fz, f);
 	while (f->nbo) {
 		struct fuzz_bo *bo = &f->bo[f->nbo - 1];
 

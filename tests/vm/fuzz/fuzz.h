@@ -35,6 +35,7 @@
 #define FUZZ_RECORDS		32	/* calls the flight recorder keeps */
 #define FUZZ_MAX_REPORTS	20
 #define FUZZ_HANGS		2	/* jobs left to hang until their timeout */
+#define FUZZ_WINDOWS		4	/* windows a file keeps open between bursts */
 
 /* What the fuzzer does: the ioctls, mmap() and the rest. */
 enum fuzz_op {
@@ -45,6 +46,9 @@ enum fuzz_op {
 	OP_SUBMIT,
 	OP_JOB_STATUS,
 	OP_GET_COUNTERS,
+	OP_WINDOW_OPEN,
+	OP_WINDOW_CLOSE,
+	OP_LINK_INFO,
 	OP_GEM_CLOSE,
 	OP_SYNCOBJ_CREATE,
 	OP_SYNCOBJ_DESTROY,
@@ -82,12 +86,25 @@ struct fuzz_syncobj {
 	__u64 point;		/* the last timeline point added */
 };
 
+/* A window a file opened. */
+struct fuzz_window {
+	__u32 id;
+	__u32 obj;		/* the buffer's fuzzer name, 0 if unknown */
+	__u64 key;
+	__u64 va;		/* device VA of its first byte */
+	__u64 size;
+	bool cmd;		/* on a command buffer: no job writes it */
+};
+
 struct fuzz_file {
 	const char *node;
 	int fd;
 	__u32 context_id;
 	__u32 num_queues;
 	__u64 hbm_size;
+	__u32 ici_ports;	/* 0 on a chip without ICI */
+	__u32 ports_wired;
+	__u8 coords[3];		/* the chip's, in its slice */
 	struct fuzz_bo bo[FUZZ_BOS];
 	unsigned int nbo;
 	__u64 bo_bytes;
@@ -98,6 +115,8 @@ struct fuzz_file {
 	__u8 seq_queue[DRM_TESSERA_JOB_HISTORY];
 	bool banned;
 	struct drm_tessera_counters counters;	/* last seen on the device */
+	struct fuzz_window win[DRM_TESSERA_MAX_WINDOWS];
+	unsigned int nwin;
 };
 
 struct fuzz_dmabuf {
@@ -177,6 +196,12 @@ struct fuzz {
 	bool debug_regs;	/* the chip's fault injection is there */
 	bool faulted;		/* a chip fault was injected */
 	bool irqs_dropped;	/* interrupts may have been lost */
+	unsigned int max_windows_per_file;	/* the module parameter */
+	/*
+	 * Per chip (by its first file), windows of closed files that may
+	 * still be open: a mapping or a racing call holds the file a while.
+	 */
+	bool lingering[FUZZ_FILES][DRM_TESSERA_MAX_WINDOWS];
 	/* The racer thread, and the first errno it did not expect. */
 	pthread_t racer;
 	bool stop;
@@ -304,6 +329,19 @@ void op_ping(struct fuzz *fz, struct fuzz_file *f);
 void op_get_counters(struct fuzz *fz, struct fuzz_file *f);
 void op_unknown_ioctl(struct fuzz *fz, struct fuzz_file *f);
 void op_fdinfo(struct fuzz *fz, struct fuzz_file *f);
+
+/* ici.c */
+int read_max_windows_per_file(void);
+void check_ici_info(struct fuzz *fz, struct fuzz_file *f,
+		    const struct drm_tessera_info *info);
+bool window_overlaps(const struct fuzz_file *f, __u32 obj, __u64 va,
+		     __u64 size);
+const struct fuzz_window *pick_window(struct fuzz *fz,
+				      const struct fuzz_file *f);
+void windows_linger(struct fuzz *fz, const struct fuzz_file *f);
+void op_window_open(struct fuzz *fz, struct fuzz_file *f);
+void op_window_close(struct fuzz *fz, struct fuzz_file *f);
+void op_link_info(struct fuzz *fz, struct fuzz_file *f);
 
 /* chaos.c */
 int debugfs_write(const struct fuzz *fz, const char *knob,

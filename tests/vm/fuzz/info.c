@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Calls that make nothing: GET_INFO, PING and GET_COUNTERS checked against
- * what the fuzzer knows, ioctl numbers past the driver's table, fdinfo.
+ * what the fuzzer knows (ici.c checks the slice and the ports), ioctl
+ * numbers past the driver's table, fdinfo.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@ void op_get_info(struct fuzz *fz, struct fuzz_file *f)
 			  a->context_id, f->context_id,
 			  (unsigned long long)a->hbm_size,
 			  (unsigned long long)a->hbm_free);
+	check_ici_info(fz, f, a);
 }
 
 void op_ping(struct fuzz *fz, struct fuzz_file *f)
@@ -54,12 +56,15 @@ void op_ping(struct fuzz *fz, struct fuzz_file *f)
 			  a->echo);
 }
 
-/* Driver counters never go back; no more jobs end than were submitted. */
+/*
+ * Driver counters never go back; no more jobs end than were submitted, no
+ * port goes down more often than it came up.
+ */
 static void check_counters(struct fuzz *fz, struct fuzz_file *f,
 			   const struct drm_tessera_counters *c)
 {
 	const __u64 *now = &c->jobs_submitted, *was = &f->counters.jobs_submitted;
-	unsigned int i, n = &c->banned_contexts - &c->jobs_submitted + 1;
+	unsigned int i, n = &c->link_ups - &c->jobs_submitted + 1;
 
 	for (i = 0; i < n; i++)
 		if (now[i] < was[i])
@@ -71,6 +76,10 @@ static void check_counters(struct fuzz *fz, struct fuzz_file *f,
 			  (unsigned long long)c->jobs_completed,
 			  (unsigned long long)c->jobs_failed,
 			  (unsigned long long)c->jobs_submitted);
+	if (c->link_downs > c->link_ups)
+		violation(fz, "GET_COUNTERS: links went down %llu times and up %llu",
+			  (unsigned long long)c->link_downs,
+			  (unsigned long long)c->link_ups);
 	f->counters = *c;
 }
 
@@ -85,12 +94,14 @@ void op_get_counters(struct fuzz *fz, struct fuzz_file *f)
 		check_counters(fz, f, a);
 }
 
+/* The driver's last ioctl: the numbers past it are unknown. */
+#define DRIVER_LAST_IOCTL	DRM_TESSERA_LINK_INFO
+
 /* Driver ioctl numbers past the table, with any argument size. */
 void op_unknown_ioctl(struct fuzz *fz, struct fuzz_file *f)
 {
-	unsigned int nr = DRM_COMMAND_BASE + DRM_TESSERA_GET_COUNTERS + 1 +
-			  below(fz, DRM_COMMAND_END - DRM_COMMAND_BASE -
-				    DRM_TESSERA_GET_COUNTERS - 1);
+	unsigned int first = DRM_COMMAND_BASE + DRIVER_LAST_IOCTL + 1;
+	unsigned int nr = first + below(fz, DRM_COMMAND_END - first);
 	unsigned long req = _IOC(below(fz, 4), DRM_IOCTL_BASE, nr,
 				 below(fz, 256));
 	struct fuzz_record *r;

@@ -75,6 +75,29 @@ static const struct fuzz_field counters_fields[] = {
 	{ }
 };
 
+static const struct fuzz_field window_open_fields[] = {
+	FIELD(struct drm_tessera_window_open, handle, FK_HANDLE),
+	FIELD(struct drm_tessera_window_open, flags, FK_VAL),
+	FIELD(struct drm_tessera_window_open, offset, FK_VAL),
+	FIELD(struct drm_tessera_window_open, size, FK_VAL),
+	FIELD(struct drm_tessera_window_open, key, FK_VAL),
+	FIELD(struct drm_tessera_window_open, id, FK_VAL),
+	FIELD(struct drm_tessera_window_open, pad, FK_VAL),
+	{ }
+};
+
+static const struct fuzz_field window_close_fields[] = {
+	FIELD(struct drm_tessera_window_close, id, FK_VAL),
+	FIELD(struct drm_tessera_window_close, flags, FK_VAL),
+	{ }
+};
+
+static const struct fuzz_field link_info_fields[] = {
+	FIELD(struct drm_tessera_link_info, port, FK_VAL),
+	FIELD(struct drm_tessera_link_info, flags, FK_VAL),
+	{ }
+};
+
 static const struct fuzz_field gem_close_fields[] = {
 	FIELD(struct drm_gem_close, handle, FK_HANDLE),
 	FIELD(struct drm_gem_close, pad, FK_VAL),
@@ -163,6 +186,10 @@ static const int submit_errnos[] = {
 	EINVAL, EFAULT, ENODEV, ENOMEM, ENOENT, EPERM, ECANCELED, 0
 };
 static const int job_status_errnos[] = { EINVAL, EFAULT, ENOENT, 0 };
+static const int window_open_errnos[] = {
+	EINVAL, EFAULT, ENODEV, ENOENT, EBUSY, ENOSPC, EOPNOTSUPP, 0
+};
+static const int window_close_errnos[] = { EINVAL, EFAULT, ENODEV, ENOENT, 0 };
 static const int gem_close_errnos[] = { EINVAL, EFAULT, 0 };
 static const int syncobj_errnos[] = { EINVAL, EFAULT, ENOENT, ENOMEM, 0 };
 static const int syncobj_wait_errnos[] = {
@@ -210,6 +237,12 @@ const struct fuzz_op_desc fuzz_ops[OP_COUNT] = {
 		  job_status_fields, job_status_errnos, op_job_status),
 	DRIVER_OP(GET_COUNTERS, struct drm_tessera_counters, 4,
 		  counters_fields, info_errnos, op_get_counters),
+	DRIVER_OP(WINDOW_OPEN, struct drm_tessera_window_open, 3,
+		  window_open_fields, window_open_errnos, op_window_open),
+	DRIVER_OP(WINDOW_CLOSE, struct drm_tessera_window_close, 2,
+		  window_close_fields, window_close_errnos, op_window_close),
+	DRIVER_OP(LINK_INFO, struct drm_tessera_link_info, 2, link_info_fields,
+		  info_errnos, op_link_info),
 	OP(GEM_CLOSE, DRM_IOCTL_GEM_CLOSE, struct drm_gem_close, 4,
 	   gem_close_fields, gem_close_errnos, op_gem_close),
 	OP(SYNCOBJ_CREATE, DRM_IOCTL_SYNCOBJ_CREATE, struct drm_syncobj_create,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * SUBMIT: command streams of real commands, some malformed, some hanging
- * until the driver's timeout; and JOB_STATUS of the jobs a file made.
+ * until the driver's timeout, some writing through the chip's windows;
+ * and JOB_STATUS of the jobs a file made.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -154,6 +155,39 @@ static void emit_hang(struct fuzz *fz, struct fuzz_file *f,
 	fz->hangs++;
 }
 
+/*
+ * A remote write to this chip itself, the one destination every chip has:
+ * mostly through a window of its files with the window's key, sometimes
+ * with a wrong key, through a closed window or to a chip not in the slice.
+ */
+static void emit_ici_write(struct fuzz *fz, struct fuzz_file *f,
+			   struct fuzz_stream *s)
+{
+	const struct fuzz_window *w = pick_window(fz, f);
+	struct tsr_cmd_ici_write c = {
+		.hdr = { .opcode = TSR_OP_ICI_WRITE, .size_qw = sizeof(c) / 8 },
+		.window = w ? w->id : below(fz, DRM_TESSERA_MAX_WINDOWS),
+		.key = w && !one_in(fz, 16) ? w->key : rnd(fz),
+		.rows = 1,
+		.row_bytes = 1 + below(fz, 4096),
+	};
+	__u64 size = w ? w->size : FUZZ_PAGE;
+
+	memcpy(c.dst, f->coords, sizeof(c.dst));
+	if (one_in(fz, 16))
+		c.dst[below(fz, 3)] += 1 + below(fz, 3);
+	if (c.row_bytes > size)
+		c.row_bytes = size;
+	c.offset = below(fz, size - c.row_bytes + 1 + one_in(fz, 16));
+	if (w && !(w->va % 8) && size >= 8 && one_in(fz, 4)) {
+		c.hdr.flags = TSR_ICI_WRITE_SEM;
+		c.sem_offset = below(fz, size - 7) & ~7ull;
+		c.sem_add = 1;
+	}
+	c.src = pick_target(fz, f, s, c.row_bytes, 1, DRM_TESSERA_BO_READ);
+	emit(s, &c, sizeof(c));
+}
+
 static void emit_garbage(struct fuzz *fz, struct fuzz_stream *s)
 {
 	unsigned int n = 1 + below(fz, 8);
@@ -165,7 +199,7 @@ static void emit_garbage(struct fuzz *fz, struct fuzz_stream *s)
 static void emit_command(struct fuzz *fz, struct fuzz_file *f,
 			 struct fuzz_stream *s)
 {
-	switch (below(fz, 12)) {
+	switch (below(fz, 13)) {
 	case 0:
 		emit_header(s, TSR_OP_NOP);
 		break;
@@ -193,6 +227,12 @@ static void emit_command(struct fuzz *fz, struct fuzz_file *f,
 		emit_timestamp(fz, f, s);
 		break;
 	case 10:
+		if (f->ici_ports) {
+			emit_ici_write(fz, f, s);
+			break;
+		}
+		/* fall through */
+	case 11:
 		if (one_in(fz, 4)) {
 			emit_garbage(fz, s);
 			break;
@@ -427,7 +467,7 @@ static bool fence_error_documented(int e)
 {
 	static const int documented[] = {
 		EFAULT, EIO, EINVAL, E2BIG, ETIMEDOUT, ECANCELED, ESRCH, ENOMEM,
-		ENODEV, 0
+		ENODEV, ENOLINK, EACCES, EHOSTUNREACH, 0
 	};
 
 	return e < 0 && errno_allowed(documented, -e);
