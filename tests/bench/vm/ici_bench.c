@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ici_bench: remote writes over one ICI link between chips in two VMs,
+ * run by tools/tessera-bench (both VMs run it; the chip's place in the
+ * slice picks its part).
+ *
+ *   chip 0   writes ITER transfers of 4 MiB to chip 1's window, each
+ *            adding 1 to a semaphore there, as one job; then the same
+ *            with frames dropped at --drop-ppm on its port
+ *   chip 1   opens the window and waits for every transfer
+ *
+ * Chip 0 prints "BENCH <name> <value> <unit>" lines: wall and modeled
+ * bandwidth of each pass.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#include "tessera_util.h"
+
+#define XFER		(4u << 20)
+#define ITER		32
+#define PASSES		2
+#define WINDOW_ID	9
+#define WINDOW_KEY	0xbe4c4b1cull
+#define SEM		XFER
+#define WAIT_NS		(120ull * 1000 * 1000 * 1000)
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "ici_bench: %s: %s\n", what, strerror(-err));
+	exit(1);
+}
+
+static int run(int fd, struct tsr_cmds *c, const struct tsr_bo *data,
+	       uint32_t sync, struct drm_tessera_job_status *st)
+{
+	const struct tsr_bo *bos[] = { &c->bo, data };
+	uint64_t seq;
+	int ret;
+
+	ret = tsr_submit(fd, c, 0, bos, 2, sync, &seq);
+	c->len = 0;
+	if (!ret)
+		ret = tsr_wait(fd, sync, WAIT_NS);
+	drmSyncobjReset(fd, &sync, 1);
+	if (!ret)
+		ret = tsr_job_status(fd, seq, st);
+	return ret ? ret : st->fence_error;
+}
+
+static void emit_write(struct tsr_cmds *c, uint64_t src, uint32_t bytes,
+		       bool sem)
+{
+	struct tsr_cmd_ici_write w = {
+		.hdr = tsr_hdr(TSR_OP_ICI_WRITE, sizeof(w)),
+		.dst = { 1, 0, 0 }, .window = WINDOW_ID, .key = WINDOW_KEY,
+		.src = src, .src_stride = bytes, .dst_stride = bytes,
+		.rows = 1, .row_bytes = bytes,
+	};
+
+	if (sem) {
+		w.hdr.flags = TSR_ICI_WRITE_SEM;
+		w.sem_offset = SEM;
+		w.sem_add = 1;
+	}
+	tsr_emit(c, &w, sizeof(w));
+}
+
+static void sender(int fd, const struct drm_tessera_info *info,
+		 unsigned int drop_ppm)
+{
+	struct drm_tessera_job_status st;
+	uint32_t sync = tsr_syncobj(fd);
+	struct tsr_cmds c = { 0 };
+	struct tsr_bo src;
+	char pci[32];
+	uint64_t end, t0, i, pass;
+	int ret;
+
+	if (tsr_bo_create(fd, 64 * 1024, 0, &c.bo) ||
+	    tsr_bo_create(fd, XFER, DRM_TESSERA_BO_HBM, &src) ||
+	    tsr_pci_address(0, pci, sizeof(pci)))
+		die("set-up", -ENOMEM);
+	for (i = 0; i < XFER / 4; i++)
+		((volatile uint32_t *)src.map)[i] = i * 2654435761u;
+
+	/* The other VM's window may not be open yet. */
+	end = tsr_now_ns() + WAIT_NS;
+	do {
+		emit_write(&c, src.va, 8, false);
+		ret = run(fd, &c, &src, sync, &st);
+	} while (ret == -EACCES && tsr_now_ns() < end);
+	if (ret)
+		die("first write", ret);
+
+	for (pass = 0; pass < PASSES; pass++) {
+		const char *tag = pass ? "_drop" : "";
+		double secs, cycles;
+
+		if (pass && (ret = tsr_debugfs_write(pci, "ici0/fault_drop_ppm",
+						     drop_ppm)))
+			die("fault_drop_ppm (debug-regs=on?)", ret);
+		for (i = 0; i < ITER; i++)
+			emit_write(&c, src.va, XFER, true);
+		t0 = tsr_now_ns();
+		ret = run(fd, &c, &src, sync, &st);
+		if (ret)
+			die("transfer", ret);
+		secs = (tsr_now_ns() - t0) / 1e9;
+		cycles = st.end_cycle - st.start_cycle;
+		printf("BENCH vm_ici_wall%s_gbps %.3f GB/s\n", tag,
+		       (double)ITER * XFER / secs / 1e9);
+		printf("BENCH vm_ici_modeled%s_gbps %.3f GB/s\n", tag,
+		       (double)ITER * XFER / (cycles / (info->clock_mhz * 1e6)) /
+		       1e9);
+	}
+	printf("BENCH vm_ici_link_preset_gbps %.3f GB/s\n",
+	       (double)info->ici_link_gbps);
+	fflush(stdout);
+	tsr_debugfs_write(pci, "ici0/fault_drop_ppm", 0);
+}
+
+static void receiver(int fd)
+{
+	struct drm_tessera_window_open wo = {
+		.flags = DRM_TESSERA_WINDOW_WRITE | DRM_TESSERA_WINDOW_FIXED_ID |
+			 DRM_TESSERA_WINDOW_FIXED_KEY,
+		.size = XFER + 4096, .id = WINDOW_ID, .key = WINDOW_KEY,
+	};
+	struct drm_tessera_job_status st;
+	uint32_t sync = tsr_syncobj(fd);
+	struct tsr_cmds c = { 0 };
+	struct tsr_bo window;
+	uint64_t i;
+	int ret;
+
+	if (tsr_bo_create(fd, 64 * 1024, 0, &c.bo) ||
+	    tsr_bo_create(fd, XFER + 4096, DRM_TESSERA_BO_HBM, &window))
+		die("set-up", -ENOMEM);
+	wo.handle = window.handle;
+	ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_WINDOW_OPEN, &wo);
+	if (ret)
+		die("WINDOW_OPEN", ret);
+	tsr_emit_sem(&c, TSR_OP_SEM_WAIT, window.va + SEM, PASSES * ITER);
+	ret = run(fd, &c, &window, sync, &st);
+	if (ret)
+		die("waiting for the transfers", ret);
+	for (i = 0; i < XFER / 4; i++)
+		if (((volatile uint32_t *)window.map)[i] !=
+		    (uint32_t)(i * 2654435761u))
+			die("the data arrived wrong", -EIO);
+}
+
+int main(int argc, char **argv)
+{
+	struct drm_tessera_info info;
+	unsigned int drop_ppm = 1000;
+	int fd = tsr_open(0);
+
+	if (argc > 2 && !strcmp(argv[1], "--drop-ppm"))
+		drop_ppm = strtoul(argv[2], NULL, 0);
+	if (fd < 0 || tsr_info(fd, &info))
+		die("opening chip 0", fd < 0 ? fd : -errno);
+	if (info.slice_chips != 2)
+		die("want a slice of two chips (tessera-vm --topology 2)",
+		    -EINVAL);
+	if (info.slice_index == 0)
+		sender(fd, &info, drop_ppm);
+	else
+		receiver(fd);
+	return 0;
+}

@@ -1,0 +1,738 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ICI in a slice: the chips' identities and ports, windows, remote writes
+ * between every pair of chips (over one hop or two, with link faults
+ * injected), refused writes, unreachable chips and links that go down.
+ *
+ * Runs in a VM booted with tessera-vm --topology (run-checks' "ici"
+ * suite); on chips without links every test skips.  When the slice is
+ * split across VMs (tessera-vm --share), the exchange tests talk to the
+ * chips of the other VMs, which run this program too; the tests that need
+ * both ends of a link in this VM skip.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#include <sched.h>
+
+#include "kselftest_harness.h"
+#include "tessera_util.h"
+
+#define KIB 1024ull
+#define MIB (1024ull * 1024)
+#define MAX_CHIPS 16
+#define PARAMS "/sys/module/tessera/parameters/"
+
+/* The exchange: every chip writes a slot of every chip's window. */
+#define ROWS		64
+#define ROW_BYTES	16000u		/* not a multiple of a frame's data */
+#define STRIDE		(16 * KIB)
+#define SLOT		(ROWS * STRIDE)
+#define ROUNDS		4
+#define WINDOW_ID	5
+#define WINDOW_KEY	0x7e55e7a1c1ull
+#define FILL		0xeeeeeeeeu
+/* Windows of the other VMs may not be open yet: retry this long. */
+#define SPLIT_RETRY_NS	(60ull * 1000 * 1000 * 1000)
+
+struct chip {
+	int fd;
+	char pci[32];
+	struct drm_tessera_info info;
+	struct tsr_bo window;	/* slots, then one semaphore per round */
+	struct tsr_bo src;
+	struct tsr_cmds c;
+	uint32_t sync;
+};
+
+static unsigned int count_chips(void)
+{
+	unsigned int n = 0;
+	char path[64];
+
+	for (;;) {
+		snprintf(path, sizeof(path), "/dev/accel/accel%u", n);
+		if (access(path, F_OK))
+			return n;
+		n++;
+	}
+}
+
+static uint64_t window_size(const struct drm_tessera_info *info)
+{
+	return (uint64_t)ROUNDS * info->slice_chips * SLOT + 4 * KIB;
+}
+
+static uint64_t sem_offset(const struct drm_tessera_info *info, unsigned int r)
+{
+	return (uint64_t)ROUNDS * info->slice_chips * SLOT + 8 * r;
+}
+
+static uint64_t slot_offset(const struct drm_tessera_info *info,
+			    unsigned int round, unsigned int src)
+{
+	return ((uint64_t)round * info->slice_chips + src) * SLOT;
+}
+
+/* Byte @k of what chip @src sends chip @dst in @round. */
+static uint8_t pattern(unsigned int src, unsigned int dst, unsigned int round,
+		       uint64_t k)
+{
+	uint64_t x = (k + 1) * 0x9e3779b97f4a7c15ull ^
+		     ((uint64_t)src << 40 | (uint64_t)dst << 32 | round);
+
+	x ^= x >> 29;
+	return x * 0xbf58476d1ce4e5b9ull >> 56;
+}
+
+static void index_coords(const struct drm_tessera_info *info,
+			 unsigned int index, uint8_t c[3])
+{
+	c[0] = index % info->topology[0];
+	c[1] = index / info->topology[0] % info->topology[1];
+	c[2] = index / (info->topology[0] * info->topology[1]);
+}
+
+/* The chip a port faces, by slice index; -1 at a mesh's edge. */
+static int neighbour(const struct drm_tessera_info *info, unsigned int port)
+{
+	unsigned int d = port / 2, size = info->topology[d];
+	int c[3] = { info->coords[0], info->coords[1], info->coords[2] };
+
+	if (size == 1)
+		return -1;
+	c[d] += port % 2 ? -1 : 1;
+	if (c[d] < 0 || c[d] >= (int)size) {
+		if (!(info->wrap & (1u << d)))
+			return -1;
+		c[d] = (c[d] + size) % size;
+	}
+	return c[0] + info->topology[0] * (c[1] + info->topology[1] * c[2]);
+}
+
+static void emit_ici_write(struct tsr_cmds *c, const uint8_t dst[3],
+			   uint32_t window, uint64_t key, uint64_t src,
+			   uint64_t offset, uint32_t rows, uint32_t row_bytes,
+			   uint64_t stride, int64_t sem)
+{
+	struct tsr_cmd_ici_write w = {
+		.hdr = tsr_hdr(TSR_OP_ICI_WRITE, sizeof(w)),
+		.dst = { dst[0], dst[1], dst[2] },
+		.window = window, .key = key, .src = src, .src_stride = stride,
+		.offset = offset, .dst_stride = stride, .rows = rows,
+		.row_bytes = row_bytes,
+	};
+
+	if (sem >= 0) {
+		w.hdr.flags = TSR_ICI_WRITE_SEM;
+		w.sem_offset = sem;
+		w.sem_add = 1;
+	}
+	tsr_emit(c, &w, sizeof(w));
+}
+
+/*
+ * Run @ch's command buffer on queue 0 and wait for it; the job's fence
+ * error (0 or -errno), with its chip error in @chip_error if not NULL.
+ */
+static int run_job(struct chip *ch, const struct tsr_bo *const *bos,
+		   unsigned int nbos, uint32_t *chip_error)
+{
+	struct drm_tessera_job_status st;
+	uint64_t seq;
+	int ret;
+
+	ret = tsr_submit(ch->fd, &ch->c, 0, bos, nbos, ch->sync, &seq);
+	ch->c.len = 0;
+	if (ret)
+		return ret;
+	ret = tsr_wait(ch->fd, ch->sync, TSR_TEST_WAIT_NS);
+	drmSyncobjReset(ch->fd, &ch->sync, 1);
+	if (ret)
+		return ret;
+	ret = tsr_job_status(ch->fd, seq, &st);
+	if (ret)
+		return ret;
+	if (chip_error)
+		*chip_error = st.error;
+	return st.fence_error;
+}
+
+static int window_open(int fd, uint32_t handle, uint64_t offset,
+		       uint64_t size, uint32_t flags, uint32_t id, uint64_t key,
+		       struct drm_tessera_window_open *out)
+{
+	struct drm_tessera_window_open wo = {
+		.handle = handle, .flags = flags, .offset = offset,
+		.size = size, .id = id, .key = key,
+	};
+	int ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_WINDOW_OPEN, &wo);
+
+	if (out)
+		*out = wo;
+	return ret;
+}
+
+static int window_close(int fd, uint32_t id, uint32_t flags)
+{
+	struct drm_tessera_window_close wc = { .id = id, .flags = flags };
+
+	return tsr_ioctl(fd, DRM_IOCTL_TESSERA_WINDOW_CLOSE, &wc);
+}
+
+static int link_info(int fd, unsigned int port,
+		     struct drm_tessera_link_info *li)
+{
+	memset(li, 0, sizeof(*li));
+	li->port = port;
+	return tsr_ioctl(fd, DRM_IOCTL_TESSERA_LINK_INFO, li);
+}
+
+static uint64_t port_counter(struct chip *ch, unsigned int port,
+			     unsigned int counter)
+{
+	struct drm_tessera_link_info li;
+
+	return link_info(ch->fd, port, &li) ? 0 : li.counters[counter];
+}
+
+static int port_debugfs(struct chip *ch, unsigned int port, const char *name,
+			unsigned long long value)
+{
+	char file[64];
+
+	snprintf(file, sizeof(file), "ici%u/%s", port, name);
+	return tsr_debugfs_write(ch->pci, file, value);
+}
+
+static bool all_wired_up(struct chip *ch)
+{
+	unsigned int p;
+
+	if (tsr_info(ch->fd, &ch->info))
+		return false;
+	for (p = 0; p < ch->info.ici_ports; p++)
+		if ((ch->info.ports_wired & (1u << p)) &&
+		    ch->info.ports[p].state != TSR_ICI_STATE_UP)
+			return false;
+	return true;
+}
+
+/* Wait until every wired port of every chip is up; uevents say when. */
+static bool wait_links_up(struct chip *chips, unsigned int n, int uevents)
+{
+	uint64_t end = tsr_now_ns() + TSR_TEST_WAIT_NS;
+	unsigned int i;
+
+	for (;;) {
+		for (i = 0; i < n && all_wired_up(&chips[i]); i++)
+			;
+		if (i == n)
+			return true;
+		if (tsr_now_ns() > end)
+			return false;
+		tsr_uevent_wait(uevents, "TESSERA_LINK_STATE=up", NULL, 1000);
+	}
+}
+
+FIXTURE(slice) {
+	struct chip chips[MAX_CHIPS];
+	unsigned int n;
+	bool split;
+	int uevents;
+};
+
+FIXTURE_SETUP(slice)
+{
+	unsigned int i;
+
+	self->uevents = tsr_uevent_socket();
+	ASSERT_LE(0, self->uevents);
+	self->n = count_chips();
+	ASSERT_LE(1, self->n);
+	ASSERT_GE(MAX_CHIPS, self->n);
+	for (i = 0; i < self->n; i++) {
+		struct chip *ch = &self->chips[i];
+
+		ch->fd = tsr_open(i);
+		ASSERT_LE(0, ch->fd);
+		ASSERT_EQ(0, tsr_pci_address(i, ch->pci, sizeof(ch->pci)));
+		ASSERT_EQ(0, tsr_info(ch->fd, &ch->info));
+		if (!ch->info.ports_wired)
+			SKIP(return, "chip %u has no links: boot the VM with tessera-vm --topology",
+			     i);
+	}
+	self->split = self->n < self->chips[0].info.slice_chips;
+	ASSERT_TRUE(wait_links_up(self->chips, self->n, self->uevents))
+		TH_LOG("links did not come up within 30 s");
+	for (i = 0; i < self->n; i++) {
+		struct chip *ch = &self->chips[i];
+		uint32_t *w;
+		uint64_t k;
+
+		ASSERT_EQ(0, tsr_bo_create(ch->fd, window_size(&ch->info), 0,
+					   &ch->window));
+		ASSERT_EQ(0, tsr_bo_create(ch->fd, SLOT, 0, &ch->src));
+		ASSERT_EQ(0, tsr_bo_create(ch->fd, 64 * KIB, 0, &ch->c.bo));
+		w = ch->window.map;
+		for (k = 0; k < window_size(&ch->info) / 4; k++)
+			w[k] = FILL;
+		memset((char *)ch->window.map + sem_offset(&ch->info, 0), 0,
+		       8 * ROUNDS);
+		ch->sync = tsr_syncobj(ch->fd);
+		ASSERT_LT(0, (int)ch->sync);
+	}
+}
+
+FIXTURE_TEARDOWN(slice)
+{
+	unsigned int i, p;
+
+	for (i = 0; i < self->n; i++) {
+		struct chip *ch = &self->chips[i];
+
+		if (ch->fd < 0)
+			continue;
+		for (p = 0; p < ch->info.ici_ports; p++) {
+			if (!(ch->info.ports_wired & (1u << p)))
+				continue;
+			port_debugfs(ch, p, "fault_drop_ppm", 0);
+			port_debugfs(ch, p, "fault_corrupt_ppm", 0);
+			port_debugfs(ch, p, "fault_drop_next", 0);
+		}
+		close(ch->fd);
+	}
+	if (self->uevents >= 0)
+		close(self->uevents);
+}
+
+static const struct tsr_bo *const *bos2(const struct tsr_bo *a,
+					const struct tsr_bo *b)
+{
+	static const struct tsr_bo *list[2];
+
+	list[0] = a;
+	list[1] = b;
+	return list;
+}
+
+/*
+ * Round @round of the exchange: every chip here writes its slot of every
+ * chip's window, then adds 1 to that round's semaphore there; then each
+ * waits for all the slice's writes and checks every byte it received.
+ */
+static void exchange(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(slice) *self, unsigned int round)
+{
+	unsigned int i, dst, src, row, nchips = self->chips[0].info.slice_chips;
+
+	for (i = 0; i < self->n; i++) {
+		struct chip *ch = &self->chips[i];
+		uint64_t k;
+
+		src = ch->info.slice_index;
+		for (dst = 0; dst < nchips; dst++) {
+			uint64_t end = tsr_now_ns() + SPLIT_RETRY_NS;
+			uint8_t *s = ch->src.map;
+			uint8_t c[3];
+			uint32_t err = 0;
+			int ret;
+
+			for (k = 0; k < SLOT; k++)
+				s[k] = pattern(src, dst, round, k);
+			index_coords(&ch->info, dst, c);
+			do {
+				emit_ici_write(&ch->c, c, WINDOW_ID, WINDOW_KEY,
+					       ch->src.va,
+					       slot_offset(&ch->info, round, src),
+					       ROWS, ROW_BYTES, STRIDE,
+					       sem_offset(&ch->info, round));
+				ret = run_job(ch, bos2(&ch->c.bo, &ch->src), 2,
+					      &err);
+				/* In a split slice the target may not be ready. */
+			} while (ret == -EACCES && self->split &&
+				 tsr_now_ns() < end);
+			ASSERT_EQ(0, ret)
+				TH_LOG("round %u: chip %u -> chip %u: job error %d, chip error %u",
+				       round, src, dst, ret, err);
+		}
+	}
+	for (i = 0; i < self->n; i++) {
+		struct chip *ch = &self->chips[i];
+		uint8_t *w = ch->window.map;
+
+		/* The semaphore says all of it is there. */
+		tsr_emit_sem(&ch->c, TSR_OP_SEM_WAIT,
+			     ch->window.va + sem_offset(&ch->info, round), nchips);
+		ASSERT_EQ(0, run_job(ch, bos2(&ch->c.bo, &ch->window), 2, NULL));
+		dst = ch->info.slice_index;
+		for (src = 0; src < nchips; src++) {
+			const uint8_t *slot = w + slot_offset(&ch->info, round, src);
+
+			for (row = 0; row < ROWS; row++) {
+				const uint8_t *r = slot + row * STRIDE;
+				uint64_t k;
+
+				for (k = 0; k < ROW_BYTES; k++)
+					ASSERT_EQ(pattern(src, dst, round,
+							  row * STRIDE + k), r[k])
+						TH_LOG("round %u: chip %u got byte %llu of row %u from chip %u wrong",
+						       round, dst,
+						       (unsigned long long)k, row, src);
+				/* The gap between rows is not written. */
+				for (; k < STRIDE; k++)
+					ASSERT_EQ(0xee, r[k]);
+			}
+		}
+	}
+}
+
+TEST_F(slice, every_chip_knows_its_place_and_its_neighbours)
+{
+	unsigned int i, p, seen = 0;
+
+	for (i = 0; i < self->n; i++) {
+		struct chip *ch = &self->chips[i];
+		struct drm_tessera_info *in = &ch->info;
+		struct drm_tessera_link_info li;
+		char path[160], state[32] = "";
+		FILE *f;
+
+		ASSERT_EQ(3, in->uapi_version);
+		ASSERT_EQ(in->topology[0] * in->topology[1] * in->topology[2],
+			  in->slice_chips);
+		ASSERT_EQ(in->coords[0] + in->topology[0] *
+			  (in->coords[1] + in->topology[1] * in->coords[2]),
+			  in->slice_index);
+		ASSERT_EQ(0, seen & (1u << in->slice_index));
+		seen |= 1u << in->slice_index;
+		ASSERT_EQ(self->chips[0].info.slice_id, in->slice_id);
+		ASSERT_EQ(DRM_TESSERA_MAX_WINDOWS, in->max_windows);
+		for (p = 0; p < in->ici_ports; p++) {
+			int n = neighbour(in, p);
+			uint8_t c[3];
+
+			ASSERT_EQ(n >= 0, !!(in->ports_wired & (1u << p)))
+				TH_LOG("chip %u port %u", in->slice_index, p);
+			ASSERT_EQ(0, link_info(ch->fd, p, &li));
+			if (n < 0) {
+				ASSERT_EQ(0, li.info.state);
+				continue;
+			}
+			index_coords(in, n, c);
+			ASSERT_EQ(TSR_ICI_STATE_UP, li.info.state);
+			ASSERT_EQ(in->slice_id, li.info.peer_slice);
+			ASSERT_EQ(0, memcmp(c, li.info.peer_coords, 3))
+				TH_LOG("chip %u port %u: peer %u,%u,%u, want %u,%u,%u",
+				       in->slice_index, p, li.info.peer_coords[0],
+				       li.info.peer_coords[1],
+				       li.info.peer_coords[2], c[0], c[1], c[2]);
+			ASSERT_EQ(p ^ 1, li.info.peer_port);
+			ASSERT_LT(0, li.counters[DRM_TESSERA_LINK_FRAMES_TX]);
+			ASSERT_EQ(0, li.counters[DRM_TESSERA_LINK_PROTOCOL_ERRORS]);
+
+			snprintf(path, sizeof(path),
+				 "/sys/bus/pci/devices/%s/ici/port%u/state",
+				 ch->pci, p);
+			f = fopen(path, "r");
+			ASSERT_NE(NULL, f);
+			ASSERT_EQ(1, fscanf(f, "%31s", state));
+			fclose(f);
+			ASSERT_STREQ("up", state);
+		}
+		/* A port the chip does not have. */
+		ASSERT_EQ(-EINVAL, link_info(ch->fd, in->ici_ports, &li));
+		li.port = 0;
+		li.flags = 1;
+		ASSERT_EQ(-EINVAL, tsr_ioctl(ch->fd, DRM_IOCTL_TESSERA_LINK_INFO,
+					     &li));
+	}
+}
+
+TEST_F(slice, window_ioctls_check_every_field)
+{
+	struct chip *ch = &self->chips[0];
+	struct drm_tessera_window_open wo;
+	uint32_t h = ch->window.handle, rw = DRM_TESSERA_WINDOW_WRITE;
+	uint64_t size = window_size(&ch->info);
+	struct tsr_bo bo;
+	int other;
+
+	ASSERT_EQ(-EINVAL, window_open(ch->fd, h, 0, 4096, 0x100 | rw, 0, 0, NULL));
+	ASSERT_EQ(-EINVAL, window_open(ch->fd, h, 0, 4096, 0, 0, 0, NULL));
+	ASSERT_EQ(-EINVAL, window_open(ch->fd, h, 0, 0, rw, 0, 0, NULL));
+	ASSERT_EQ(-EINVAL, window_open(ch->fd, h, 4096, size, rw, 0, 0, NULL));
+	ASSERT_EQ(-EINVAL, window_open(ch->fd, h, ~0ull, 2, rw, 0, 0, NULL));
+	ASSERT_EQ(-ENOENT, window_open(ch->fd, 9999, 0, 4096, rw, 0, 0, NULL));
+	ASSERT_EQ(-EINVAL, window_open(ch->fd, h, 0, 4096,
+				       rw | DRM_TESSERA_WINDOW_FIXED_ID,
+				       DRM_TESSERA_MAX_WINDOWS, 0, NULL));
+	ASSERT_EQ(-EINVAL, window_open(ch->fd, h, 0, 4096,
+				       rw | DRM_TESSERA_WINDOW_FIXED_KEY, 0, 0,
+				       NULL));
+	wo = (struct drm_tessera_window_open){ .handle = h, .flags = rw,
+					       .size = 4096, .pad = 1 };
+	ASSERT_EQ(-EINVAL, tsr_ioctl(ch->fd, DRM_IOCTL_TESSERA_WINDOW_OPEN, &wo));
+
+	/* A window where it was asked for, with a random key. */
+	ASSERT_EQ(0, window_open(ch->fd, h, 8192, 4096, rw, 0, 0, &wo));
+	ASSERT_NE(0, wo.key);
+	ASSERT_EQ(ch->window.va + 8192, wo.device_va);
+	ASSERT_GT(DRM_TESSERA_MAX_WINDOWS, wo.id);
+	ASSERT_EQ(-EINVAL, window_close(ch->fd, wo.id, 1));
+	ASSERT_EQ(-EINVAL, window_close(ch->fd, DRM_TESSERA_MAX_WINDOWS, 0));
+	ASSERT_EQ(0, window_close(ch->fd, wo.id, 0));
+	ASSERT_EQ(-ENOENT, window_close(ch->fd, wo.id, 0));
+
+	/* A fixed id is taken until its file closes, and only it closes it. */
+	other = tsr_open(0);
+	ASSERT_LE(0, other);
+	ASSERT_EQ(0, tsr_bo_create(other, 4096, 0, &bo));
+	ASSERT_EQ(0, window_open(other, bo.handle, 0, 4096,
+				 rw | DRM_TESSERA_WINDOW_FIXED_ID |
+				 DRM_TESSERA_WINDOW_FIXED_KEY, 200, 42, &wo));
+	ASSERT_EQ(200, wo.id);
+	ASSERT_EQ(42, wo.key);
+	/* The window keeps the buffer after its handle is closed. */
+	tsr_bo_destroy(other, &bo);
+	ASSERT_EQ(-EBUSY, window_open(ch->fd, h, 0, 4096,
+				      rw | DRM_TESSERA_WINDOW_FIXED_ID, 200, 0,
+				      NULL));
+	ASSERT_EQ(-ENOENT, window_close(ch->fd, 200, 0));
+	close(other);
+	ASSERT_EQ(0, window_open(ch->fd, h, 0, 4096,
+				 rw | DRM_TESSERA_WINDOW_FIXED_ID, 200, 0, &wo));
+	ASSERT_EQ(0, window_close(ch->fd, 200, 0));
+}
+
+TEST_F(slice, a_file_opens_no_more_windows_than_allowed)
+{
+	struct chip *ch = &self->chips[0];
+	uint32_t rw = DRM_TESSERA_WINDOW_WRITE;
+	long long old = -1;
+	FILE *f = fopen(PARAMS "max_windows_per_file", "r");
+
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(1, fscanf(f, "%lld", &old));
+	fclose(f);
+	f = fopen(PARAMS "max_windows_per_file", "w");
+	ASSERT_NE(NULL, f);
+	fprintf(f, "2\n");
+	fclose(f);
+	EXPECT_EQ(0, window_open(ch->fd, ch->window.handle, 0, 4096, rw, 0, 0, NULL));
+	EXPECT_EQ(0, window_open(ch->fd, ch->window.handle, 0, 4096, rw, 0, 0, NULL));
+	EXPECT_EQ(-ENOSPC, window_open(ch->fd, ch->window.handle, 0, 4096, rw,
+				       0, 0, NULL));
+	f = fopen(PARAMS "max_windows_per_file", "w");
+	ASSERT_NE(NULL, f);
+	fprintf(f, "%lld\n", old);
+	fclose(f);
+}
+
+/* Open this round's window on every chip here. */
+static void open_windows(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(slice) *self)
+{
+	unsigned int i;
+
+	for (i = 0; i < self->n; i++) {
+		struct chip *ch = &self->chips[i];
+		struct drm_tessera_window_open wo;
+
+		ASSERT_EQ(0, window_open(ch->fd, ch->window.handle, 0,
+					 window_size(&ch->info),
+					 DRM_TESSERA_WINDOW_READ |
+					 DRM_TESSERA_WINDOW_WRITE |
+					 DRM_TESSERA_WINDOW_FIXED_ID |
+					 DRM_TESSERA_WINDOW_FIXED_KEY,
+					 WINDOW_ID, WINDOW_KEY, &wo));
+	}
+}
+
+TEST_F(slice, remote_writes_between_every_pair_of_chips_are_exact)
+{
+	open_windows(_metadata, self);
+	exchange(_metadata, self, 0);
+}
+
+TEST_F(slice, remote_writes_are_exact_through_dropped_and_corrupted_frames)
+{
+	uint64_t seq = 0, crc = 0, replays = 0;
+	unsigned int i, p, r;
+
+	for (i = 0; i < self->n; i++)
+		for (p = 0; p < self->chips[i].info.ici_ports; p++) {
+			struct chip *ch = &self->chips[i];
+
+			if (!(ch->info.ports_wired & (1u << p)))
+				continue;
+			ASSERT_EQ(0, port_debugfs(ch, p, "fault_seed", 17 + p + 8 * i));
+			ASSERT_EQ(0, port_debugfs(ch, p, "fault_drop_ppm", 1000));
+			ASSERT_EQ(0, port_debugfs(ch, p, "fault_corrupt_ppm", 1000));
+		}
+	open_windows(_metadata, self);
+	for (r = 0; r < ROUNDS; r++)
+		exchange(_metadata, self, r);
+
+	for (i = 0; i < self->n; i++)
+		for (p = 0; p < self->chips[i].info.ici_ports; p++) {
+			seq += port_counter(&self->chips[i], p,
+					    DRM_TESSERA_LINK_SEQ_ERRORS);
+			crc += port_counter(&self->chips[i], p,
+					    DRM_TESSERA_LINK_CRC_ERRORS);
+			replays += port_counter(&self->chips[i], p,
+						DRM_TESSERA_LINK_REPLAYS);
+		}
+	TH_LOG("sequence errors %llu, CRC errors %llu, replays %llu",
+	       (unsigned long long)seq, (unsigned long long)crc,
+	       (unsigned long long)replays);
+	ASSERT_LT(0, seq);
+	ASSERT_LT(0, crc);
+	ASSERT_LT(0, replays);
+}
+
+/* Chips @a and @b of this VM, @b the +x neighbour of @a. */
+static bool two_neighbours(FIXTURE_DATA(slice) *self, struct chip **a,
+			   struct chip **b)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < self->n; i++)
+		for (j = 0; j < self->n; j++)
+			if (neighbour(&self->chips[i].info, TSR_ICI_PORT(0, 0)) ==
+			    (int)self->chips[j].info.slice_index && i != j) {
+				*a = &self->chips[i];
+				*b = &self->chips[j];
+				return true;
+			}
+	return false;
+}
+
+static uint8_t *coords_of(struct chip *ch)
+{
+	static uint8_t c[3];
+
+	index_coords(&ch->info, ch->info.slice_index, c);
+	return c;
+}
+
+TEST_F(slice, a_refused_write_fails_its_writer_and_writes_nothing)
+{
+	struct chip *a, *b;
+	struct drm_tessera_window_open wo, ro;
+	long long before;
+	uint32_t err = 0;
+	uint64_t k, end;
+	uint8_t dst[3];
+	uint32_t *w;
+
+	if (!two_neighbours(self, &a, &b))
+		SKIP(return, "no two neighbouring chips in this VM");
+	memcpy(dst, coords_of(b), 3);
+	ASSERT_EQ(0, window_open(b->fd, b->window.handle, 0, 64 * KIB,
+				 DRM_TESSERA_WINDOW_WRITE, 0, 0, &wo));
+	ASSERT_EQ(0, window_open(b->fd, b->window.handle, 64 * KIB, 64 * KIB,
+				 DRM_TESSERA_WINDOW_READ, 0, 0, &ro));
+	memset(a->src.map, 0x5a, 64 * KIB);
+	before = tsr_sysfs_counter(b->pci, "remote_access_refused");
+
+	/* The wrong key, beyond the window, a read-only window, none. */
+	emit_ici_write(&a->c, dst, wo.id, wo.key + 1, a->src.va, 0, 1, 4096,
+		       4096, 8);
+	ASSERT_EQ(-EACCES, run_job(a, bos2(&a->c.bo, &a->src), 2, &err));
+	ASSERT_EQ(TSR_ERR_REMOTE_ACCESS, err);
+	emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 60 * KIB, 1,
+		       8192, 8192, -1);
+	ASSERT_EQ(-EACCES, run_job(a, bos2(&a->c.bo, &a->src), 2, NULL));
+	emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, 4096, 4096,
+		       64 * KIB);
+	ASSERT_EQ(-EACCES, run_job(a, bos2(&a->c.bo, &a->src), 2, NULL));
+	emit_ici_write(&a->c, dst, ro.id, ro.key, a->src.va, 0, 1, 4096, 4096,
+		       -1);
+	ASSERT_EQ(-EACCES, run_job(a, bos2(&a->c.bo, &a->src), 2, NULL));
+	ASSERT_EQ(0, window_close(b->fd, wo.id, 0));
+	emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, 4096, 4096,
+		       -1);
+	ASSERT_EQ(-EACCES, run_job(a, bos2(&a->c.bo, &a->src), 2, NULL));
+
+	/* Nothing reached the target's memory. */
+	w = b->window.map;
+	for (k = 0; k < 128 * KIB / 4; k++)
+		ASSERT_EQ(FILL, w[k]) TH_LOG("word %llu written",
+					     (unsigned long long)k);
+	/* The target's driver heard of each refusal (its interrupt). */
+	end = tsr_now_ns() + 2000000000ull;
+	while (tsr_sysfs_counter(b->pci, "remote_access_refused") < before + 5 &&
+	       tsr_now_ns() < end)
+		sched_yield();
+	ASSERT_EQ(before + 5, tsr_sysfs_counter(b->pci, "remote_access_refused"));
+}
+
+TEST_F(slice, a_chip_outside_the_slice_has_no_route)
+{
+	struct chip *ch = &self->chips[0];
+	uint8_t dst[3] = { ch->info.topology[0], 0, 0 };
+	uint32_t err = 0;
+
+	emit_ici_write(&ch->c, dst, 0, 1, ch->src.va, 0, 1, 64, 64, -1);
+	ASSERT_EQ(-EHOSTUNREACH, run_job(ch, bos2(&ch->c.bo, &ch->src), 2, &err));
+	ASSERT_EQ(TSR_ERR_NO_ROUTE, err);
+}
+
+TEST_F(slice, a_link_that_fails_mid_transfer_fails_the_job_within_2s)
+{
+	struct drm_tessera_window_open wo;
+	struct drm_tessera_job_status st;
+	unsigned int port = TSR_ICI_PORT(0, 0);
+	struct chip *a, *b;
+	uint64_t seq, start, k;
+	uint8_t dst[3];
+	uint32_t err = 0;
+
+	if (self->split)
+		SKIP(return, "the slice is split across VMs: the link is shared");
+	if (!two_neighbours(self, &a, &b))
+		SKIP(return, "no two neighbouring chips in this VM");
+	memcpy(dst, coords_of(b), 3);
+	ASSERT_EQ(0, window_open(b->fd, b->window.handle, 0, SLOT,
+				 DRM_TESSERA_WINDOW_WRITE, 0, 0, &wo));
+
+	/*
+	 * The far end stops sending anything (acknowledgements, the
+	 * answer): the writer's link runs out of retries and goes down.
+	 */
+	ASSERT_EQ(0, port_debugfs(b, port ^ 1, "fault_drop_next", 1000000000));
+	emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, SLOT, SLOT, -1);
+	start = tsr_now_ns();
+	ASSERT_EQ(0, tsr_submit(a->fd, &a->c, 0, bos2(&a->c.bo, &a->src), 2,
+				a->sync, &seq));
+	a->c.len = 0;
+	ASSERT_EQ(0, tsr_wait(a->fd, a->sync, TSR_TEST_WAIT_NS));
+	drmSyncobjReset(a->fd, &a->sync, 1);
+	ASSERT_GT(2000000000ull, tsr_now_ns() - start);
+	ASSERT_EQ(0, tsr_job_status(a->fd, seq, &st));
+	ASSERT_EQ(-ENOLINK, st.fence_error);
+	ASSERT_EQ(TSR_ERR_LINK_DOWN, st.error);
+	ASSERT_EQ(0, tsr_uevent_wait(self->uevents, "TESSERA_LINK_STATE=down",
+				     NULL, 5000));
+	ASSERT_LE(1, port_counter(a, port, DRM_TESSERA_LINK_LINK_DOWNS));
+
+	/* Taken down on purpose: refused at once. */
+	ASSERT_EQ(0, port_debugfs(b, port ^ 1, "fault_drop_next", 0));
+	ASSERT_EQ(0, port_debugfs(a, port, "control", TSR_ICI_CTRL_RETRAIN));
+	ASSERT_TRUE(wait_links_up(self->chips, self->n, self->uevents));
+	ASSERT_EQ(0, port_debugfs(a, port, "control", TSR_ICI_CTRL_DOWN));
+	emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, 4096, 4096, -1);
+	ASSERT_EQ(-ENOLINK, run_job(a, bos2(&a->c.bo, &a->src), 2, &err));
+	ASSERT_EQ(TSR_ERR_LINK_DOWN, err);
+
+	/* Retrained, the link carries the next job, exactly. */
+	ASSERT_EQ(0, port_debugfs(a, port, "control", TSR_ICI_CTRL_RETRAIN));
+	ASSERT_TRUE(wait_links_up(self->chips, self->n, self->uevents));
+	for (k = 0; k < SLOT; k++)
+		((uint8_t *)a->src.map)[k] = pattern(1, 2, 3, k);
+	emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, SLOT, SLOT, -1);
+	ASSERT_EQ(0, run_job(a, bos2(&a->c.bo, &a->src), 2, NULL));
+	ASSERT_EQ(0, memcmp(a->src.map, b->window.map, SLOT));
+}
+
+TEST_HARNESS_MAIN
