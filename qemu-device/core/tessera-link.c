@@ -46,10 +46,38 @@ static void crc32c_init(void)
     }
 }
 
+#if defined(__x86_64__)
+/*
+ * SSE4.2's CRC32 instruction computes CRC32C, eight bytes at a time: every
+ * byte on a link is checked twice, and the table costs ~2 ns a byte.
+ */
+__attribute__((target("sse4.2")))
+static uint32_t crc32c_sse42(uint32_t crc, const uint8_t *p, size_t len)
+{
+    uint64_t c = crc;
+
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t v;
+
+        memcpy(&v, p, sizeof(v));
+        c = __builtin_ia32_crc32di(c, v);
+    }
+    while (len--) {
+        c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+    }
+    return c;
+}
+#endif
+
 uint32_t tsr_crc32c(uint32_t crc, const void *buf, size_t len)
 {
     const uint8_t *p = buf;
 
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("sse4.2")) {
+        return ~crc32c_sse42(~crc, p, len);
+    }
+#endif
     crc32c_init();
     crc = ~crc;
     while (len--) {

@@ -290,6 +290,27 @@ TEST(crc32c_check_value)
 	EXPECT_EQ(0u, tsr_crc32c(0, "", 0));
 }
 
+/* RFC 3720's vectors, and any split of a buffer: the fast path agrees. */
+TEST(crc32c_matches_rfc3720_and_any_split)
+{
+	uint8_t zeros[32] = { 0 }, ones[32], inc[32], big[1000];
+	uint32_t whole;
+	size_t i;
+
+	memset(ones, 0xff, sizeof(ones));
+	for (i = 0; i < sizeof(inc); i++)
+		inc[i] = i;
+	EXPECT_EQ(0x8a9136aau, tsr_crc32c(0, zeros, sizeof(zeros)));
+	EXPECT_EQ(0x62a8ab43u, tsr_crc32c(0, ones, sizeof(ones)));
+	EXPECT_EQ(0x46dd794eu, tsr_crc32c(0, inc, sizeof(inc)));
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = i * 37 + (i >> 3);
+	whole = tsr_crc32c(0, big, sizeof(big));
+	for (i = 0; i <= sizeof(big); i += 7)
+		ASSERT_EQ(whole, tsr_crc32c(tsr_crc32c(0, big, i), big + i,
+					    sizeof(big) - i)) TH_LOG("split at %zu", i);
+}
+
 TEST_F(link, trains_and_carries_streams_both_ways)
 {
 	TsrLinkCounters a, b;
