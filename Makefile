@@ -100,6 +100,8 @@ TOOLS := $(patsubst tools/%/,$(B)/bin/%,$(dir $(wildcard tools/*/tessera-*.c)))
 BENCHES := $(patsubst tests/bench/%.c,$(B)/bench/%,$(wildcard tests/bench/*.c))
 GUEST_BENCHES := $(patsubst tests/bench/vm/%.c,$(B)/bench/vm/%,$(wildcard tests/bench/vm/*.c))
 GUEST_PROGS := $(patsubst tests/vm/progs/%.c,$(B)/tests/vm/progs/%,$(wildcard tests/vm/progs/*.c))
+# Programs that tools/tessera-slice runs on every host of a slice.
+SLICE_PROGS := $(patsubst tests/slice/%.c,$(B)/tests/slice/%,$(wildcard tests/slice/*.c))
 INITRAMFS := $(B)/guest/initramfs.cpio
 CONSUMER_PREFIX := $(B)/install
 CONSUMERS := $(B)/tests/vm/progs/consumer $(B)/tests/vm/progs/consumer-static
@@ -238,7 +240,7 @@ $(CONSUMERS) &: tests/install/consumer.c tests/install/Makefile $(LIBACCEL_SO) $
 
 # ---------------------------------------------------------------- tests
 tests: $(HOST_TESTS) $(VM_TESTS) $(B)/tests/vm/run-tests $(BENCHES) $(GUEST_BENCHES) \
-	$(GUEST_PROGS) $(CONSUMERS) $(TUTORIAL)
+	$(GUEST_PROGS) $(SLICE_PROGS) $(CONSUMERS) $(TUTORIAL)
 
 $(CORE_TESTS): $(B)/tests/host/%: tests/host/%.c tests/host/tessera_chip.h $(CORE_SRCS) \
 		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
@@ -287,6 +289,10 @@ $(B)/tests/vm/progs/%: tests/vm/progs/%.c tests/vm/tessera_util.h $(USER_HEADERS
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(UAPI_CFLAGS) $(DRM_CFLAGS) -Itests/vm -o $@ $< $(DRM_LIBS)
 
+$(B)/tests/slice/%: tests/slice/%.c tests/vm/tessera_util.h $(USER_HEADERS) $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(UAPI_CFLAGS) $(DRM_CFLAGS) -Itests/vm -o $@ $< $(DRM_LIBS)
+
 # The tutorial's code is the C blocks of Documentation/tutorial.md, in order.
 $(B)/obj/tutorial.c: Documentation/tutorial.md mk/extract-c
 	@mkdir -p $(@D)
@@ -320,7 +326,7 @@ $(TOOLS): $(B)/bin/%: tools/%/$$*.c $$(wildcard tools/$$*/*.[ch]) $(LIBACCEL_SO)
 initramfs: $(INITRAMFS)
 
 GUEST_FILES := $(VM_TESTS) $(B)/tests/vm/run-tests $(SAMPLES) $(TOOLS) $(GUEST_BENCHES) \
-	$(GUEST_PROGS) $(CONSUMERS) $(TUTORIAL) $(B)/lib/$(LIBACCEL_SONAME) $(LIBACCEL_SO)
+	$(GUEST_PROGS) $(SLICE_PROGS) $(CONSUMERS) $(TUTORIAL) $(B)/lib/$(LIBACCEL_SONAME) $(LIBACCEL_SO)
 
 $(INITRAMFS): mk/initramfs tools/guest/init $(TESSERA_KO) $(GUEST_FILES) $(DEPS_STAMP)
 	@mkdir -p $(@D)

@@ -281,11 +281,18 @@ VCPU_LIMIT_S = 0.1
 
 
 def start_semaphore_wait(qt, q=0, fence=5):
-    """A job that waits for the CPU: it runs until aborted."""
+    """A job that waits for the CPU: it runs until aborted.
+
+    STATUS says RUNNING once the queue has work, which may be before a
+    worker has taken the job: the job marks its start in memory, and that
+    is what is waited for.
+    """
     s = qt.buffer(1, 4096)
-    comp = qt.submit(q, 1, sem(C["TSR_OP_SEM_WAIT"], s, 1), fence)
-    qt.wait("the job to start", lambda: qt.qreg(q, C["TSR_QREG_STATUS"]) ==
-            C["TSR_QSTATUS_RUNNING"])
+    comp = qt.submit(q, 1, sem(C["TSR_OP_SEM_SIGNAL"], s + 8, 1) +
+                     sem(C["TSR_OP_SEM_WAIT"], s, 1), fence)
+    qt.wait("the job to start", lambda: qt.read64(s + 8) == 1)
+    check(qt.qreg(q, C["TSR_QREG_STATUS"]) == C["TSR_QSTATUS_RUNNING"],
+          "a running job's queue is RUNNING")
     return comp
 
 
