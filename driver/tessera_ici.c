@@ -40,14 +40,7 @@ module_param_named(max_windows_per_file, tessera_max_windows_per_file, uint,
 MODULE_PARM_DESC(max_windows_per_file,
 		 "ICI windows one file may have open; WINDOW_OPEN fails with ENOSPC beyond (default 64)");
 
-static const char * const tessera_link_state_names[] = {
-	[TSR_ICI_STATE_DISCONNECTED] = "disconnected",
-	[TSR_ICI_STATE_TRAINING] = "training",
-	[TSR_ICI_STATE_UP] = "up",
-	[TSR_ICI_STATE_MISWIRED] = "miswired",
-	[TSR_ICI_STATE_FOREIGN] = "foreign",
-	[TSR_ICI_STATE_DOWN] = "down",
-};
+static const char * const tessera_link_state_names[] = TSR_ICI_STATE_NAMES;
 
 const char *tessera_link_state_name(u32 state)
 {
@@ -589,6 +582,12 @@ static void tessera_ici_sysfs_fini(struct tessera_device *tdev)
 	tdev->ici.ports_kobj = NULL;
 }
 
+static void tessera_ici_sysfs_release(void *arg)
+{
+	tessera_ici_sysfs_fini(arg);
+}
+
+/* The directories go at unbind, or with a probe that fails after this. */
 static int tessera_ici_sysfs_init(struct tessera_device *tdev)
 {
 	struct tessera_port_kobj *pk;
@@ -613,7 +612,8 @@ static int tessera_ici_sysfs_init(struct tessera_device *tdev)
 		if (ret)
 			goto err;
 	}
-	return 0;
+	return devm_add_action_or_reset(tdev->drm.dev,
+					tessera_ici_sysfs_release, tdev);
 err:
 	tessera_ici_sysfs_fini(tdev);
 	return ret;

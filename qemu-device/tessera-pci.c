@@ -1018,6 +1018,50 @@ static void tessera_add_link_fault_props(Object *obj)
     }
 }
 
+static const char *const tessera_link_state_names[] = TSR_ICI_STATE_NAMES;
+
+/*
+ * The wired ports' states and peers, for launchers that wait for a slice
+ * to come up: the read-only string property ici-links, a space-separated
+ * list of PORT:STATE, then :X,Y,Z:PEERPORT once the port has heard its
+ * peer, and :SLICE when the peer's slice is not this chip's:
+ *
+ *   qom-get /machine/peripheral/tessera0 ici-links
+ *   "0:up:1,0,0:1 1:training 2:miswired:0,1,0:2 3:foreign:0,1,0:3:7"
+ */
+static void tessera_get_ici_links(Object *obj, Visitor *v, const char *name,
+                                  void *opaque, Error **errp)
+{
+    TesseraState *s = TESSERA(obj);
+    g_autoptr(GString) text = g_string_new(NULL);
+    unsigned int i;
+    char *str;
+
+    for (i = 0; s->core && i < TSR_ICI_MAX_PORTS; i++) {
+        TsrLinkId peer;
+        uint32_t state;
+        bool known;
+
+        if (!s->ports[i].wired) {
+            continue;
+        }
+        known = tsr_ici_port_peer(tessera_ici(s), i, &state, &peer);
+        g_string_append_printf(text, "%s%u:%s", text->len ? " " : "", i,
+                               state < ARRAY_SIZE(tessera_link_state_names) ?
+                               tessera_link_state_names[state] : "unknown");
+        if (!known) {
+            continue;
+        }
+        g_string_append_printf(text, ":%u,%u,%u:%u", peer.coords[0],
+                               peer.coords[1], peer.coords[2], peer.port);
+        if (peer.slice_id != s->slice_id) {
+            g_string_append_printf(text, ":%" PRIu32, peer.slice_id);
+        }
+    }
+    str = text->str;
+    visit_type_str(v, name, &str, errp);
+}
+
 static void tessera_add_fault_props(Object *obj)
 {
     size_t i;
@@ -1035,6 +1079,11 @@ static void tessera_add_fault_props(Object *obj)
     object_property_set_description(obj, "fault-fatal",
                                     "raise a fatal error (needs a reset)");
     tessera_add_link_fault_props(obj);
+    object_property_add(obj, "ici-links", "str", tessera_get_ici_links,
+                        NULL, NULL, NULL);
+    object_property_set_description(obj, "ici-links",
+        "the wired ICI ports' states and peers, read-only: "
+        "PORT:STATE[:X,Y,Z:PEERPORT[:SLICE]], space-separated");
 }
 
 static const Property tessera_properties[] = {

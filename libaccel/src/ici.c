@@ -92,22 +92,11 @@ int accel_coords_to_index(const uint32_t topology[TSR_ICI_MAX_DIMS],
 
 const char *accel_link_state_name(uint32_t state)
 {
-	switch (state) {
-	case TSR_ICI_STATE_DISCONNECTED:
-		return "disconnected";
-	case TSR_ICI_STATE_TRAINING:
-		return "training";
-	case TSR_ICI_STATE_UP:
-		return "up";
-	case TSR_ICI_STATE_MISWIRED:
-		return "miswired";
-	case TSR_ICI_STATE_FOREIGN:
-		return "foreign";
-	case TSR_ICI_STATE_DOWN:
-		return "down";
-	default:
+	static const char *const names[] = TSR_ICI_STATE_NAMES;
+
+	if (state >= sizeof(names) / sizeof(names[0]))
 		return "unknown";
-	}
+	return names[state];
 }
 
 static int need_ici_uapi(const struct accel_device *dev)

@@ -719,6 +719,23 @@ uint32_t tsr_ici_port_state(TsrIci *ici, unsigned int port)
     return state;
 }
 
+bool tsr_ici_port_peer(TsrIci *ici, unsigned int port, uint32_t *state,
+                       TsrLinkId *peer)
+{
+    TsrLink *link = port_link(ici, port);
+    bool known;
+
+    *state = TSR_ICI_STATE_DISCONNECTED;
+    if (!link) {
+        return false;
+    }
+    pthread_mutex_lock(&ici->lock);
+    *state = tsr_link_state(link);
+    known = tsr_link_peer(link, peer);
+    pthread_mutex_unlock(&ici->lock);
+    return known;
+}
+
 /* ---------------------------------------------------------- registers */
 
 static uint64_t port_counter(TsrLink *link, unsigned int i)

@@ -67,6 +67,13 @@ int tsr_ici_set_faults(TsrIci *ici, unsigned int port,
 int tsr_ici_get_faults(TsrIci *ici, unsigned int port, TsrLinkFaults *faults);
 uint32_t tsr_ici_port_state(TsrIci *ici, unsigned int port);
 /*
+ * Port @port's state (enum tsr_ici_state) and, if it has heard a TRAIN
+ * frame, the peer that sent the last one (MISWIRED, FOREIGN: whom it
+ * claims to be), read together.  Returns whether @peer was set.
+ */
+bool tsr_ici_port_peer(TsrIci *ici, unsigned int port, uint32_t *state,
+                       TsrLinkId *peer);
+/*
  * What the port's CONTROL register does (TSR_ICI_CTRL_RETRAIN or _DOWN);
  * false if refused: unknown bits, or a port without a socket.
  */

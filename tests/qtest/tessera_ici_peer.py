@@ -247,3 +247,48 @@ def a_peer_that_comes_back_trains_again(qt):
     peer.train()
     wait_state(qt, C["TSR_ICI_STATE_UP"])
     peer.close()
+
+
+def ici_links(qt):
+    return qt.qom_get("ici-links")
+
+
+def wait_links(qt, want):
+    qt.wait(f"ici-links '{want}'", lambda: ici_links(qt) == want)
+
+
+@test
+def ici_links_names_a_trained_peer_by_coordinates_and_port(qt):
+    qt.enable()
+    check(ici_links(qt) == "0:disconnected", f"no peer: {ici_links(qt)}")
+    peer = Peer()
+    wait_links(qt, "0:training")
+    peer.train()
+    wait_state(qt, C["TSR_ICI_STATE_UP"])
+    wait_links(qt, "0:up:1,0,0:1")
+    peer.close()
+    wait_links(qt, "0:disconnected:1,0,0:1")
+
+
+@test
+def ici_links_names_whom_a_miswired_or_foreign_peer_claims_to_be(qt):
+    qt.enable()
+    peer = Peer()
+    wait_links(qt, "0:training")
+    peer.send(frame(C["TSR_ICI_FRAME_TRAIN"], train_payload(port=0)))
+    wait_links(qt, "0:miswired:1,0,0:0")
+    peer.close()
+    wait_state(qt, C["TSR_ICI_STATE_DISCONNECTED"])
+    peer = Peer()
+    wait_state(qt, C["TSR_ICI_STATE_TRAINING"])
+    peer.send(frame(C["TSR_ICI_FRAME_TRAIN"],
+                    train_payload(slice_id=SLICE + 2, coords=(1, 0, 0))))
+    wait_links(qt, f"0:foreign:1,0,0:1:{SLICE + 2}")
+    peer.close()
+
+
+@test
+def ici_links_is_read_only(qt):
+    reply = qt.qmp_cmd("qom-set", path="/machine/peripheral/tsr0",
+                       property="ici-links", value="0:up")
+    check("error" in reply, f"qom-set of a read-only property: {reply}")

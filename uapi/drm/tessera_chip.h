@@ -643,6 +643,16 @@ enum tsr_ici_state {
 	TSR_ICI_STATE_DOWN = 5,
 };
 
+/* The states' names, as the device, the driver and the tools print them. */
+#define TSR_ICI_STATE_NAMES {					\
+	[TSR_ICI_STATE_DISCONNECTED] = "disconnected",		\
+	[TSR_ICI_STATE_TRAINING] = "training",			\
+	[TSR_ICI_STATE_UP] = "up",				\
+	[TSR_ICI_STATE_MISWIRED] = "miswired",			\
+	[TSR_ICI_STATE_FOREIGN] = "foreign",			\
+	[TSR_ICI_STATE_DOWN] = "down",				\
+}
+
 /*
  * Link frames, little-endian, on the port's byte stream: a header, then
  * @len payload bytes and, when @len is not 0, the CRC32C of the payload.
