@@ -10,6 +10,8 @@
 #   make check-debug  the in-VM tests on the debug kernel (KASAN, lockdep,
 #                 UBSAN, kmemleak), and planted bugs it must catch
 #   make debug-kernel  only build that kernel (build/debug-kernel, cached)
+#   make check-slices  the long slice checks: 4x4 as 4 VMs x 4 chips, and
+#                 a 2x2x2 mesh in one VM, each running the exchange
 #   make bench    BENCH lines (see tools/tessera-bench)
 #   make fuzz     the ioctl fuzzer in a VM, FUZZ_CALLS (1000000) calls
 #   make lint     checkpatch (kernel and QEMU flavours) and sparse
@@ -109,7 +111,7 @@ TUTORIAL := $(B)/tests/vm/progs/tutorial
 
 .PHONY: all deps qemu module libaccel tests samples tools initramfs \
 	check demo bench fuzz lint install clean distclean help \
-	debug-kernel debug-module debug-initramfs check-debug
+	debug-kernel debug-module debug-initramfs check-debug check-slices
 .DEFAULT_GOAL := all
 
 all: qemu module libaccel tests samples tools initramfs
@@ -349,6 +351,11 @@ check: all
 
 check-debug: all debug-initramfs
 	$(PYTHON) tests/run-checks --debug
+
+# Slices too large for make check: every chip writes to every other.
+check-slices: all
+	tools/tessera-slice --topology 4x4 --host 2x2 --timeout 600 -- slice_exchange
+	tools/tessera-slice --topology 2x2x2 --mesh --host 2x2x2 --timeout 600 -- slice_exchange
 
 bench: all
 	$(PYTHON) tools/tessera-bench

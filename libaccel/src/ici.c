@@ -16,6 +16,7 @@
 
 /* Where struct accel_link_info of libaccel 0.3 ends. */
 #define LINK_INFO_SIZE_0_3 sizeof(struct accel_link_info)
+#define SLICE_SIZE_0_3 sizeof(struct accel_slice)
 
 struct accel_window {
 	struct accel_device *dev;
@@ -224,4 +225,96 @@ uint64_t accel_window_key(const struct accel_window *win)
 uint64_t accel_window_device_va(const struct accel_window *win)
 {
 	return win ? win->device_va : 0;
+}
+
+/* -------------------------------------------------------------- slices */
+
+/* The slice of device @device, as its chip tells it. */
+static int slice_of(unsigned int device, struct accel_slice *slice,
+		    struct accel_slice_chip *chip)
+{
+	struct accel_device_info info;
+	struct accel_device *dev;
+	unsigned int d;
+	int ret;
+
+	ret = accel_device_open(device, &dev);
+	if (ret)
+		return ret;
+	ret = accel_device_get_info(dev, &info);
+	if (!ret)
+		ret = need_ici_uapi(dev);
+	accel_device_close(dev);
+	if (ret)
+		return ret;
+	memset(slice, 0, sizeof(*slice));
+	slice->slice_id = info.slice_id;
+	slice->wrap = info.wrap;
+	slice->chips = info.slice_chips;
+	chip->device = device;
+	chip->index = info.slice_index;
+	for (d = 0; d < TSR_ICI_MAX_DIMS; d++) {
+		slice->topology[d] = info.topology[d];
+		chip->coords.c[d] = info.coords[d];
+	}
+	return ACCEL_OK;
+}
+
+int accel_slice_get_sized(struct accel_slice *out, size_t size)
+{
+	struct accel_slice slice, one;
+	struct accel_slice_chip chip;
+	unsigned int count, i, j;
+	int ret;
+
+	if (!out)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	ret = accel_device_count(&count);
+	if (ret)
+		return ret;
+	if (!count)
+		return ACCEL_ERR_NO_DEVICE;
+	if (count > ACCEL_SLICE_MAX_LOCAL)
+		count = ACCEL_SLICE_MAX_LOCAL;
+	for (i = 0; i < count; i++) {
+		ret = slice_of(i, &one, &chip);
+		if (ret)
+			return ret;
+		if (!i) {
+			slice = one;
+		} else if (one.slice_id != slice.slice_id ||
+			   memcmp(one.topology, slice.topology,
+				  sizeof(one.topology)) || one.wrap != slice.wrap) {
+			return ACCEL_ERR_INVALID_ARGUMENT;
+		}
+		/* Kept in slice order. */
+		for (j = slice.local_count;
+		     j > 0 && slice.local[j - 1].index >= chip.index; j--) {
+			if (slice.local[j - 1].index == chip.index)
+				return ACCEL_ERR_INVALID_ARGUMENT;
+			slice.local[j] = slice.local[j - 1];
+		}
+		slice.local[j] = chip;
+		slice.local_count++;
+	}
+	return accel_copy_sized(out, size, &slice, sizeof(slice),
+				SLICE_SIZE_0_3);
+}
+
+int accel_device_open_coords(struct accel_coords coords,
+			     struct accel_device **dev)
+{
+	struct accel_slice slice;
+	unsigned int i;
+	int ret;
+
+	if (!dev)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	ret = accel_slice_get(&slice);
+	if (ret)
+		return ret;
+	for (i = 0; i < slice.local_count; i++)
+		if (!memcmp(&slice.local[i].coords, &coords, sizeof(coords)))
+			return accel_device_open(slice.local[i].device, dev);
+	return ACCEL_ERR_NO_DEVICE;
 }

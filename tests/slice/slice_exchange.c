@@ -73,6 +73,7 @@ static int chip_open(struct chip *ch, unsigned int minor, uint64_t key)
 	};
 	int ret;
 
+	memset(ch, 0, sizeof(*ch));
 	ch->fd = tsr_open(minor);
 	if (ch->fd < 0)
 		return ch->fd;

@@ -475,4 +475,53 @@ TEST_F(slice, a_chip_outside_the_slice_is_refused_by_the_builder)
 	accel_cmdbuf_destroy(cb);
 }
 
+TEST_F(slice, the_slice_and_its_local_chips_are_found_by_coordinates)
+{
+	struct accel_slice slice;
+	struct accel_coords outside = { { 0 } };
+	struct accel_device *dev;
+	unsigned int i, j;
+
+	ASSERT_EQ(ACCEL_OK, accel_slice_get(&slice));
+	ASSERT_EQ(self->info[0].slice_id, slice.slice_id);
+	ASSERT_EQ(self->info[0].slice_chips, slice.chips);
+	ASSERT_EQ(self->info[0].wrap, slice.wrap);
+	ASSERT_EQ(0, memcmp(self->info[0].topology, slice.topology,
+			    sizeof(slice.topology)));
+	ASSERT_EQ(self->n, slice.local_count);
+	for (i = 0; i < slice.local_count; i++) {
+		const struct accel_slice_chip *c = &slice.local[i];
+		const struct accel_device_info *in = &self->info[c->device];
+		struct accel_device_info info;
+
+		/* In slice order, each the device it names. */
+		if (i)
+			ASSERT_LT(slice.local[i - 1].index, c->index);
+		ASSERT_EQ(in->slice_index, c->index);
+		for (j = 0; j < TSR_ICI_MAX_DIMS; j++)
+			ASSERT_EQ(in->coords[j], c->coords.c[j]);
+		ASSERT_EQ(ACCEL_OK, accel_device_open_coords(c->coords, &dev));
+		ASSERT_EQ(ACCEL_OK, accel_device_get_info(dev, &info));
+		ASSERT_STREQ(in->pci_address, info.pci_address);
+		accel_device_close(dev);
+	}
+	/* Outside the slice, and (when the slice is split) another VM's chip. */
+	outside.c[0] = slice.topology[0];
+	ASSERT_EQ(ACCEL_ERR_NO_DEVICE, accel_device_open_coords(outside, &dev));
+	if (slice.local_count < slice.chips) {
+		for (i = 0; i < slice.chips; i++) {
+			for (j = 0; j < slice.local_count; j++)
+				if (slice.local[j].index == i)
+					break;
+			if (j == slice.local_count)
+				break;
+		}
+		ASSERT_EQ(ACCEL_OK, accel_coords_from_index(slice.topology, i,
+							    &outside));
+		ASSERT_EQ(ACCEL_ERR_NO_DEVICE,
+			  accel_device_open_coords(outside, &dev));
+	}
+	ASSERT_EQ(ACCEL_ERR_INVALID_ARGUMENT, accel_slice_get_sized(NULL, 0));
+}
+
 TEST_HARNESS_MAIN

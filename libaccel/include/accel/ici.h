@@ -266,6 +266,61 @@ ACCEL_API int accel_cmdbuf_ici_sem_inc(struct accel_cmdbuf *cb,
 				       uint32_t window, uint64_t key,
 				       uint64_t sem_offset, uint64_t add);
 
+/* Chips of one slice a host can have: the VM's devices. */
+#define ACCEL_SLICE_MAX_LOCAL 16
+
+/**
+ * struct accel_slice_chip - a chip of the slice on this host
+ * @device: its index for accel_device_open()
+ * @index: its index in the slice, x + X * (y + Y * z)
+ * @coords: its coordinates
+ */
+struct accel_slice_chip {
+	unsigned int device;
+	uint32_t index;
+	struct accel_coords coords;
+};
+
+/**
+ * struct accel_slice - the slice this host's chips belong to
+ * @slice_id: the slice's identity
+ * @topology: chips along x, y and z
+ * @wrap: bit d set: dimension d wraps around
+ * @chips: chips in the whole slice
+ * @local_count: entries in @local
+ * @local: the chips on this host, by slice index
+ */
+struct accel_slice {
+	uint32_t slice_id;
+	uint32_t topology[TSR_ICI_MAX_DIMS];
+	uint32_t wrap;
+	uint32_t chips;
+	unsigned int local_count;
+	struct accel_slice_chip local[ACCEL_SLICE_MAX_LOCAL];
+};
+
+/**
+ * accel_slice_get() - the slice of this host's chips, so that a program
+ * finds the slice and its own chips without a launcher's help
+ *
+ * A macro that passes the size of @slice (see accel_link_get_info()).
+ * ACCEL_ERR_NO_DEVICE without Tessera chips; ACCEL_ERR_VERSION with a
+ * driver older than uapi version 3; ACCEL_ERR_INVALID_ARGUMENT when the
+ * chips do not agree on the slice (their slice ids or topologies differ,
+ * or two claim the same place).
+ */
+#define accel_slice_get(slice) \
+	accel_slice_get_sized((slice), sizeof(*(slice)))
+
+ACCEL_API int accel_slice_get_sized(struct accel_slice *slice, size_t size);
+
+/**
+ * accel_device_open_coords() - open this host's chip at @coords of its
+ * slice.  ACCEL_ERR_NO_DEVICE when no chip here sits there.
+ */
+ACCEL_API int accel_device_open_coords(struct accel_coords coords,
+				       struct accel_device **dev);
+
 #ifdef __cplusplus
 }
 #endif
