@@ -163,6 +163,9 @@ struct tessera_queue {
  * @ping_lock: serialises pings; the chip has one ping register
  * @ping_done: completed by the interrupt handler when a ping is acknowledged
  * @ping_ack: cookie the chip acknowledged, valid once @ping_done completes
+ * @ping_cookie: the cookie of the ping being waited for
+ * @ping_waiting: a ping is being waited for: a chip reset, which forgets
+ *	it, asks again
  * @queues: the hardware queues
  * @reset_wq: ordered queue running timeouts and resets one at a time
  * @chip_reset_work: whole-chip recovery (fatal error, forced)
@@ -201,6 +204,8 @@ struct tessera_device {
 	struct mutex ping_lock;
 	struct completion ping_done;
 	u32 ping_ack;
+	u32 ping_cookie;
+	bool ping_waiting;
 
 	struct tessera_queue queues[TSR_MAX_QUEUES];
 	struct workqueue_struct *reset_wq;

@@ -36,9 +36,13 @@ static irqreturn_t tessera_device_irq(int irq, void *arg)
 	atomic64_inc(&tdev->irq_count);
 
 	if (status & TSR_IRQ_PING) {
-		WRITE_ONCE(tdev->ping_ack,
-			   tessera_reg_read(tdev, TSR_REG_PING_ACK));
-		complete(&tdev->ping_done);
+		u32 ack = tessera_reg_read(tdev, TSR_REG_PING_ACK);
+
+		/* An older ping's answer, asked again across a reset, is not this one's. */
+		if (ack == READ_ONCE(tdev->ping_cookie)) {
+			WRITE_ONCE(tdev->ping_ack, ack);
+			complete(&tdev->ping_done);
+		}
 	}
 	if (status & TSR_IRQ_ECC_CORRECTABLE)
 		tessera_count(tdev, TESSERA_CNT_ECC_CORRECTABLE);
@@ -85,6 +89,9 @@ void tessera_hw_reset(struct tessera_device *tdev)
 	/* The write returns once no job is inside the chip any more. */
 	tessera_reg_write(tdev, TSR_REG_RESET, TSR_RESET_MAGIC);
 	tessera_hw_enable(tdev);
+	/* The reset forgot a ping in flight: its waiter still wants the answer. */
+	if (READ_ONCE(tdev->ping_waiting))
+		tessera_reg_write(tdev, TSR_REG_PING, READ_ONCE(tdev->ping_cookie));
 }
 
 /* Reset one queue: its running job aborts, queued descriptors are dropped. */
@@ -223,12 +230,15 @@ int tessera_hw_ping(struct tessera_device *tdev, u32 cookie,
 		goto out;
 	}
 	reinit_completion(&tdev->ping_done);
+	WRITE_ONCE(tdev->ping_cookie, cookie);
+	WRITE_ONCE(tdev->ping_waiting, true);
 	start = ktime_get();
 	tessera_reg_write(tdev, TSR_REG_PING, cookie);
 	drm_dev_exit(idx);
 
 	left = wait_for_completion_interruptible_timeout(&tdev->ping_done,
 							 msecs_to_jiffies(timeout_ms));
+	WRITE_ONCE(tdev->ping_waiting, false);
 	if (left < 0) {
 		ret = left;
 	} else if (drm_dev_is_unplugged(&tdev->drm)) {

@@ -808,6 +808,44 @@ TEST_F(drv, correctable_ecc_is_counted_and_data_is_right)
 	EXPECT_EQ(ce + 1, counter(self, "ecc_correctable"));
 }
 
+/* Resets the chip again and again until told to stop. */
+static void reset_until_killed(const char *pci)
+{
+	for (;;)
+		if (tsr_debugfs_write(pci, "force_recovery", 1))
+			_exit(1);
+}
+
+/*
+ * A chip reset forgets a ping the chip has not answered yet: the driver
+ * asks again, and an answer to an older ping is never taken for this one.
+ */
+TEST_F(drv, pings_across_chip_resets_are_answered)
+{
+	unsigned int i, timeouts = 0;
+	pid_t resetter;
+	int status;
+
+	resetter = fork();
+	ASSERT_LE(0, resetter);
+	if (!resetter)
+		reset_until_killed(self->pci);
+	for (i = 0; i < 300; i++) {
+		struct drm_tessera_ping ping = {
+			.cookie = 0x5a5a0000 + i, .timeout_ms = 2000,
+		};
+		int ret = tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_PING, &ping);
+
+		timeouts += ret == -ETIMEDOUT;
+		if (!ret)
+			ASSERT_EQ(0x5a5a0000 + i, ping.echo);
+	}
+	kill(resetter, SIGKILL);
+	ASSERT_EQ(resetter, waitpid(resetter, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status)) TH_LOG("the resetter failed");
+	EXPECT_EQ(0, timeouts);
+}
+
 TEST_F(drv, lost_interrupt_is_found_by_the_timeout)
 {
 	long long lost = counter(self, "lost_irqs");
