@@ -99,25 +99,16 @@ static int chip_open(struct chip *ch, unsigned int minor, uint64_t key)
 /* Write this chip's value for @dst into slot src of @dst's window. */
 static int write_to(struct chip *ch, unsigned int dst, uint64_t key)
 {
-	const struct drm_tessera_info *in = &ch->info;
-	unsigned int src = in->slice_index;
-	struct tsr_cmd_ici_write w = {
-		.hdr = tsr_hdr(TSR_OP_ICI_WRITE, sizeof(w)),
-		.dst = { dst % in->topology[0],
-			 dst / in->topology[0] % in->topology[1],
-			 dst / (in->topology[0] * in->topology[1]) },
-		.window = WINDOW_ID, .key = key, .src = ch->src.va,
-		.src_stride = 8, .offset = 8ull * src, .dst_stride = 8,
-		.rows = 1, .row_bytes = 8, .sem_offset = SEM_OFFSET,
-		.sem_add = 1,
-	};
+	unsigned int src = ch->info.slice_index;
 	uint64_t end = tsr_now_ns() + RETRY_NS;
+	uint8_t c[3];
 	int ret;
 
-	w.hdr.flags = TSR_ICI_WRITE_SEM;
+	tsr_index_coords(&ch->info, dst, c);
 	*(volatile uint64_t *)ch->src.map = value(src, dst);
 	do {
-		tsr_emit(&ch->c, &w, sizeof(w));
+		tsr_emit_ici_write(&ch->c, c, WINDOW_ID, key, ch->src.va,
+				   8ull * src, 1, 8, 8, SEM_OFFSET);
 		ret = run_job(ch, &ch->src);
 		/* -EACCES: the other host has not opened its window yet. */
 	} while (ret == -EACCES && tsr_now_ns() < end);

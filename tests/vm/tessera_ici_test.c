@@ -84,14 +84,6 @@ static uint8_t pattern(unsigned int src, unsigned int dst, unsigned int round,
 	return x * 0xbf58476d1ce4e5b9ull >> 56;
 }
 
-static void index_coords(const struct drm_tessera_info *info,
-			 unsigned int index, uint8_t c[3])
-{
-	c[0] = index % info->topology[0];
-	c[1] = index / info->topology[0] % info->topology[1];
-	c[2] = index / (info->topology[0] * info->topology[1]);
-}
-
 /* The chip a port faces, by slice index; -1 at a mesh's edge. */
 static int neighbour(const struct drm_tessera_info *info, unsigned int port)
 {
@@ -107,27 +99,6 @@ static int neighbour(const struct drm_tessera_info *info, unsigned int port)
 		c[d] = (c[d] + size) % size;
 	}
 	return c[0] + info->topology[0] * (c[1] + info->topology[1] * c[2]);
-}
-
-static void emit_ici_write(struct tsr_cmds *c, const uint8_t dst[3],
-			   uint32_t window, uint64_t key, uint64_t src,
-			   uint64_t offset, uint32_t rows, uint32_t row_bytes,
-			   uint64_t stride, int64_t sem)
-{
-	struct tsr_cmd_ici_write w = {
-		.hdr = tsr_hdr(TSR_OP_ICI_WRITE, sizeof(w)),
-		.dst = { dst[0], dst[1], dst[2] },
-		.window = window, .key = key, .src = src, .src_stride = stride,
-		.offset = offset, .dst_stride = stride, .rows = rows,
-		.row_bytes = row_bytes,
-	};
-
-	if (sem >= 0) {
-		w.hdr.flags = TSR_ICI_WRITE_SEM;
-		w.sem_offset = sem;
-		w.sem_add = 1;
-	}
-	tsr_emit(c, &w, sizeof(w));
 }
 
 /*
@@ -339,9 +310,9 @@ static void exchange(struct __test_metadata *_metadata,
 
 			for (k = 0; k < SLOT; k++)
 				s[k] = pattern(src, dst, round, k);
-			index_coords(&ch->info, dst, c);
+			tsr_index_coords(&ch->info, dst, c);
 			do {
-				emit_ici_write(&ch->c, c, WINDOW_ID, WINDOW_KEY,
+				tsr_emit_ici_write(&ch->c, c, WINDOW_ID, WINDOW_KEY,
 					       ch->src.va,
 					       slot_offset(&ch->info, round, src),
 					       ROWS, ROW_BYTES, STRIDE,
@@ -418,7 +389,7 @@ TEST_F(slice, every_chip_knows_its_place_and_its_neighbours)
 				ASSERT_EQ(0, li.info.state);
 				continue;
 			}
-			index_coords(in, n, c);
+			tsr_index_coords(in, n, c);
 			ASSERT_EQ(TSR_ICI_STATE_UP, li.info.state);
 			ASSERT_EQ(in->slice_id, li.info.peer_slice);
 			ASSERT_EQ(0, memcmp(c, li.info.peer_coords, 3))
@@ -611,7 +582,7 @@ static uint8_t *coords_of(struct chip *ch)
 {
 	static uint8_t c[3];
 
-	index_coords(&ch->info, ch->info.slice_index, c);
+	tsr_index_coords(&ch->info, ch->info.slice_index, c);
 	return c;
 }
 
@@ -636,21 +607,21 @@ TEST_F(slice, a_refused_write_fails_its_writer_and_writes_nothing)
 	before = tsr_sysfs_counter(b->pci, "remote_access_refused");
 
 	/* The wrong key, beyond the window, a read-only window, none. */
-	emit_ici_write(&a->c, dst, wo.id, wo.key + 1, a->src.va, 0, 1, 4096,
+	tsr_emit_ici_write(&a->c, dst, wo.id, wo.key + 1, a->src.va, 0, 1, 4096,
 		       4096, 8);
 	ASSERT_EQ(-EACCES, run_job(a, bos2(&a->c.bo, &a->src), 2, &err));
 	ASSERT_EQ(TSR_ERR_REMOTE_ACCESS, err);
-	emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 60 * KIB, 1,
+	tsr_emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 60 * KIB, 1,
 		       8192, 8192, -1);
 	ASSERT_EQ(-EACCES, run_job(a, bos2(&a->c.bo, &a->src), 2, NULL));
-	emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, 4096, 4096,
+	tsr_emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, 4096, 4096,
 		       64 * KIB);
 	ASSERT_EQ(-EACCES, run_job(a, bos2(&a->c.bo, &a->src), 2, NULL));
-	emit_ici_write(&a->c, dst, ro.id, ro.key, a->src.va, 0, 1, 4096, 4096,
+	tsr_emit_ici_write(&a->c, dst, ro.id, ro.key, a->src.va, 0, 1, 4096, 4096,
 		       -1);
 	ASSERT_EQ(-EACCES, run_job(a, bos2(&a->c.bo, &a->src), 2, NULL));
 	ASSERT_EQ(0, window_close(b->fd, wo.id, 0));
-	emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, 4096, 4096,
+	tsr_emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, 4096, 4096,
 		       -1);
 	ASSERT_EQ(-EACCES, run_job(a, bos2(&a->c.bo, &a->src), 2, NULL));
 
@@ -673,7 +644,7 @@ TEST_F(slice, a_chip_outside_the_slice_has_no_route)
 	uint8_t dst[3] = { ch->info.topology[0], 0, 0 };
 	uint32_t err = 0;
 
-	emit_ici_write(&ch->c, dst, 0, 1, ch->src.va, 0, 1, 64, 64, -1);
+	tsr_emit_ici_write(&ch->c, dst, 0, 1, ch->src.va, 0, 1, 64, 64, -1);
 	ASSERT_EQ(-EHOSTUNREACH, run_job(ch, bos2(&ch->c.bo, &ch->src), 2, &err));
 	ASSERT_EQ(TSR_ERR_NO_ROUTE, err);
 }
@@ -701,7 +672,7 @@ TEST_F(slice, a_link_that_fails_mid_transfer_fails_the_job_within_2s)
 	 * answer): the writer's link runs out of retries and goes down.
 	 */
 	ASSERT_EQ(0, port_debugfs(b, port ^ 1, "fault_drop_next", 1000000000));
-	emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, SLOT, SLOT, -1);
+	tsr_emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, SLOT, SLOT, -1);
 	start = tsr_now_ns();
 	ASSERT_EQ(0, tsr_submit(a->fd, &a->c, 0, bos2(&a->c.bo, &a->src), 2,
 				a->sync, &seq));
@@ -721,7 +692,7 @@ TEST_F(slice, a_link_that_fails_mid_transfer_fails_the_job_within_2s)
 	ASSERT_EQ(0, port_debugfs(a, port, "control", TSR_ICI_CTRL_RETRAIN));
 	ASSERT_TRUE(wait_links_up(self->chips, self->n, self->uevents));
 	ASSERT_EQ(0, port_debugfs(a, port, "control", TSR_ICI_CTRL_DOWN));
-	emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, 4096, 4096, -1);
+	tsr_emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, 4096, 4096, -1);
 	ASSERT_EQ(-ENOLINK, run_job(a, bos2(&a->c.bo, &a->src), 2, &err));
 	ASSERT_EQ(TSR_ERR_LINK_DOWN, err);
 
@@ -730,7 +701,7 @@ TEST_F(slice, a_link_that_fails_mid_transfer_fails_the_job_within_2s)
 	ASSERT_TRUE(wait_links_up(self->chips, self->n, self->uevents));
 	for (k = 0; k < SLOT; k++)
 		((uint8_t *)a->src.map)[k] = pattern(1, 2, 3, k);
-	emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, SLOT, SLOT, -1);
+	tsr_emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, SLOT, SLOT, -1);
 	ASSERT_EQ(0, run_job(a, bos2(&a->c.bo, &a->src), 2, NULL));
 	ASSERT_EQ(0, memcmp(a->src.map, b->window.map, SLOT));
 }

@@ -82,6 +82,46 @@ TEST(unbind_with_jobs_in_flight_fails_them_and_later_ioctls)
 	close(fd);
 }
 
+/*
+ * The window table is the bound device's DMA memory and goes at unbind: a
+ * window still open then closes with its file, without the table.  (The
+ * debug kernel's KASAN and DMA-API checks watch this path.)
+ */
+TEST(unbind_with_a_window_open_then_close_the_file)
+{
+	struct drm_tessera_window_open wo = {
+		.flags = DRM_TESSERA_WINDOW_WRITE, .size = 4096,
+	};
+	struct drm_tessera_window_close wc = { 0 };
+	struct tsr_bo bo;
+	char pci[32];
+	int fd;
+
+	ASSERT_EQ(0, tsr_pci_address(1, pci, sizeof(pci)));
+	fd = tsr_open(1);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, tsr_bo_create(fd, 8192, 0, &bo));
+	wo.handle = bo.handle;
+	ASSERT_EQ(0, tsr_ioctl(fd, DRM_IOCTL_TESSERA_WINDOW_OPEN, &wo));
+
+	ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", pci));
+	wc.id = wo.id;
+	EXPECT_EQ(-ENODEV, tsr_ioctl(fd, DRM_IOCTL_TESSERA_WINDOW_CLOSE, &wc));
+	munmap(bo.map, bo.size);
+	close(fd);
+
+	/* Bound again, the chip has every window free. */
+	ASSERT_EQ(0, write_file(DRIVER_DIR "/bind", pci));
+	fd = tsr_open(1);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, tsr_bo_create(fd, 8192, 0, &bo));
+	wo.handle = bo.handle;
+	wo.id = 0;
+	ASSERT_EQ(0, tsr_ioctl(fd, DRM_IOCTL_TESSERA_WINDOW_OPEN, &wo));
+	EXPECT_EQ(0, wo.id);
+	close(fd);
+}
+
 /* PING_COUNT from chip @pci's debugfs registers, or -1. */
 static long long ping_count(const char *pci)
 {

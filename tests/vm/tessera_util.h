@@ -173,6 +173,42 @@ static inline void tsr_emit_sem(struct tsr_cmds *c, uint8_t op, uint64_t va,
 	tsr_emit(c, &s, sizeof(s));
 }
 
+/*
+ * ICI_WRITE of @rows rows of @row_bytes to window @window of chip @dst,
+ * rows @stride apart at both ends; then, if @sem >= 0, add 1 to the
+ * semaphore at offset @sem of the window.
+ */
+static inline void tsr_emit_ici_write(struct tsr_cmds *c, const uint8_t dst[3],
+				      uint32_t window, uint64_t key,
+				      uint64_t src, uint64_t offset,
+				      uint32_t rows, uint32_t row_bytes,
+				      uint64_t stride, int64_t sem)
+{
+	struct tsr_cmd_ici_write w = {
+		.hdr = tsr_hdr(TSR_OP_ICI_WRITE, sizeof(w)),
+		.dst = { dst[0], dst[1], dst[2] },
+		.window = window, .key = key, .src = src, .src_stride = stride,
+		.offset = offset, .dst_stride = stride, .rows = rows,
+		.row_bytes = row_bytes,
+	};
+
+	if (sem >= 0) {
+		w.hdr.flags = TSR_ICI_WRITE_SEM;
+		w.sem_offset = sem;
+		w.sem_add = 1;
+	}
+	tsr_emit(c, &w, sizeof(w));
+}
+
+/* The coordinates of chip @index of @info's slice, x + X * (y + Y * z). */
+static inline void tsr_index_coords(const struct drm_tessera_info *info,
+				    unsigned int index, uint8_t c[3])
+{
+	c[0] = index % info->topology[0];
+	c[1] = index / info->topology[0] % info->topology[1];
+	c[2] = index / (info->topology[0] * info->topology[1]);
+}
+
 /* Submit @c on @queue using @bos (all read-write); returns -errno. */
 static inline int tsr_submit(int fd, struct tsr_cmds *c, uint32_t queue,
 			     const struct tsr_bo *const *bos, unsigned int nbos,

@@ -47,22 +47,13 @@ static int run(int fd, struct tsr_cmds *c, const struct tsr_bo *data,
 	return ret ? ret : st->fence_error;
 }
 
+static const uint8_t receiver_chip[3] = { 1, 0, 0 };
+
 static void emit_write(struct tsr_cmds *c, uint64_t src, uint32_t bytes,
 		       bool sem)
 {
-	struct tsr_cmd_ici_write w = {
-		.hdr = tsr_hdr(TSR_OP_ICI_WRITE, sizeof(w)),
-		.dst = { 1, 0, 0 }, .window = WINDOW_ID, .key = WINDOW_KEY,
-		.src = src, .src_stride = bytes, .dst_stride = bytes,
-		.rows = 1, .row_bytes = bytes,
-	};
-
-	if (sem) {
-		w.hdr.flags = TSR_ICI_WRITE_SEM;
-		w.sem_offset = SEM;
-		w.sem_add = 1;
-	}
-	tsr_emit(c, &w, sizeof(w));
+	tsr_emit_ici_write(c, receiver_chip, WINDOW_ID, WINDOW_KEY, src, 0, 1,
+			   bytes, bytes, sem ? (int64_t)SEM : -1);
 }
 
 static void sender(int fd, const struct drm_tessera_info *info,
