@@ -2,7 +2,8 @@
 /*
  * tessera-smi against the real driver: its JSON parses, lists every chip
  * and agrees with sysfs, GET_INFO, GET_COUNTERS and fdinfo; utilization
- * sees a job that ends within its window; its options and exit codes.
+ * sees a job that ends within its window; --dmon prints a line per chip
+ * per interval with what that interval added; its options and exit codes.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -897,6 +898,113 @@ TEST_F(smi, utilization_sees_jobs_that_end_within_the_window)
 	accel_buffer_destroy(buf);
 }
 
+/* ------------------------------------------------------------ dmon */
+
+/* Fields of a --dmon line, the two "# ..." header lines name them. */
+#define DMON_FIELDS 12
+
+struct dmon_line {
+	int dev;
+	double mxu, vpu, dma, hbm_mib;
+	unsigned long long jobs, failed;
+	double ici_tx_kib, ici_rx_kib;
+	char links[16];
+	unsigned long long link_downs, link_ups;
+};
+
+static bool parse_dmon_line(const char *text, struct dmon_line *l)
+{
+	return sscanf(text, "%d %lf %lf %lf %lf %llu %llu %lf %lf %15s %llu %llu",
+		      &l->dev, &l->mxu, &l->vpu, &l->dma, &l->hbm_mib, &l->jobs,
+		      &l->failed, &l->ici_tx_kib, &l->ici_rx_kib, l->links,
+		      &l->link_downs, &l->link_ups) == DMON_FIELDS;
+}
+
+/* The next line of @f into @buf, without its newline; false at the end. */
+static bool next_line(FILE *f, char *buf, size_t len)
+{
+	if (!fgets(buf, len, f))
+		return false;
+	buf[strcspn(buf, "\n")] = '\0';
+	return true;
+}
+
+TEST_F(smi, dmon_prints_one_header_and_a_line_per_chip_per_interval)
+{
+	const char *args[] = { "--dmon", "--loop", "0.05", "--count", "3", NULL };
+	char *line, *save = NULL;
+	struct dmon_line l;
+	unsigned int n = 0;
+	struct smi_run r;
+
+	smi_run(args, &r);
+	EXPECT_EQ(0, r.status) TH_LOG("stderr: %s", r.err);
+	line = strtok_r(r.out, "\n", &save);
+	ASSERT_NE(NULL, line);
+	EXPECT_EQ(0, strncmp(line, "# dev", 5)) TH_LOG("%s", line);
+	line = strtok_r(NULL, "\n", &save);
+	ASSERT_NE(NULL, line);
+	EXPECT_EQ(0, strncmp(line, "# idx", 5)) TH_LOG("%s", line);
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		ASSERT_TRUE(parse_dmon_line(line, &l)) TH_LOG("line: %s", line);
+		EXPECT_EQ(n % self->count, l.dev) TH_LOG("line: %s", line);
+		EXPECT_STREQ("-", l.links);	/* no port is wired here */
+		n++;
+	}
+	EXPECT_EQ(3 * self->count, n);
+	smi_free(&r);
+}
+
+/*
+ * Jobs that end between two lines show in the line of their interval and
+ * in no other: a tool printing totals since the driver bound instead of
+ * what each interval added fails here, as the line after them must be 0.
+ */
+TEST_F(smi, dmon_counts_jobs_in_the_interval_they_end_in)
+{
+	const char *args[] = { "--dmon", "--loop", "0.2", "--count", "100",
+			       "-d", self->pci, NULL };
+	unsigned long long jobs = 0;
+	struct accel_buffer *buf;
+	struct accel_cmdbuf *cb;
+	struct dmon_line l;
+	double mxu = 0;
+	char line[256];
+	int pipefd[2], i;
+	pid_t pid;
+	FILE *f;
+
+	build_matmul(_metadata, self->dev, &buf, &cb);
+	ASSERT_EQ(0, pipe2(pipefd, O_CLOEXEC));
+	pid = smi_spawn(args, pipefd[1], STDERR_FILENO);
+	close(pipefd[1]);
+	f = fdopen(pipefd[0], "r");
+	for (i = 0; i < 3; i++)		/* the header, the first interval */
+		ASSERT_TRUE(next_line(f, line, sizeof(line)));
+	ASSERT_TRUE(parse_dmon_line(line, &l)) TH_LOG("line: %s", line);
+
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(ACCEL_OK, run_job(self->dev, cb, 0, NULL));
+	while (jobs < 3 && next_line(f, line, sizeof(line))) {
+		ASSERT_TRUE(parse_dmon_line(line, &l)) TH_LOG("line: %s", line);
+		jobs += l.jobs;
+		mxu = fmax(mxu, l.mxu);
+		EXPECT_EQ(0, l.failed);
+	}
+	EXPECT_EQ(3, jobs);
+	EXPECT_LT(0, mxu);
+	ASSERT_TRUE(next_line(f, line, sizeof(line)));
+	ASSERT_TRUE(parse_dmon_line(line, &l)) TH_LOG("line: %s", line);
+	EXPECT_EQ(0, l.jobs) TH_LOG("an interval without jobs: %s", line);
+	EXPECT_EQ(0, l.mxu) TH_LOG("an interval without jobs: %s", line);
+	EXPECT_LE(2, l.hbm_mib);	/* the MATMUL's buffer */
+	kill(pid, SIGTERM);
+	exit_status(pid);
+	fclose(f);
+	accel_cmdbuf_destroy(cb);
+	accel_buffer_destroy(buf);
+}
+
 /* ------------------------------------------------------------ options */
 
 TEST_F(smi, loop_with_count_prints_that_many_reports)
@@ -957,6 +1065,15 @@ TEST(count_without_loop_is_a_usage_error)
 	const char *args[] = { "--count", "3", NULL };
 
 	expect_failure(_metadata, args, 2, "--loop");
+}
+
+TEST(dmon_takes_its_interval_from_loop_only)
+{
+	const char *interval[] = { "--dmon", "-i", "1", NULL };
+	const char *json[] = { "--dmon", "--json", NULL };
+
+	expect_failure(_metadata, interval, 2, "--loop");
+	expect_failure(_metadata, json, 2, "--json");
 }
 
 TEST(a_malformed_device_is_a_usage_error)

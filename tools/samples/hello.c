@@ -3,10 +3,49 @@
  * hello: open every Tessera chip through libaccel and print its identity
  * as read from the chip's registers through the driver.
  */
+#define PROG "hello"
+
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <accel/accel.h>
+
+#include "sample.h"
+
+static const char usage[] =
+	"usage: " PROG " [OPTIONS]\n"
+	"\n"
+	"Open every Tessera chip through libaccel and print its identity, read\n"
+	"from the chip's registers through the driver: chip id, device model,\n"
+	"PCI id, the driver and uapi versions, libaccel's version, MSI-X\n"
+	"vectors, and the round trip of an interrupt through the chip (ping).\n"
+	"\n"
+	"options:\n"
+	"  -h, --help            show this text\n"
+	"\n"
+	"Exit status: 0 every chip answered, 1 failure (no chip, or one could\n"
+	"not be opened or pinged), 2 bad arguments.\n";
+
+static int parse_options(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (opt != 'h')
+			return unknown_option(argv[optind - 1], usage);
+		fputs(usage, stdout);
+		exit(EXIT_SUCCESS);
+	}
+	if (optind < argc)
+		return usage_error("unexpected operand '%s'", argv[optind]);
+	return 0;
+}
 
 static int print_chip(unsigned int index)
 {
@@ -17,7 +56,7 @@ static int print_chip(unsigned int index)
 
 	ret = accel_device_open(index, &dev);
 	if (ret) {
-		fprintf(stderr, "hello: cannot open Tessera device %u: %s\n",
+		fprintf(stderr, PROG ": cannot open Tessera device %u: %s\n",
 			index, accel_error_string(ret));
 		return ret;
 	}
@@ -25,7 +64,7 @@ static int print_chip(unsigned int index)
 	if (!ret)
 		ret = accel_device_ping(dev, 0x7e55a000 + index, 0, &latency_ns);
 	if (ret) {
-		fprintf(stderr, "hello: device %u: %s\n", index,
+		fprintf(stderr, PROG ": device %u: %s\n", index,
 			accel_error_string(ret));
 		accel_device_close(dev);
 		return ret;
@@ -50,19 +89,22 @@ static int print_chip(unsigned int index)
 	return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	unsigned int count, i;
 	int ret;
 
+	if (parse_options(argc, argv))
+		return EXIT_USAGE;
 	ret = accel_device_count(&count);
 	if (ret) {
-		fprintf(stderr, "hello: cannot list devices: %s\n",
+		fprintf(stderr, PROG ": cannot list devices: %s\n",
 			accel_error_string(ret));
 		return EXIT_FAILURE;
 	}
 	if (!count) {
-		fprintf(stderr, "hello: no Tessera device found (is the tessera module loaded?)\n");
+		fprintf(stderr, PROG ": no Tessera device found; the chips are virtual: run " PROG
+			" in a Tessera VM (tools/tessera-vm -- " PROG ")\n");
 		return EXIT_FAILURE;
 	}
 	for (i = 0; i < count; i++)

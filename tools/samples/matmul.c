@@ -142,7 +142,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			if (argv[optind - 1][1] >= '0' && argv[optind - 1][1] <= '9')
 				return usage_error("sizes are whole numbers from 1, not '%s'",
 						   argv[optind - 1]);
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+			return unknown_option(argv[optind - 1], usage);
 		}
 	}
 

@@ -134,7 +134,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		default:
 			if (optopt && strchr("dbasi", optopt))
 				return usage_error("%s needs a value", argv[optind - 1]);
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+			return unknown_option(argv[optind - 1], usage);
 		}
 	}
 	if (optind < argc)

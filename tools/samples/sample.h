@@ -30,6 +30,14 @@ static inline int usage_error(const char *fmt, const char *arg)
 	return -1;
 }
 
+/* An option the sample does not know: say so, then the usage, on stderr. */
+static inline int unknown_option(const char *arg, const char *usage)
+{
+	fprintf(stderr, PROG ": unknown option '%s' (see '" PROG " --help')\n\n%s",
+		arg, usage);
+	return -1;
+}
+
 /* A decimal number from @min to @max named @what, or -1 with a message. */
 static inline int parse_u32(const char *what, const char *s, uint32_t min,
 			    uint32_t max, uint32_t *out)

@@ -132,27 +132,46 @@ static bool same_chip_counters(const struct accel_device_counters *a,
 }
 
 /*
- * The chip's counters as of one moment.  The driver reads them one
- * register at a time, the clock last; a job that ends in between would
- * show in the clock but not in its busy cycles.  Counters move only when
- * a job ends, so two equal reads in a row are consistent.
+ * The chip's counters and its ports' as of one moment, the ports' into
+ * @links; false with why in @error if they could not be read.  The driver
+ * reads the chip's counters one register at a time, the clock last; a job
+ * that ends in between would show in the clock but not in its busy
+ * cycles.  Counters move only when a job ends, so two equal reads in a
+ * row are consistent.
  */
-static int read_sample(struct accel_device *dev, struct sample *s)
+static bool read_sample(struct device *d, struct sample *s,
+			struct accel_link_info *links, char *error, size_t len)
 {
 	struct accel_device_counters again;
+	unsigned int p;
 	int tries, ret;
 
 	memset(s, 0, sizeof(*s));
-	ret = accel_device_get_counters(dev, &s->counters);
+	ret = accel_device_get_counters(d->handle, &s->counters);
 	for (tries = 0; !ret && tries < 5; tries++) {
 		memset(&again, 0, sizeof(again));
-		ret = accel_device_get_counters(dev, &again);
+		ret = accel_device_get_counters(d->handle, &again);
 		if (ret || same_chip_counters(&s->counters, &again))
 			break;
 		s->counters = again;
 	}
+	if (ret) {
+		snprintf(error, len, "cannot read its counters: %s",
+			 accel_error_string(ret));
+		return false;
+	}
+	for (p = 0; p < d->ici_ports; p++) {
+		ret = accel_link_get_info(d->handle, p, &links[p]);
+		if (ret) {
+			snprintf(error, len, "cannot read ICI port %u: %s", p,
+				 accel_error_string(ret));
+			return false;
+		}
+		s->ici_bytes_tx[p] = links[p].bytes_tx;
+		s->ici_bytes_rx[p] = links[p].bytes_rx;
+	}
 	s->time_ns = now_ns();
-	return ret;
+	return true;
 }
 
 static int read_sysfs_counter(const char *pci, const char *name,
@@ -195,6 +214,25 @@ static bool read_driver_counters(struct device_status *st)
 static uint64_t since(uint64_t before, uint64_t after, bool reset)
 {
 	return reset ? after : after - before;
+}
+
+/*
+ * What a counter that does not follow the chip's resets (the driver's, a
+ * port's) added: @after alone if it restarted (a port wired anew).
+ */
+static uint64_t grown(uint64_t before, uint64_t after)
+{
+	return since(before, after, after < before);
+}
+
+static uint64_t ici_bytes_grown(const uint64_t *before, const uint64_t *after)
+{
+	uint64_t sum = 0;
+	unsigned int p;
+
+	for (p = 0; p < TSR_ICI_MAX_PORTS; p++)
+		sum += grown(before[p], after[p]);
+	return sum;
 }
 
 static bool chip_was_reset(const struct accel_device_counters *before,
@@ -243,6 +281,12 @@ static void compute_utilization(const struct sample *before,
 					  u->chip_reset);
 		u->percent[e] = busy_percent(u->busy_cycles[e], u->clock_cycles);
 	}
+	u->jobs_completed = grown(b->jobs_completed, a->jobs_completed);
+	u->jobs_failed = grown(b->jobs_failed, a->jobs_failed);
+	u->link_downs = grown(b->link_downs, a->link_downs);
+	u->link_ups = grown(b->link_ups, a->link_ups);
+	u->ici_bytes_tx = ici_bytes_grown(before->ici_bytes_tx, after->ici_bytes_tx);
+	u->ici_bytes_rx = ici_bytes_grown(before->ici_bytes_rx, after->ici_bytes_rx);
 }
 
 static bool read_identity(struct device *d, struct device_status *st)
@@ -259,48 +303,23 @@ static bool read_identity(struct device *d, struct device_status *st)
 	return true;
 }
 
-/* The state and counters of every port; none from an older driver. */
-static bool read_links(struct device *d, struct device_status *st)
-{
-	unsigned int p;
-	int ret;
-
-	if (st->info.uapi_version < LINK_UAPI_VERSION)
-		return true;
-	for (p = 0; p < st->info.ici_ports && p < TSR_ICI_MAX_PORTS; p++) {
-		ret = accel_link_get_info(d->handle, p, &st->links[p]);
-		if (ret) {
-			snprintf(st->error, sizeof(st->error),
-				 "cannot read ICI port %u: %s", p,
-				 accel_error_string(ret));
-			return false;
-		}
-	}
-	st->links_known = true;
-	return true;
-}
-
 /* Read everything one report says of @d; false with st->error if not. */
 bool collect_device(struct device *d, struct device_status *st)
 {
-	int ret;
-
 	memset(st, 0, sizeof(*st));
 	st->device = d;
 	if (!d->handle) {
 		snprintf(st->error, sizeof(st->error), "%s", d->open_error);
 		return false;
 	}
-	if (!read_identity(d, st) || !read_links(d, st))
+	if (!read_identity(d, st))
 		return false;
-	ret = read_sample(d->handle, &st->sample);
-	if (ret) {
-		snprintf(st->error, sizeof(st->error),
-			 "cannot read its counters: %s",
-			 accel_error_string(ret));
+	if (!read_sample(d, &st->sample, st->links, st->error,
+			 sizeof(st->error))) {
 		d->have_last = false;
 		return false;
 	}
+	st->links_known = st->info.uapi_version >= LINK_UAPI_VERSION;
 	if (d->have_last) {
 		compute_utilization(&d->last, &st->sample, &st->util);
 		st->have_util = true;
@@ -313,11 +332,12 @@ bool collect_device(struct device *d, struct device_status *st)
 /* The first samples, which the first report's utilization starts from. */
 void sample_all(struct device *devices, size_t n)
 {
+	struct accel_link_info links[TSR_ICI_MAX_PORTS];
 	size_t i;
 
 	for (i = 0; i < n; i++)
 		devices[i].have_last = devices[i].handle &&
-			!read_sample(devices[i].handle, &devices[i].last);
+			read_sample(&devices[i], &devices[i].last, links, NULL, 0);
 }
 
 /* Open a chip by @index, or by @pci if not NULL; an ACCEL_ERR_* code. */
@@ -335,6 +355,9 @@ static int open_one(struct device *d, int index, const char *pci)
 	if (!ret) {
 		d->index = (int)info.index;
 		snprintf(d->pci, sizeof(d->pci), "%s", info.pci_address);
+		if (info.uapi_version >= LINK_UAPI_VERSION)
+			d->ici_ports = info.ici_ports < TSR_ICI_MAX_PORTS ?
+				       info.ici_ports : TSR_ICI_MAX_PORTS;
 		return ACCEL_OK;
 	}
 	accel_device_close(d->handle);
@@ -342,6 +365,110 @@ static int open_one(struct device *d, int index, const char *pci)
 	snprintf(d->open_error, sizeof(d->open_error), "cannot open it: %s",
 		 accel_error_string(ret));
 	return ret;
+}
+
+/* The driver that owns accel node @node ("accel0"), or "no driver". */
+static void accel_node_driver(const char *node, char *driver, size_t len)
+{
+	char path[PATH_MAX], target[PATH_MAX];
+	const char *base;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/class/accel/%s/device/driver", node);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0) {
+		snprintf(driver, len, "no driver");
+		return;
+	}
+	target[n] = '\0';
+	base = strrchr(target, '/');
+	snprintf(driver, len, "%.*s", (int)len - 1, base ? base + 1 : target);
+}
+
+/* The nodes of /dev/accel, each with its driver, as a list in @list. */
+static unsigned int list_accel_nodes(char *list, size_t len)
+{
+	char driver[64];
+	unsigned int n = 0;
+	struct dirent *de;
+	size_t used = 0;
+	DIR *dir;
+
+	list[0] = '\0';
+	dir = opendir("/dev/accel");
+	if (!dir)
+		return 0;
+	while ((de = readdir(dir))) {
+		if (strncmp(de->d_name, "accel", strlen("accel")))
+			continue;
+		accel_node_driver(de->d_name, driver, sizeof(driver));
+		if (used < len)
+			used += snprintf(list + used, len - used, "%s/dev/accel/%s (%s)",
+					 n ? ", " : "", de->d_name, driver);
+		n++;
+	}
+	closedir(dir);
+	return n;
+}
+
+/* The PCI address of a Tessera function no driver has bound, into @pci. */
+static bool find_unbound_chip(char *pci, size_t len)
+{
+	char path[PATH_MAX];
+	unsigned int vendor, device;
+	struct dirent *de;
+	bool found = false;
+	DIR *dir;
+	FILE *f;
+
+	dir = opendir("/sys/bus/pci/devices");
+	if (!dir)
+		return false;
+	while (!found && (de = readdir(dir))) {
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/uevent",
+			 de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		vendor = device = 0;
+		while (fgets(path, sizeof(path), f))
+			if (sscanf(path, "PCI_ID=%x:%x", &vendor, &device) == 2)
+				break;
+		fclose(f);
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver",
+			 de->d_name);
+		found = vendor == TSR_PCI_VENDOR_ID && device == TSR_PCI_DEVICE_ID &&
+			access(path, F_OK);
+		if (found)
+			snprintf(pci, len, "%.*s", (int)len - 1, de->d_name);
+	}
+	closedir(dir);
+	return found;
+}
+
+#define RUN_IN_A_VM \
+	"Tessera chips are virtual: run " PROGRAM " inside a Tessera VM; from the\n" \
+	"source tree: tools/tessera-vm -- " PROGRAM "\n"
+
+/*
+ * Why there is no Tessera chip to show: a Tessera function without its
+ * driver, accel devices of other drivers only, or no accelerator at all,
+ * as on the host, outside the VM that has the chips.
+ */
+void explain_no_device(void)
+{
+	char pci[ACCEL_PCI_ADDRESS_LEN], nodes[512];
+
+	if (find_unbound_chip(pci, sizeof(pci)))
+		fprintf(stderr, PROGRAM ": the Tessera chip at PCI %s has no driver bound: load the\n"
+			"tessera module (modprobe tessera); dmesg | grep tessera tells why it did not bind\n",
+			pci);
+	else if (list_accel_nodes(nodes, sizeof(nodes)))
+		fprintf(stderr, PROGRAM ": no accelerator device here is a Tessera chip: %s.\n"
+			RUN_IN_A_VM, nodes);
+	else
+		fprintf(stderr, PROGRAM ": no accelerator device here (no /dev/accel/accel*).\n"
+			RUN_IN_A_VM);
 }
 
 int open_all(struct device **out, size_t *n)
@@ -356,7 +483,7 @@ int open_all(struct device **out, size_t *n)
 		return EXIT_UNREADABLE;
 	}
 	if (!count) {
-		fprintf(stderr, PROGRAM ": no Tessera device found; is the tessera driver loaded (lsmod | grep tessera)?\n");
+		explain_no_device();
 		return EXIT_NO_DEVICE;
 	}
 	*out = calloc(count, sizeof(**out));
@@ -395,8 +522,13 @@ int open_selected(const char *which, struct device **out, size_t *n)
 	canonical_pci(which, pci, sizeof(pci));
 	if (open_one(d, by_index ? atoi(which) : -1, by_index ? NULL : pci) ==
 	    ACCEL_ERR_NO_DEVICE) {
-		fprintf(stderr, PROGRAM ": no Tessera device %s; run " PROGRAM " without --device to list them\n",
-			which);
+		unsigned int count;
+
+		if (!accel_device_count(&count) && !count)
+			explain_no_device();
+		else
+			fprintf(stderr, PROGRAM ": no Tessera device %s; run " PROGRAM " without --device to list them\n",
+				which);
 		free(d);
 		return EXIT_NO_DEVICE;
 	}

@@ -658,3 +658,53 @@ void print_tables(const char *timestamp, const struct device_status *st,
 	print_counters(st, n);
 	print_processes(st, n, clients);
 }
+
+/* ------------------------------------------------------------ dmon */
+
+/*
+ * --dmon: a line per chip per interval, every figure but HBM and the
+ * links up being what the interval added.  Fixed units, so that columns
+ * line up and scripts can read them.
+ */
+#define DMON_FORMAT "%5s %5s %5s %5s %9s %6s %6s %10s %10s %5s %5s %5s\n"
+
+void print_dmon_header(void)
+{
+	printf(DMON_FORMAT, "# dev", "mxu", "vpu", "dma", "hbm", "jobs", "fail",
+	       "ici_tx", "ici_rx", "links", "downs", "ups");
+	printf(DMON_FORMAT, "# idx", "%", "%", "%", "MiB", "#", "#", "KiB", "KiB",
+	       "up", "#", "#");
+}
+
+static void print_dmon_line(const struct device_status *st)
+{
+	const struct utilization *u = &st->util;
+	char links[16] = "-";
+	unsigned int wired, up;
+
+	count_links(st, &wired, &up);
+	if (wired)
+		snprintf(links, sizeof(links), "%u/%u", up, wired);
+	printf("%5d %5.1f %5.1f %5.1f %9.1f %6" PRIu64 " %6" PRIu64
+	       " %10.1f %10.1f %5s %5" PRIu64 " %5" PRIu64 "\n",
+	       st->device->index, u->percent[0], u->percent[1], u->percent[2],
+	       (double)(st->info.hbm_size - st->info.hbm_free) / (1 << 20),
+	       u->jobs_completed, u->jobs_failed, u->ici_bytes_tx / 1024.0,
+	       u->ici_bytes_rx / 1024.0, links, u->link_downs, u->link_ups);
+}
+
+void print_dmon(const struct device_status *st, size_t n)
+{
+	char index[16];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (st[i].error[0] || !st[i].have_util)
+			printf("%5s error: %s\n",
+			       index_text(st[i].device, index, sizeof(index)),
+			       st[i].error[0] ? st[i].error :
+			       "no sample to start the interval from");
+		else
+			print_dmon_line(&st[i]);
+	}
+}

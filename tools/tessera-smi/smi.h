@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tessera-smi's parts: smi-collect.c reads the state of the chips into the
- * plain structs below, smi-output.c prints them as tables or JSON, and
- * tessera-smi.c parses the options and runs the reports.
+ * plain structs below, smi-output.c prints them as tables, JSON or --dmon
+ * lines, and tessera-smi.c parses the options and runs the reports.
  */
 #ifndef TESSERA_SMI_H
 #define TESSERA_SMI_H
@@ -28,9 +28,11 @@ enum exit_status {
 	EXIT_UNREADABLE = 4,
 };
 
-/* The chip's counters at one moment, and when they were read. */
+/* The chip's and its links' counters at one moment, and when they were read. */
 struct sample {
 	struct accel_device_counters counters;
+	uint64_t ici_bytes_tx[TSR_ICI_MAX_PORTS];	/* wire bytes, by port */
+	uint64_t ici_bytes_rx[TSR_ICI_MAX_PORTS];
 	uint64_t time_ns;	/* CLOCK_MONOTONIC */
 };
 
@@ -40,6 +42,7 @@ struct device {
 	int index;			/* -1 if unknown */
 	char pci[ACCEL_PCI_ADDRESS_LEN];	/* "" if unknown */
 	char open_error[128];
+	unsigned int ici_ports;		/* ports whose LINK_INFO a sample reads */
 	struct sample last;		/* the previous sample, if have_last */
 	bool have_last;
 };
@@ -93,6 +96,13 @@ struct utilization {
 	uint64_t busy_cycles[ENGINES];
 	double percent[ENGINES];
 	bool chip_reset;		/* the counters restarted in the window */
+	/* What else the window added, for --dmon. */
+	uint64_t jobs_completed;
+	uint64_t jobs_failed;
+	uint64_t link_downs;
+	uint64_t link_ups;
+	uint64_t ici_bytes_tx;
+	uint64_t ici_bytes_rx;
 };
 
 /* What one report says of one device. */
@@ -143,6 +153,7 @@ int open_all(struct device **out, size_t *n);
 int open_selected(const char *which, struct device **out, size_t *n);
 void close_all(struct device *devices, size_t n);
 bool scan_processes(struct client_list *list);
+void explain_no_device(void);
 
 /* smi-output.c */
 const char *index_text(const struct device *d, char *buf, size_t len);
@@ -151,5 +162,7 @@ void print_json(unsigned long report, const char *timestamp,
 		const struct client_list *clients);
 void print_tables(const char *timestamp, const struct device_status *st,
 		  size_t n, const struct client_list *clients);
+void print_dmon_header(void);
+void print_dmon(const struct device_status *st, size_t n);
 
 #endif /* TESSERA_SMI_H */

@@ -6,7 +6,8 @@
  * driver's counters, the processes using each chip and its inter-chip
  * links.  Documentation/tessera-smi.md describes the output.
  *
- * This file: the options and the reports, once or in a loop.
+ * This file: the options and the reports, once, in a loop, or as --dmon
+ * lines (one per chip per interval, in the manner of nvidia-smi dmon).
  * smi-collect.c reads the chips, smi-output.c prints what it read.
  */
 #include <ctype.h>
@@ -28,12 +29,16 @@
 /* Shortest loop period: a report takes a few milliseconds itself. */
 #define MIN_LOOP_SECONDS 0.01
 #define MAX_COUNT 1000000000ul
+/* The period of --dmon lines without --loop. */
+#define DMON_SECONDS 1.0
 
 /* parse_options() result meaning "go on and report". */
 #define RUN_REPORTS (-1)
 
 struct options {
 	bool json;
+	bool dmon;		/* a line per chip per interval */
+	bool interval_set;	/* --interval was given */
 	double interval_s;	/* utilization window of the first report */
 	double loop_s;		/* period of repeated reports; 0: one report */
 	unsigned long count;	/* reports to print in a loop; 0: no limit */
@@ -57,6 +62,7 @@ static void usage_error(const char *fmt, ...)
 static void print_help(void)
 {
 	printf("Usage: " PROGRAM " [OPTION]...\n"
+	       "   or: " PROGRAM " --dmon [-l SECONDS] [-c N] [-d DEV]\n"
 	       "Show the state of Tessera chips: identity, versions, HBM, modeled\n"
 	       "utilization, counters, links and the processes using them.\n"
 	       "\n"
@@ -66,8 +72,11 @@ static void print_help(void)
 	       "                         (default 1; 0 reports none; fractions allowed)\n"
 	       "  -l, --loop SECONDS     report again every SECONDS (also --watch);\n"
 	       "                         each later report covers the time since the last\n"
-	       "  -c, --count N          with --loop, stop after N reports\n"
+	       "  -c, --count N          with --loop or --dmon, stop after N reports\n"
 	       "  -j, --json             one JSON object per report, one per line\n"
+	       "      --dmon             a line per chip per interval (every --loop\n"
+	       "                         SECONDS, default 1): utilization, HBM used, and\n"
+	       "                         the jobs, ICI bytes and link changes of the interval\n"
 	       "  -h, --help             show this help\n"
 	       "  -V, --version          show the version\n"
 	       "\n"
@@ -164,10 +173,32 @@ static const struct option long_options[] = {
 	{ "watch", required_argument, NULL, 'l' },
 	{ "count", required_argument, NULL, 'c' },
 	{ "json", no_argument, NULL, 'j' },
+	{ "dmon", no_argument, NULL, 'D' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
+
+/*
+ * --dmon: every line covers one period, the first too; --count needs no
+ * --loop.  --interval would be a second period, and --json has its own
+ * line per report.
+ */
+static int check_dmon(struct options *opts)
+{
+	if (opts->interval_set) {
+		usage_error("--dmon takes its interval from --loop (e.g. --dmon --loop 0.5); name a chip with --device");
+		return EXIT_USAGE;
+	}
+	if (opts->json) {
+		usage_error("--dmon prints text lines; for JSON use --json --loop SECONDS");
+		return EXIT_USAGE;
+	}
+	if (!opts->loop_s)
+		opts->loop_s = DMON_SECONDS;
+	opts->interval_s = opts->loop_s;
+	return RUN_REPORTS;
+}
 
 /* RUN_REPORTS, or the exit status for --help, --version and mistakes. */
 static int parse_options(int argc, char *argv[], struct options *opts)
@@ -185,6 +216,7 @@ static int parse_options(int argc, char *argv[], struct options *opts)
 			ok = parse_device(optarg);
 			break;
 		case 'i':
+			opts->interval_set = true;
 			ok = parse_seconds("--interval", optarg, 0, &opts->interval_s);
 			break;
 		case 'l':
@@ -196,6 +228,9 @@ static int parse_options(int argc, char *argv[], struct options *opts)
 			break;
 		case 'j':
 			opts->json = true;
+			break;
+		case 'D':
+			opts->dmon = true;
 			break;
 		case 'h':
 			print_help();
@@ -214,6 +249,8 @@ static int parse_options(int argc, char *argv[], struct options *opts)
 		usage_error("unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
+	if (opts->dmon)
+		return check_dmon(opts);
 	if (opts->count && !opts->loop_s) {
 		usage_error("--count needs --loop: say how often to report (e.g. --loop 1 --count %lu)",
 			    opts->count);
@@ -262,7 +299,8 @@ static int report(const struct options *opts, unsigned long number,
 	size_t i;
 
 	st = calloc(n, sizeof(*st));
-	if (!st || !scan_processes(&clients)) {
+	clients = (struct client_list){ 0 };
+	if (!st || (!opts->dmon && !scan_processes(&clients))) {
 		fprintf(stderr, PROGRAM ": out of memory\n");
 		free(st);
 		return EXIT_UNREADABLE;
@@ -277,9 +315,13 @@ static int report(const struct options *opts, unsigned long number,
 		status = EXIT_UNREADABLE;
 	}
 	utc_timestamp(timestamp, sizeof(timestamp));
-	if (!opts->json && number > 1)
+	if (opts->dmon && number == 1)
+		print_dmon_header();
+	if (!opts->json && !opts->dmon && number > 1)
 		putchar('\n');
-	if (opts->json)
+	if (opts->dmon)
+		print_dmon(st, n);
+	else if (opts->json)
 		print_json(number, timestamp, st, n, &clients);
 	else
 		print_tables(timestamp, st, n, &clients);
