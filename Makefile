@@ -263,9 +263,9 @@ $(B)/tests/host/libaccel_ops_test: tests/host/libaccel_ops_test.c tests/host/tes
 
 $(filter-out %/libaccel_ops_test,$(filter $(B)/tests/host/libaccel_%,$(HOST_TESTS))): \
 		$(B)/tests/host/%: tests/host/%.c \
-		$(LIBACCEL_A) $(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
+		$(LIBACCEL_A) $(wildcard libaccel/src/*.h) $(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< \
+	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(LIBACCEL_CFLAGS) -Ilibaccel/src -o $@ $< \
 		$(LIBACCEL_A) $(DRM_LIBS) -lm
 
 $(B)/tests/vm/%_test: tests/vm/%_test.c tests/vm/tessera_util.h tests/vm/libaccel_util.h $(LIBACCEL_SO) \

@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Collective plans (see coll_plan.h and Documentation/collectives.md).
+ *
+ * Every chip works out the same plan for the same parameters, each from
+ * its own place, and each channel's two ends must agree on the order of
+ * its messages.  So every piece of work gets a key from the chunk it
+ * belongs to, and each phase's work is sorted by it:
+ *  - reduce-scatter: by the hops the partial sum still has to go, most
+ *    first, so that a chip's receptions on a channel come in the order
+ *    its neighbour sent them (sending a hop shortens that count by one
+ *    for everyone alike), and the owner's final receptions come last;
+ *  - all-gather: by the hops already travelled from the owner;
+ *  - but first by piece: a chip passes a chunk's first piece on before
+ *    it sends the second, so that a few slots per channel keep every
+ *    ring moving however long the vector;
+ *  - then chunk and half.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_plan.h"
+
+struct action {
+	struct coll_op op;
+	uint64_t key[5];
+};
+
+struct actions {
+	struct action *a;
+	size_t count, cap;
+};
+
+struct builder {
+	const struct coll_params *p;
+	struct coll_plan *plan;
+	unsigned int colour;
+	unsigned int barriers;	/* of this colour, so far */
+	struct actions act;
+	int err;
+};
+
+/* A range of the virtual vector. */
+struct range {
+	uint64_t start, len;
+};
+
+static struct range chunk_of(struct range r, uint32_t n, uint32_t c)
+{
+	uint64_t a = coll_split(r.len, n, c), b = coll_split(r.len, n, c + 1);
+
+	return (struct range){ r.start + a, b - a };
+}
+
+static int push_op(struct coll_stream *s, const struct coll_op *op)
+{
+	if (s->count == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct coll_op *ops = realloc(s->ops, cap * sizeof(*ops));
+
+		if (!ops)
+			return -ENOMEM;
+		s->ops = ops;
+		s->cap = cap;
+	}
+	s->ops[s->count++] = *op;
+	return 0;
+}
+
+static void emit(struct builder *b, unsigned int dir, const struct coll_op *op)
+{
+	if (!b->err)
+		b->err = push_op(&b->plan->stream[b->colour * COLL_DIRS + dir], op);
+}
+
+static void add_action(struct builder *b, const struct action *a)
+{
+	struct actions *v = &b->act;
+
+	if (b->err)
+		return;
+	if (v->count == v->cap) {
+		size_t cap = v->cap ? 2 * v->cap : 64;
+		struct action *n = realloc(v->a, cap * sizeof(*n));
+
+		if (!n) {
+			b->err = -ENOMEM;
+			return;
+		}
+		v->a = n;
+		v->cap = cap;
+	}
+	v->a[v->count++] = *a;
+}
+
+static int cmp_action(const void *x, const void *y)
+{
+	const struct action *a = x, *b = y;
+	unsigned int i;
+
+	for (i = 0; i < 5; i++) {
+		if (a->key[i] != b->key[i])
+			return a->key[i] < b->key[i] ? -1 : 1;
+	}
+	return 0;
+}
+
+/*
+ * The hops of a chunk's two flows on a ring of @n: @l chips send towards
+ * + before the owner, @r towards -.  On a wrapped ring of even length the
+ * chunk's two halves split the odd chip out between the two directions.
+ */
+static unsigned int halves(uint32_t n, bool wrap)
+{
+	return wrap && n > 2 && n % 2 == 0 ? 2 : 1;
+}
+
+static void spans(uint32_t n, bool wrap, uint32_t c, unsigned int h,
+		  uint32_t *l, uint32_t *r)
+{
+	if (!wrap || n <= 2)
+		*l = c;
+	else if (n % 2)
+		*l = (n - 1) / 2;
+	else
+		*l = h == 0 ? n / 2 : n / 2 - 1;
+	*r = n - 1 - *l;
+}
+
+/*
+ * The work of this chip on one half of one chunk, in direction @dir, at
+ * hop @k of @span hops (hop 0 starts, hop @span ends).
+ */
+static void segment(struct builder *b, bool rs, unsigned int dim,
+		    unsigned int dir, struct range seg, uint64_t group,
+		    uint32_t k, uint32_t span, uint32_t c, unsigned int h)
+{
+	uint64_t piece = rs ? b->p->acc_piece : b->p->out_piece;
+	uint64_t pieces = (seg.len + piece - 1) / piece, j;
+
+	for (j = 0; j < pieces; j++) {
+		struct range pr = chunk_of(seg, pieces, j);
+		struct action a = {
+			.op = { .buf = rs ? COLL_ACC : COLL_OUT, .dir = dir,
+				.dim = dim, .start = pr.start, .len = pr.len },
+			.key = { j, group, c, h, 0 },
+		};
+
+		if (!pr.len)
+			continue;
+		if (k > 0) {
+			a.op.kind = rs ? COLL_OP_RECV_REDUCE : COLL_OP_RECV_COPY;
+			/* The - half of the pincer waits for the + half. */
+			if (rs && k == span && dir == COLL_MINUS) {
+				a.op.kind = COLL_OP_RECV_COPY;
+				a.op.buf = COLL_TMP;
+			}
+			add_action(b, &a);
+		}
+		if (k < span) {
+			a.op.kind = COLL_OP_SEND;
+			a.op.buf = rs ? COLL_ACC : COLL_OUT;
+			a.key[4] = 1;
+			add_action(b, &a);
+		}
+	}
+}
+
+/* Reduce-scatter (@rs) or all-gather of @r along dimension @dim. */
+static void ring_phase(struct builder *b, bool rs, unsigned int dim,
+		       struct range r)
+{
+	const struct coll_params *p = b->p;
+	uint32_t n = p->dims[dim], me = p->coords[dim], c, l, rr;
+	bool wrap = p->wrap & (1u << dim);
+	unsigned int h, nh = halves(n, wrap);
+
+	for (c = 0; c < n; c++) {
+		for (h = 0; h < nh; h++) {
+			struct range seg = chunk_of(chunk_of(r, n, c), nh, h);
+			uint32_t kp, km;
+
+			spans(n, wrap, c, h, &l, &rr);
+			if (rs) {
+				/* + flow: from c - l up to c; - flow: c + rr down. */
+				kp = (me + n - c + l) % n;
+				km = (c + rr + n - me) % n;
+				if (kp <= l)
+					segment(b, rs, dim, COLL_PLUS, seg,
+						n - (l - kp), kp, l, c, h);
+				if (km <= rr)
+					segment(b, rs, dim, COLL_MINUS, seg,
+						n - (rr - km), km, rr, c, h);
+			} else {
+				/* Back out the way the sums came in. */
+				kp = (me + n - c) % n;
+				km = (c + n - me) % n;
+				if (kp <= rr)
+					segment(b, rs, dim, COLL_PLUS, seg, kp,
+						kp, rr, c, h);
+				if (km <= l)
+					segment(b, rs, dim, COLL_MINUS, seg, km,
+						km, l, c, h);
+			}
+		}
+	}
+}
+
+/*
+ * Hand the sorted work of one phase to the colour's two streams, which
+ * then meet: the - stream signals and waits, the + stream waits, adds the
+ * - halves of the pincer it owns (after its own + halves, as every chip
+ * does) and signals.
+ */
+static void flush_phase(struct builder *b, bool last)
+{
+	struct actions *v = &b->act;
+	struct coll_op sig = { .kind = COLL_OP_SIGNAL };
+	struct coll_op wait = { .kind = COLL_OP_WAIT };
+	size_t i;
+
+	qsort(v->a, v->count, sizeof(*v->a), cmp_action);
+	for (i = 0; i < v->count; i++)
+		emit(b, v->a[i].op.dir, &v->a[i].op);
+	if (!last) {
+		wait.value = ++b->barriers;
+		sig.sem = COLL_MINUS;
+		emit(b, COLL_MINUS, &sig);
+		wait.sem = COLL_PLUS;
+		emit(b, COLL_MINUS, &wait);
+		wait.sem = COLL_MINUS;
+		emit(b, COLL_PLUS, &wait);
+	}
+	for (i = 0; i < v->count; i++) {
+		struct coll_op add = v->a[i].op;
+
+		if (add.buf != COLL_TMP)
+			continue;
+		add.kind = COLL_OP_REDUCE_LOCAL;
+		add.buf = COLL_ACC;
+		emit(b, COLL_PLUS, &add);
+	}
+	if (!last) {
+		sig.sem = COLL_PLUS;
+		emit(b, COLL_PLUS, &sig);
+	}
+	v->count = 0;
+}
+
+/* INIT or FINISH: local work of the + stream, a phase of its own. */
+static void local_phase(struct builder *b, enum coll_op_kind kind,
+			enum coll_buf buf, struct range r, bool last)
+{
+	struct action a = {
+		.op = { .kind = kind, .buf = buf, .dir = COLL_PLUS,
+			.start = r.start, .len = r.len },
+	};
+
+	if (r.len)
+		add_action(b, &a);
+	flush_phase(b, last);
+}
+
+static void build_colour(struct builder *b)
+{
+	const struct coll_params *p = b->p;
+	struct coll_plan *plan = b->plan;
+	unsigned int k = b->colour, i, phases = plan->phases;
+	struct range level[COLL_DIMS + 1];
+	enum coll_kind kind = p->kind;
+
+	level[0] = (struct range){ plan->part_start[k], plan->part_len[k] };
+	for (i = 0; i < phases; i++) {
+		unsigned int d = plan->order[k][i];
+
+		level[i + 1] = chunk_of(level[i], p->dims[d], p->coords[d]);
+	}
+	plan->owned_start[k] = level[phases].start;
+	plan->owned_len[k] = level[phases].len;
+
+	if (kind == COLL_ALL_GATHER) {
+		local_phase(b, COLL_OP_INIT, COLL_OUT, level[phases], !phases);
+	} else {
+		local_phase(b, COLL_OP_INIT, COLL_ACC, level[0], false);
+		for (i = 0; i < phases; i++) {
+			ring_phase(b, true, plan->order[k][i], level[i]);
+			flush_phase(b, false);
+		}
+		local_phase(b, COLL_OP_FINISH, COLL_OUT, level[phases],
+			    kind == COLL_REDUCE_SCATTER || !phases);
+		if (kind == COLL_REDUCE_SCATTER)
+			return;
+	}
+	for (i = phases; i-- > 0; ) {
+		ring_phase(b, false, plan->order[k][i], level[i]);
+		flush_phase(b, i == 0);
+	}
+}
+
+static int check_params(const struct coll_params *p)
+{
+	unsigned int d;
+
+	for (d = 0; d < COLL_DIMS; d++) {
+		if (!p->dims[d] || p->dims[d] > 256 || p->coords[d] >= p->dims[d])
+			return -EINVAL;
+	}
+	if (p->kind > COLL_ALL_GATHER || !p->acc_piece || !p->out_piece ||
+	    p->wrap >> COLL_DIMS || !p->colours)
+		return -EINVAL;
+	return 0;
+}
+
+int coll_plan_build(const struct coll_params *p, struct coll_plan *plan)
+{
+	struct builder b = { .p = p, .plan = plan };
+	unsigned int active[COLL_DIMS], nactive = 0, d, k, i;
+	uint64_t chips = 1, block = 0;
+
+	memset(plan, 0, sizeof(*plan));
+	if (check_params(p))
+		return -EINVAL;
+	for (d = 0; d < COLL_DIMS; d++) {
+		chips *= p->dims[d];
+		if (p->dims[d] > 1)
+			active[nactive++] = d;
+	}
+	if (p->kind != COLL_ALL_REDUCE && p->count % chips)
+		return -EINVAL;
+
+	plan->phases = nactive;
+	plan->colours = nactive < p->colours ? nactive : p->colours;
+	plan->colours = plan->colours ? plan->colours : 1;
+	for (k = 0; k < plan->colours; k++) {
+		for (i = 0; i < nactive; i++)
+			plan->order[k][i] = active[(k + i) % nactive];
+	}
+	/*
+	 * Each colour takes an even share: of the vector for all-reduce, of
+	 * every chip's block otherwise, so that blocks map whole.
+	 */
+	if (p->kind != COLL_ALL_REDUCE)
+		block = p->count / chips;
+	for (k = 0; k < plan->colours; k++) {
+		if (p->kind == COLL_ALL_REDUCE) {
+			plan->part_start[k] = coll_split(p->count, plan->colours, k);
+			plan->part_len[k] = coll_split(p->count, plan->colours, k + 1) -
+					    plan->part_start[k];
+		} else {
+			plan->part_start[k] = chips * coll_split(block, plan->colours, k);
+			plan->part_len[k] = chips * (coll_split(block, plan->colours, k + 1) -
+						     coll_split(block, plan->colours, k));
+		}
+	}
+	for (k = 0; k < plan->colours; k++) {
+		plan->stream[plan->streams++] = (struct coll_stream){
+			.colour = k, .dir = COLL_PLUS };
+		plan->stream[plan->streams++] = (struct coll_stream){
+			.colour = k, .dir = COLL_MINUS };
+	}
+	for (k = 0; k < plan->colours && !b.err; k++) {
+		b.colour = k;
+		b.barriers = 0;
+		build_colour(&b);
+		plan->barriers[k] = b.barriers;
+	}
+	free(b.act.a);
+	if (b.err) {
+		coll_plan_free(plan);
+		return b.err;
+	}
+	return 0;
+}
+
+void coll_plan_free(struct coll_plan *plan)
+{
+	unsigned int i;
+
+	for (i = 0; i < plan->streams; i++)
+		free(plan->stream[i].ops);
+	memset(plan, 0, sizeof(*plan));
+}
+
+uint32_t coll_block_owner(const struct coll_params *p,
+			  const struct coll_plan *plan, unsigned int colour,
+			  uint64_t v)
+{
+	uint32_t coords[COLL_DIMS] = { 0, 0, 0 };
+	unsigned int i;
+
+	for (i = plan->phases; i-- > 0; ) {
+		unsigned int d = plan->order[colour][i];
+
+		coords[d] = v % p->dims[d];
+		v /= p->dims[d];
+	}
+	return coords[0] + p->dims[0] * (coords[1] + p->dims[1] * coords[2]);
+}

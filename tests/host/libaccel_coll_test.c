@@ -1,0 +1,641 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host tests of libaccel's collective plans (libaccel/src/coll_plan.c):
+ * the plans of every chip of a slice are run against each other by a
+ * simulator that follows the executor's rules (channels in order, slots
+ * freed by credits, the colours' semaphores), on symbols rather than
+ * numbers.  Each element carries the set of chips summed into it and a
+ * hash of the order they were added in, so the tests see a chip counted
+ * twice or missed, a result that differs between chips, a message taken
+ * from the wrong place, a slot written before it was freed, a deadlock,
+ * and the load on every link.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+
+#include "coll_plan.h"
+
+/* A value as the simulator sees it. */
+struct sym {
+	uint64_t chips;		/* bit i: chip i's input is in it */
+	uint64_t hash;		/* how it was added up; 0: never written */
+};
+
+struct msg {
+	uint64_t start, len;
+	struct sym *data;
+};
+
+/* One direction of one channel into a chip: what is in its slots. */
+struct inbox {
+	struct msg *fifo;
+	size_t head, tail, cap;
+	uint64_t sent, taken;
+	unsigned char busy[8];	/* the slots, by coll_slot() */
+};
+
+struct chip {
+	struct coll_plan plan;
+	struct sym *acc, *out, *tmp;
+	size_t pc[COLL_MAX_STREAMS];
+	uint64_t sem[COLL_MAX_COLOURS][COLL_DIRS];
+	struct inbox in[COLL_CHANNELS];
+	uint64_t load[COLL_DIMS][COLL_DIRS];	/* elements sent */
+};
+
+struct sim {
+	struct coll_params p;	/* coords set per chip */
+	unsigned int slots;
+	uint32_t chips;
+	struct chip *chip;
+	char why[256];
+};
+
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
+
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ h >> 32;
+}
+
+/* A chip's input element: chip @c, element @i of its vector. */
+static struct sym leaf(uint32_t c, uint64_t i)
+{
+	return (struct sym){ 1ull << c, mix(c + 1, i) | 1 };
+}
+
+/* a + b: commutative, as IEEE addition is, but not associative. */
+static struct sym add(struct sym a, struct sym b)
+{
+	uint64_t lo = a.hash < b.hash ? a.hash : b.hash;
+	uint64_t hi = a.hash < b.hash ? b.hash : a.hash;
+
+	return (struct sym){ a.chips | b.chips, mix(lo, hi) | 1 };
+}
+
+static void coords_of(const struct sim *s, uint32_t index, uint32_t *c)
+{
+	c[0] = index % s->p.dims[0];
+	c[1] = index / s->p.dims[0] % s->p.dims[1];
+	c[2] = index / s->p.dims[0] / s->p.dims[1];
+}
+
+static uint32_t index_of(const struct sim *s, const uint32_t *c)
+{
+	return c[0] + s->p.dims[0] * (c[1] + s->p.dims[1] * c[2]);
+}
+
+/* The chip next to @index along @dim in @dir, or -1 at a mesh's edge. */
+static int neighbour(const struct sim *s, uint32_t index, unsigned int dim,
+		     unsigned int dir)
+{
+	uint32_t c[COLL_DIMS], n = s->p.dims[dim];
+
+	coords_of(s, index, c);
+	if (dir == COLL_PLUS) {
+		if (c[dim] + 1 == n && !(s->p.wrap & 1u << dim))
+			return -1;
+		c[dim] = (c[dim] + 1) % n;
+	} else {
+		if (c[dim] == 0 && !(s->p.wrap & 1u << dim))
+			return -1;
+		c[dim] = (c[dim] + n - 1) % n;
+	}
+	return index_of(s, c);
+}
+
+static struct sym *buf_of(struct chip *ch, unsigned int buf)
+{
+	return buf == COLL_ACC ? ch->acc : buf == COLL_OUT ? ch->out : ch->tmp;
+}
+
+static bool failf(struct sim *s, const char *what, uint32_t chip,
+		  const struct coll_op *op)
+{
+	snprintf(s->why, sizeof(s->why), "chip %u: %s (op %u dir %u dim %u %llu+%llu)",
+		 chip, what, op->kind, op->dir, op->dim,
+		 (unsigned long long)op->start, (unsigned long long)op->len);
+	return false;
+}
+
+/* INIT: the chip's input, where the plan's kind puts it. */
+static void init(struct sim *s, uint32_t me, const struct coll_op *op)
+{
+	struct chip *ch = &s->chip[me];
+	uint64_t i;
+
+	for (i = op->start; i < op->start + op->len; i++)
+		buf_of(ch, op->buf)[i] = leaf(me, i);
+}
+
+static bool send(struct sim *s, uint32_t me, unsigned int colour,
+		 const struct coll_op *op, bool *blocked)
+{
+	struct chip *ch = &s->chip[me];
+	int to = neighbour(s, me, op->dim, op->dir);
+	unsigned int c = coll_channel(colour, op->dir, op->dim);
+	struct inbox *in;
+	struct msg m;
+	uint64_t slot;
+
+	if (to < 0)
+		return failf(s, "sends past the edge", me, op);
+	in = &s->chip[to].in[c];
+	if (in->taken < coll_credit_needed(in->sent, s->slots)) {
+		*blocked = true;
+		return true;
+	}
+	slot = coll_slot(in->sent, s->slots);
+	if (in->busy[slot])
+		return failf(s, "overwrites a slot not yet freed", me, op);
+	in->busy[slot] = 1;
+	m = (struct msg){ op->start, op->len, malloc(op->len * sizeof(struct sym)) };
+	memcpy(m.data, buf_of(ch, op->buf) + op->start, op->len * sizeof(struct sym));
+	if (in->tail == in->cap) {
+		in->cap = in->cap ? 2 * in->cap : 16;
+		in->fifo = realloc(in->fifo, in->cap * sizeof(*in->fifo));
+	}
+	in->fifo[in->tail++] = m;
+	in->sent++;
+	ch->load[op->dim][op->dir] += op->len;
+	return true;
+}
+
+static bool receive(struct sim *s, uint32_t me, unsigned int colour,
+		    const struct coll_op *op, bool *blocked)
+{
+	struct chip *ch = &s->chip[me];
+	struct inbox *in = &ch->in[coll_channel(colour, op->dir, op->dim)];
+	struct sym *dst = buf_of(ch, op->buf) + op->start;
+	struct msg *m;
+	uint64_t i;
+
+	if (in->head == in->tail) {
+		*blocked = true;
+		return true;
+	}
+	m = &in->fifo[in->head];
+	if (m->start != op->start || m->len != op->len)
+		return failf(s, "takes a message meant for another place", me, op);
+	for (i = 0; i < op->len; i++) {
+		if (op->kind == COLL_OP_RECV_COPY) {
+			dst[i] = m->data[i];
+		} else if (dst[i].chips & m->data[i].chips) {
+			return failf(s, "adds a chip twice", me, op);
+		} else {
+			dst[i] = add(dst[i], m->data[i]);
+		}
+	}
+	free(m->data);
+	in->busy[coll_slot(in->taken, s->slots)] = 0;
+	in->head++;
+	in->taken++;
+	return true;
+}
+
+/* Run the next op of stream @si of chip @me, unless it must wait. */
+static bool step(struct sim *s, uint32_t me, unsigned int si, bool *blocked)
+{
+	struct chip *ch = &s->chip[me];
+	const struct coll_stream *st = &ch->plan.stream[si];
+	const struct coll_op *op = &st->ops[ch->pc[si]];
+	uint64_t i;
+
+	*blocked = false;
+	switch (op->kind) {
+	case COLL_OP_INIT:
+		init(s, me, op);
+		break;
+	case COLL_OP_SEND:
+		if (!send(s, me, st->colour, op, blocked))
+			return false;
+		break;
+	case COLL_OP_RECV_REDUCE:
+	case COLL_OP_RECV_COPY:
+		if (!receive(s, me, st->colour, op, blocked))
+			return false;
+		break;
+	case COLL_OP_REDUCE_LOCAL:
+		for (i = op->start; i < op->start + op->len; i++) {
+			if (ch->acc[i].chips & ch->tmp[i].chips)
+				return failf(s, "adds a chip twice", me, op);
+			ch->acc[i] = add(ch->acc[i], ch->tmp[i]);
+		}
+		break;
+	case COLL_OP_FINISH:
+		for (i = op->start; i < op->start + op->len; i++)
+			ch->out[i] = ch->acc[i];
+		break;
+	case COLL_OP_SIGNAL:
+		ch->sem[st->colour][op->sem]++;
+		break;
+	case COLL_OP_WAIT:
+		*blocked = ch->sem[st->colour][op->sem] < op->value;
+		break;
+	default:
+		return failf(s, "unknown op", me, op);
+	}
+	if (!*blocked)
+		ch->pc[si]++;
+	return true;
+}
+
+/*
+ * Build every chip's plan and run them all, taking runnable ops in an
+ * order shuffled by @seed, until all end (true) or none can go on.
+ */
+static bool simulate(struct sim *s, unsigned int seed)
+{
+	bool progress = true, done = false;
+	uint32_t c;
+
+	s->chips = s->p.dims[0] * s->p.dims[1] * s->p.dims[2];
+	s->chip = calloc(s->chips, sizeof(*s->chip));
+	for (c = 0; c < s->chips; c++) {
+		struct chip *ch = &s->chip[c];
+		struct coll_params p = s->p;
+
+		coords_of(s, c, p.coords);
+		if (coll_plan_build(&p, &ch->plan)) {
+			snprintf(s->why, sizeof(s->why), "chip %u: no plan", c);
+			return false;
+		}
+		ch->acc = calloc(s->p.count + 1, sizeof(struct sym));
+		ch->out = calloc(s->p.count + 1, sizeof(struct sym));
+		ch->tmp = calloc(s->p.count + 1, sizeof(struct sym));
+	}
+	srand(seed);
+	while (progress && !done) {
+		uint32_t first = rand();
+
+		progress = false;
+		done = true;
+		for (c = 0; c < s->chips; c++) {
+			uint32_t me = (c + first) % s->chips;
+			struct chip *ch = &s->chip[me];
+			unsigned int i, first_stream = rand();
+
+			for (i = 0; i < ch->plan.streams; i++) {
+				unsigned int si = (i + first_stream) % ch->plan.streams;
+				unsigned int burst = 1 + rand() % 4;
+				bool blocked = false;
+
+				while (burst-- && !blocked &&
+				       ch->pc[si] < ch->plan.stream[si].count) {
+					if (!step(s, me, si, &blocked))
+						return false;
+					progress |= !blocked;
+				}
+				done &= ch->pc[si] == ch->plan.stream[si].count;
+			}
+		}
+	}
+	if (!done)
+		snprintf(s->why, sizeof(s->why), "deadlock");
+	return done;
+}
+
+static void sim_free(struct sim *s)
+{
+	uint32_t c;
+	unsigned int i;
+
+	for (c = 0; c < s->chips; c++) {
+		struct chip *ch = &s->chip[c];
+
+		for (i = 0; i < COLL_CHANNELS; i++) {
+			struct inbox *in = &ch->in[i];
+
+			while (in->head < in->tail)
+				free(in->fifo[in->head++].data);
+			free(in->fifo);
+		}
+		coll_plan_free(&ch->plan);
+		free(ch->acc);
+		free(ch->out);
+		free(ch->tmp);
+	}
+	free(s->chip);
+	s->chip = NULL;
+}
+
+static uint64_t all_chips(const struct sim *s)
+{
+	return s->chips == 64 ? ~0ull : (1ull << s->chips) - 1;
+}
+
+/* Every chip ends with every element summed over all chips, bit-identical. */
+static bool check_all_reduce(struct sim *s)
+{
+	uint64_t i;
+	uint32_t c;
+
+	for (c = 0; c < s->chips; c++) {
+		for (i = 0; i < s->p.count; i++) {
+			const struct sym *o = &s->chip[c].out[i];
+
+			if (o->chips != all_chips(s) ||
+			    o->hash != s->chip[0].out[i].hash) {
+				snprintf(s->why, sizeof(s->why),
+					 "chip %u element %llu: chips %llx hash %llx, chip 0 %llx",
+					 c, (unsigned long long)i,
+					 (unsigned long long)o->chips,
+					 (unsigned long long)o->hash,
+					 (unsigned long long)s->chip[0].out[i].hash);
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+/* The chip a virtual element's block belongs to, and the block's size. */
+static uint32_t owner_of(const struct sim *s, const struct coll_plan *plan,
+			 uint64_t i)
+{
+	unsigned int k;
+
+	for (k = 0; k < plan->colours; k++) {
+		uint64_t per = plan->part_len[k] / s->chips;
+
+		if (i >= plan->part_start[k] &&
+		    i < plan->part_start[k] + plan->part_len[k])
+			return coll_block_owner(&s->p, plan, k,
+						(i - plan->part_start[k]) / per);
+	}
+	return UINT32_MAX;
+}
+
+/* Each chip owns, reduced over every chip, exactly the blocks mapped to it. */
+static bool check_reduce_scatter(struct sim *s)
+{
+	uint32_t c;
+	unsigned int k;
+
+	for (c = 0; c < s->chips; c++) {
+		const struct coll_plan *plan = &s->chip[c].plan;
+		uint64_t owned = 0, i;
+
+		for (k = 0; k < plan->colours; k++) {
+			owned += plan->owned_len[k];
+			for (i = plan->owned_start[k];
+			     i < plan->owned_start[k] + plan->owned_len[k]; i++) {
+				if (owner_of(s, plan, i) != c ||
+				    s->chip[c].out[i].chips != all_chips(s)) {
+					snprintf(s->why, sizeof(s->why),
+						 "chip %u element %llu: owner %u chips %llx",
+						 c, (unsigned long long)i,
+						 owner_of(s, plan, i),
+						 (unsigned long long)s->chip[c].out[i].chips);
+					return false;
+				}
+			}
+		}
+		if (owned != s->p.count / s->chips) {
+			snprintf(s->why, sizeof(s->why), "chip %u owns %llu elements",
+				 c, (unsigned long long)owned);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Every chip ends with every chip's block, each from its owner. */
+static bool check_all_gather(struct sim *s)
+{
+	uint64_t i;
+	uint32_t c;
+
+	for (c = 0; c < s->chips; c++) {
+		for (i = 0; i < s->p.count; i++) {
+			uint32_t owner = owner_of(s, &s->chip[c].plan, i);
+			struct sym want = leaf(owner, i);
+
+			if (s->chip[c].out[i].hash != want.hash) {
+				snprintf(s->why, sizeof(s->why),
+					 "chip %u element %llu is not chip %u's",
+					 c, (unsigned long long)i, owner);
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+struct shape {
+	uint32_t dims[3];
+	uint32_t wrap;
+};
+
+static const struct shape shapes[] = {
+	{ { 1, 1, 1 }, 0 }, { { 2, 1, 1 }, 1 }, { { 3, 1, 1 }, 1 },
+	{ { 4, 1, 1 }, 1 }, { { 5, 1, 1 }, 1 }, { { 8, 1, 1 }, 1 },
+	{ { 4, 1, 1 }, 0 }, { { 5, 1, 1 }, 0 }, { { 1, 6, 1 }, 2 },
+	{ { 2, 2, 1 }, 3 }, { { 2, 2, 1 }, 0 }, { { 3, 3, 1 }, 3 },
+	{ { 4, 4, 1 }, 3 }, { { 4, 4, 1 }, 0 }, { { 4, 4, 1 }, 1 },
+	{ { 2, 4, 1 }, 3 }, { { 5, 3, 1 }, 3 }, { { 2, 2, 2 }, 7 },
+	{ { 2, 2, 2 }, 0 }, { { 3, 2, 4 }, 7 }, { { 4, 4, 4 }, 7 },
+	{ { 4, 4, 4 }, 0 }, { { 4, 1, 4 }, 5 },
+};
+
+/*
+ * Simulate, check, and simulate again in another order: the results must
+ * not depend on which chip or queue went first.
+ */
+static void run(struct __test_metadata *_metadata, const struct shape *sh,
+		enum coll_kind kind, uint64_t count, unsigned int colours,
+		uint64_t piece, unsigned int slots)
+{
+	struct sim s = {
+		.p = { .dims = { sh->dims[0], sh->dims[1], sh->dims[2] },
+		       .wrap = sh->wrap, .kind = kind, .count = count,
+		       .colours = colours,
+		       .acc_piece = piece, .out_piece = piece + 1 },
+		.slots = slots,
+	};
+	struct sym *first = NULL;
+	unsigned int seed;
+	bool ok = true;
+
+	for (seed = 0; ok && seed < 2; seed++) {
+		ok = simulate(&s, count + slots + 1000 * seed);
+		if (ok && kind == COLL_ALL_REDUCE)
+			ok = check_all_reduce(&s);
+		else if (ok && kind == COLL_REDUCE_SCATTER)
+			ok = check_reduce_scatter(&s);
+		else if (ok)
+			ok = check_all_gather(&s);
+		if (ok && first && memcmp(first, s.chip[s.chips - 1].out,
+					  count * sizeof(*first))) {
+			snprintf(s.why, sizeof(s.why), "another order, another result");
+			ok = false;
+		} else if (ok && !first) {
+			first = malloc(count * sizeof(*first));
+			memcpy(first, s.chip[s.chips - 1].out, count * sizeof(*first));
+		}
+		if (!ok)
+			TH_LOG("%ux%ux%u wrap %u kind %u count %llu colours %u piece %llu slots %u: %s",
+			       sh->dims[0], sh->dims[1], sh->dims[2], sh->wrap, kind,
+			       (unsigned long long)count, colours,
+			       (unsigned long long)piece, slots, s.why);
+		sim_free(&s);
+	}
+	free(first);
+	ASSERT_TRUE(ok);
+}
+
+static uint32_t chips_of(const struct shape *sh)
+{
+	return sh->dims[0] * sh->dims[1] * sh->dims[2];
+}
+
+TEST(all_reduce_gives_every_chip_the_same_exact_sum)
+{
+	static const uint64_t counts[] = { 1, 7, 97, 600 };
+	unsigned int i, j, mode;
+
+	for (i = 0; i < ARRAY_SIZE(shapes); i++) {
+		for (j = 0; j < ARRAY_SIZE(counts); j++) {
+			for (mode = 0; mode < 3; mode++)
+				run(_metadata, &shapes[i], COLL_ALL_REDUCE,
+				    counts[j], 1 + mode,
+				    j == 3 ? 16 : 3, 2 + j % 2);
+		}
+	}
+}
+
+TEST(reduce_scatter_leaves_each_chip_its_own_blocks)
+{
+	unsigned int i, mode;
+
+	for (i = 0; i < ARRAY_SIZE(shapes); i++) {
+		for (mode = 0; mode < 3; mode++)
+			run(_metadata, &shapes[i], COLL_REDUCE_SCATTER,
+			    chips_of(&shapes[i]) * (mode ? 5 : 12), 1 + mode,
+			    4, 2);
+	}
+}
+
+TEST(all_gather_brings_every_block_from_its_owner)
+{
+	unsigned int i, mode;
+
+	for (i = 0; i < ARRAY_SIZE(shapes); i++) {
+		for (mode = 0; mode < 3; mode++)
+			run(_metadata, &shapes[i], COLL_ALL_GATHER,
+			    chips_of(&shapes[i]) * (mode ? 7 : 6), 1 + mode,
+			    5, 2 + mode % 2);
+	}
+}
+
+/*
+ * Elements an all-reduce sends from chip @me along @dim towards @dir, by
+ * Documentation/collectives.md: a wrapped ring of n > 2 carries
+ * (n - 1) / 2n of a phase's vector each way, in each of its two halves
+ * (reduce-scatter, all-gather); a line carries, from position p, the
+ * chunks beyond p.
+ */
+static uint64_t expected_load(const struct sim *s, uint32_t me,
+			      unsigned int dim, unsigned int dir)
+{
+	uint32_t c[COLL_DIMS], active[COLL_DIMS], nactive = 0, colours, k, i;
+	uint64_t load = 0;
+
+	coords_of(s, me, c);
+	for (i = 0; i < COLL_DIMS; i++) {
+		if (s->p.dims[i] > 1)
+			active[nactive++] = i;
+	}
+	colours = nactive < s->p.colours ? nactive : s->p.colours;
+	for (k = 0; k < colours; k++) {
+		uint64_t len = s->p.count / colours;
+
+		for (i = 0; i < nactive; i++) {
+			uint32_t d = active[(k + i) % nactive], n = s->p.dims[d];
+			uint32_t p = c[d];
+
+			if (d == dim && (s->p.wrap & 1u << d) && n > 2)
+				load += 2 * len * (n - 1) / (2 * n);
+			else if (d == dim && dir == COLL_PLUS)
+				load += len / n * ((n - 1 - p) + (p + 1 < n ? p + 1 : 0));
+			else if (d == dim)
+				load += len / n * (p + (p > 0 ? n - p : 0));
+			len /= n;
+		}
+	}
+	return load;
+}
+
+TEST(every_link_carries_the_load_of_the_formula)
+{
+	static const struct shape loaded[] = {
+		{ { 8, 1, 1 }, 1 }, { { 5, 1, 1 }, 0 }, { { 4, 4, 1 }, 3 },
+		{ { 4, 4, 1 }, 0 }, { { 3, 3, 1 }, 3 }, { { 2, 2, 2 }, 7 },
+		{ { 4, 4, 4 }, 7 }, { { 4, 4, 4 }, 0 },
+	};
+	unsigned int i, colours, dim, dir;
+
+	for (i = 0; i < ARRAY_SIZE(loaded); i++) {
+		for (colours = 1; colours <= 3; colours += 2) {
+			const struct shape *sh = &loaded[i];
+			uint32_t chips = chips_of(sh), me;
+			struct sim s = {
+				.p = { .dims = { sh->dims[0], sh->dims[1], sh->dims[2] },
+				       .wrap = sh->wrap, .count = 6 * chips * chips,
+				       .colours = colours,
+				       .acc_piece = 1000, .out_piece = 1000 },
+				.slots = 2,
+			};
+
+			ASSERT_TRUE(simulate(&s, i)) TH_LOG("%s", s.why);
+			for (me = 0; me < chips; me++) {
+				for (dim = 0; dim < COLL_DIMS; dim++) {
+					for (dir = 0; dir < COLL_DIRS; dir++)
+						EXPECT_EQ(expected_load(&s, me, dim, dir),
+							  s.chip[me].load[dim][dir])
+						TH_LOG("%ux%ux%u wrap %u colours %u chip %u dim %u dir %u",
+						       sh->dims[0], sh->dims[1], sh->dims[2],
+						       sh->wrap, colours, me, dim, dir);
+				}
+			}
+			sim_free(&s);
+		}
+	}
+}
+
+TEST(a_plan_refuses_what_it_cannot_do)
+{
+	struct coll_params p = {
+		.dims = { 4, 4, 1 }, .wrap = 3, .kind = COLL_ALL_REDUCE,
+		.count = 100, .colours = 2, .acc_piece = 8, .out_piece = 8,
+	};
+	struct coll_plan plan;
+
+	ASSERT_EQ(0, coll_plan_build(&p, &plan));
+	EXPECT_EQ(2, plan.colours);
+	EXPECT_EQ(4, plan.streams);
+	coll_plan_free(&plan);
+	p.coords[1] = 4;
+	EXPECT_EQ(-EINVAL, coll_plan_build(&p, &plan));
+	p.coords[1] = 0;
+	p.colours = 0;
+	EXPECT_EQ(-EINVAL, coll_plan_build(&p, &plan));
+	p.colours = 2;
+	p.acc_piece = 0;
+	EXPECT_EQ(-EINVAL, coll_plan_build(&p, &plan));
+	p.acc_piece = 8;
+	p.kind = COLL_REDUCE_SCATTER;
+	EXPECT_EQ(-EINVAL, coll_plan_build(&p, &plan));	/* 100 % 16 */
+	p.count = 96;
+	EXPECT_EQ(0, coll_plan_build(&p, &plan));
+	coll_plan_free(&plan);
+	p.wrap = 8;
+	EXPECT_EQ(-EINVAL, coll_plan_build(&p, &plan));
+}
+
+TEST_HARNESS_MAIN
