@@ -15,8 +15,8 @@
 #   make bench    BENCH lines (see tools/tessera-bench)
 #   make fuzz     the ioctl fuzzer in a VM, FUZZ_CALLS (1000000) calls
 #   make lint     checkpatch (kernel and QEMU flavours) and sparse
-#   make install  libaccel's headers, libraries and pkg-config file, and
-#                 the tools, under PREFIX (/usr/local) and DESTDIR
+#   make install  libaccel's headers, libraries and pkg-config file, the
+#                 tools and their man pages, under PREFIX (/usr/local) and DESTDIR
 #   make deps     only install/fetch dependencies (tools/tessera-deps)
 #   make clean    remove build products but keep fetched dependencies
 #                 and the debug kernel
@@ -109,12 +109,12 @@ CONSUMER_PREFIX := $(B)/install
 CONSUMERS := $(B)/tests/vm/progs/consumer $(B)/tests/vm/progs/consumer-static
 TUTORIAL := $(B)/tests/vm/progs/tutorial
 
-.PHONY: all deps qemu module libaccel tests samples tools initramfs \
+.PHONY: all deps qemu module libaccel tests samples tools man initramfs \
 	check demo bench fuzz lint install clean distclean help \
 	debug-kernel debug-module debug-initramfs check-debug check-slices
 .DEFAULT_GOAL := all
 
-all: qemu module libaccel tests samples tools initramfs
+all: qemu module libaccel tests samples tools man initramfs
 
 help:
 	@sed -n '3,20s/^# \?//p' Makefile
@@ -215,10 +215,11 @@ DESTDIR ?=
 INCLUDEDIR := $(PREFIX)/include
 LIBDIR := $(PREFIX)/lib
 BINDIR := $(PREFIX)/bin
+MANDIR := $(PREFIX)/share/man
 
-install: libaccel tools
+install: libaccel tools man
 	install -d $(DESTDIR)$(INCLUDEDIR)/accel $(DESTDIR)$(INCLUDEDIR)/drm \
-		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR)
+		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 644 libaccel/include/accel/*.h $(DESTDIR)$(INCLUDEDIR)/accel/
 	install -m 644 uapi/drm/tessera_chip.h $(DESTDIR)$(INCLUDEDIR)/drm/
 	install -m 755 $(LIBACCEL_SO) $(DESTDIR)$(LIBDIR)/
@@ -229,6 +230,7 @@ install: libaccel tools
 		-e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(LIBACCEL_VERSION)|' \
 		libaccel/libaccel.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libaccel.pc
 	$(if $(TOOLS),install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/)
+	install -m 644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man1/
 
 # A program outside the tree, built the way a user builds one: against an
 # installation, through pkg-config only (shared and static).  It runs in
@@ -324,6 +326,17 @@ $(TOOLS): $(B)/bin/%: tools/%/$$*.c $$(wildcard tools/$$*/*.[ch]) $(LIBACCEL_SO)
 	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) $(JSONC_CFLAGS) -o $@ $(filter %.c,$^) \
 		-L$(B)/lib -laccel $(JSONC_LIBS) -lm
 
+# ---------------------------------------------------------------- man pages
+# One roff source per command in Documentation/man/, the version filled
+# in; tests/run-checks renders each and holds it to the command's --help.
+MAN_PAGES := $(patsubst Documentation/man/%,$(B)/man/man1/%,$(wildcard Documentation/man/*.1))
+
+man: $(MAN_PAGES)
+
+$(B)/man/man1/%.1: Documentation/man/%.1 libaccel/include/accel/common.h
+	@mkdir -p $(@D)
+	sed 's/@VERSION@/$(LIBACCEL_VERSION)/g' $< > $@
+
 # ---------------------------------------------------------------- guest
 initramfs: $(INITRAMFS)
 
@@ -392,7 +405,7 @@ lint: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
 
 # ---------------------------------------------------------------- clean
 clean:
-	rm -rf $(B)/obj $(B)/lib $(B)/bin $(B)/bench $(B)/tests $(B)/kmod $(B)/guest $(B)/logs \
+	rm -rf $(B)/obj $(B)/lib $(B)/bin $(B)/bench $(B)/tests $(B)/kmod $(B)/guest $(B)/logs $(B)/man \
 		$(B)/kmod-debug $(B)/kmod-plant
 	-ninja -C $(QEMU_BUILD) -t clean >/dev/null 2>&1
 
