@@ -5,6 +5,7 @@
 
 #include <accel/buffer.h>
 #include <accel/cmdbuf.h>
+#include <accel/collective.h>
 #include <accel/common.h>
 #include <accel/device.h>
 #include <accel/error.h>

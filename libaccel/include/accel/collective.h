@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Collectives: all-reduce, reduce-scatter and all-gather over the chips of
+ * a slice, chip to chip over ICI.
+ *
+ * A communicator spans every chip of the slice.  Each host process creates
+ * one over its own chips (the other hosts' processes create theirs) and
+ * makes the same collective calls in the same order; each call names one
+ * buffer per local chip.  The data moves only between chips: remote
+ * writes into the communicator's windows, semaphores, VPU reductions, no
+ * host copies.  Results are bit-identical on every chip and from run to
+ * run (Documentation/collectives.md says why, and what each call costs).
+ */
+#ifndef ACCEL_COLLECTIVE_H
+#define ACCEL_COLLECTIVE_H
+
+#include <stdint.h>
+
+#include <drm/tessera_chip.h>
+
+#include <accel/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct accel_device;
+struct accel_buffer;
+struct accel_comm;
+struct accel_coll;
+
+/** enum accel_coll_algo - how an all-reduce moves its data */
+enum accel_coll_algo {
+	/* One colour per dimension at once (the patent's multi-colour
+	 * pincer); on a 1-D slice, the bidirectional ring. */
+	ACCEL_COLL_PINCER = 0,
+	/* The dimensions one after the other, bidirectional rings: the
+	 * baseline the pincer is measured against. */
+	ACCEL_COLL_ONE_COLOUR = 1,
+};
+
+/** enum accel_reduce_op - how values from different chips combine */
+enum accel_reduce_op {
+	ACCEL_REDUCE_SUM = 1,
+	ACCEL_REDUCE_MAX,
+	ACCEL_REDUCE_MIN,
+};
+
+/** The window a communicator opens on each chip, unless told otherwise. */
+#define ACCEL_COMM_WINDOW_ID	200
+
+/**
+ * struct accel_comm_opts - how to set up a communicator; all zero is the
+ * default
+ * @algo: enum accel_coll_algo
+ * @window_id: the window to open on every chip (the same on all hosts);
+ *	0 for ACCEL_COMM_WINDOW_ID
+ * @key: the windows' key; 0 for $TESSERA_SLICE_KEY (hexadecimal, set by
+ *	tools/tessera-slice), or without it one derived from the slice id
+ *	(fine for a slice inside one VM)
+ * @slot_bytes: the most one message carries; 0 for 256 KiB; a multiple
+ *	of 8 from 4 KiB to 4 MiB
+ * @connect_timeout_ns: how long to wait for the neighbours' processes to
+ *	open their windows; 0 for 60 s
+ */
+struct accel_comm_opts {
+	enum accel_coll_algo algo;
+	uint32_t window_id;
+	uint64_t key;
+	uint64_t slot_bytes;
+	uint64_t connect_timeout_ns;
+};
+
+/**
+ * accel_comm_create() - a communicator over the slice of @devs.
+ * @devs: this process's chips of the slice, each opened once; the
+ *	communicator uses them until destroyed
+ * @count: entries in @devs, 1 to ACCEL_SLICE_MAX_LOCAL
+ * @opts: NULL for the defaults
+ *
+ * Opens the communicator's window on each chip and waits until every
+ * neighbour's window is open (each chip's neighbours along each
+ * dimension of the slice, on this host or another), up to
+ * @opts->connect_timeout_ns: ACCEL_ERR_TIMEOUT if one never is.
+ * ACCEL_ERR_INVALID_ARGUMENT if two of @devs are one chip or lie in
+ * different slices; ACCEL_ERR_NOT_SUPPORTED on chips without ICI or
+ * with a single queue; ACCEL_ERR_BUSY if the window id is taken.
+ */
+ACCEL_API int accel_comm_create(struct accel_device *const *devs,
+				unsigned int count,
+				const struct accel_comm_opts *opts,
+				struct accel_comm **comm);
+
+/**
+ * accel_comm_destroy() - wait for the communicator's collectives, tell
+ * the neighbours, wait until they are through with this chip's window
+ * (up to the connect timeout), close the windows.  NULL is allowed.
+ */
+ACCEL_API void accel_comm_destroy(struct accel_comm *comm);
+
+/** accel_comm_size() - the chips of the whole slice. */
+ACCEL_API unsigned int accel_comm_size(const struct accel_comm *comm);
+
+/**
+ * accel_comm_rank() - the slice index (x + X * (y + Y * z)) of local
+ * chip @i, the position of its block in reduce-scatter and all-gather.
+ */
+ACCEL_API unsigned int accel_comm_rank(const struct accel_comm *comm,
+				       unsigned int i);
+
+/**
+ * accel_comm_colours() - the colours an all-reduce of this communicator
+ * runs at once: one per dimension longer than 1, fewer if the chips have
+ * too few queues (two per colour), 1 for ACCEL_COLL_ONE_COLOUR.
+ */
+ACCEL_API unsigned int accel_comm_colours(const struct accel_comm *comm);
+
+/**
+ * accel_all_reduce() - every chip's @recv becomes the element-wise @op of
+ * every chip's @send.
+ * @send: per local chip, @count elements of @dtype at offset 0
+ * @recv: per local chip, room for @count elements; may be @send (in place)
+ * @dtype: TSR_DTYPE_F32, TSR_DTYPE_BF16 (added up in f32, rounded once)
+ *	or TSR_DTYPE_I32 (on chips with integer VPU operations)
+ * @coll: NULL to wait for the end, else the running collective (wait for
+ *	it with accel_coll_wait())
+ *
+ * Buffers must be in HBM.  Any @count >= 1.
+ */
+ACCEL_API int accel_all_reduce(struct accel_comm *comm,
+			       struct accel_buffer *const *send,
+			       struct accel_buffer *const *recv,
+			       uint64_t count, enum tsr_dtype dtype,
+			       enum accel_reduce_op op, struct accel_coll **coll);
+
+/**
+ * accel_reduce_scatter() - every chip's @recv (@count elements) becomes
+ * the @op over all chips of block accel_comm_rank() of their @send
+ * (@count times accel_comm_size() elements).
+ */
+ACCEL_API int accel_reduce_scatter(struct accel_comm *comm,
+				   struct accel_buffer *const *send,
+				   struct accel_buffer *const *recv,
+				   uint64_t count, enum tsr_dtype dtype,
+				   enum accel_reduce_op op,
+				   struct accel_coll **coll);
+
+/**
+ * accel_all_gather() - every chip's @recv (@count times accel_comm_size()
+ * elements) becomes all chips' @send (@count elements each), in rank
+ * order.
+ */
+ACCEL_API int accel_all_gather(struct accel_comm *comm,
+			       struct accel_buffer *const *send,
+			       struct accel_buffer *const *recv,
+			       uint64_t count, enum tsr_dtype dtype,
+			       struct accel_coll **coll);
+
+/**
+ * accel_coll_wait() - wait for a collective to end on every local chip.
+ *
+ * ACCEL_OK, ACCEL_ERR_TIMEOUT (still running), or the first failure of
+ * its jobs (ACCEL_ERR_LINK_DOWN, ACCEL_ERR_JOB_HUNG when a neighbour
+ * never answered, ...).  A collective that failed leaves the
+ * communicator unusable: destroy it.
+ */
+ACCEL_API int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns);
+
+/**
+ * accel_coll_cycles() - the collective's modeled time: the device clock
+ * from its first job's start to its last job's end, over the local
+ * chips; 0 until it has ended.
+ */
+ACCEL_API uint64_t accel_coll_cycles(struct accel_coll *coll);
+
+/** accel_coll_destroy() - free an ended collective; NULL is allowed. */
+ACCEL_API void accel_coll_destroy(struct accel_coll *coll);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_COLLECTIVE_H */

@@ -1,0 +1,976 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Collectives: coll_plan.c says what each chip does; this file turns a
+ * chip's plan into command buffers, one stream per hardware queue, and
+ * submits them.
+ *
+ * Each chip has one window, the same id and key on every chip:
+ *
+ *   0     data semaphores, one per channel: the previous chip's remote
+ *         write adds 1 once a message is in its slot
+ *   256   credit semaphores, one per channel: the next chip adds 1 each
+ *         time it has freed one of our messages' slots
+ *   512   the colours' two semaphores, where their streams meet
+ *   640   hello, 648 goodbye: neighbours add their greeting
+ *   4096  the slots: per channel, COMM_SLOTS of slot_bytes
+ *
+ * Semaphores only ever grow; the communicator counts, per channel, the
+ * messages sent and taken and, per colour, the meetings, so every call
+ * knows the values it waits for.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <accel/accel.h>
+#include <accel/collective.h>
+
+#include "coll_plan.h"
+#include "internal.h"
+
+#define COMM_SLOTS		2
+#define SEM_DATA(ch)		(8ull * (ch))
+#define SEM_CREDIT(ch)		(256 + 8ull * (ch))
+#define SEM_MEET(colour, s)	(512 + 16ull * (colour) + 8ull * (s))
+#define SEM_HELLO		640ull
+#define SEM_GOODBYE		648ull
+#define SLOTS_OFFSET		4096ull
+
+#define DEFAULT_SLOT_BYTES	(256ull << 10)
+#define MIN_SLOT_BYTES		(4ull << 10)
+#define MAX_SLOT_BYTES		(4ull << 20)
+#define DEFAULT_TIMEOUT_NS	(60ull * 1000 * 1000 * 1000)
+/* Commands per job: a job's run stays well inside the driver's hang timeout. */
+#define JOB_COMMANDS		192
+/* Elements per VPU, cast or copy command: a row of at most TSR_MAX_DIM. */
+#define MAX_RUN			TSR_MAX_DIM
+
+struct comm_chip {
+	struct accel_device *dev;
+	struct accel_buffer *window_buf;
+	struct accel_window *window;
+	uint32_t coords[COLL_DIMS];
+	uint32_t rank;
+	unsigned int neighbours;	/* (direction, dimension) pairs with one */
+	uint64_t sent[COLL_CHANNELS];
+	uint64_t taken[COLL_CHANNELS];
+	uint64_t met[COLL_MAX_COLOURS];	/* meetings of each colour so far */
+	struct accel_buffer *scratch;
+	uint64_t scratch_size;
+	struct accel_job *last[COLL_MAX_STREAMS];
+};
+
+struct accel_comm {
+	unsigned int count;
+	struct comm_chip chip[ACCEL_SLICE_MAX_LOCAL];
+	uint32_t dims[COLL_DIMS];
+	uint32_t wrap;
+	uint32_t chips;
+	unsigned int colours;
+	uint32_t window_id;
+	uint64_t key;
+	uint64_t slot_bytes;
+	uint64_t timeout_ns;
+	bool broken;
+};
+
+struct accel_coll {
+	unsigned int count, cap;
+	struct accel_job **jobs;
+	int result;
+	bool ended;
+	uint64_t cycles;
+};
+
+/* Where a virtual vector lives in a buffer. */
+enum layout {
+	LAYOUT_LINEAR,	/* element v at v */
+	LAYOUT_BLOCKS,	/* blocks in rank order, as coll_block_owner() says */
+	LAYOUT_OWNED,	/* only the chip's own blocks, colour after colour */
+};
+
+struct vmap {
+	struct accel_buffer *buf;
+	uint64_t base;		/* bytes */
+	enum tsr_dtype dtype;
+	uint32_t size;		/* bytes per element */
+	enum layout layout;
+};
+
+/* One chip's part of one collective, while its commands are written. */
+struct exec {
+	struct accel_comm *comm;
+	struct comm_chip *chip;
+	struct coll_params params;
+	struct coll_plan plan;
+	enum coll_kind kind;
+	enum tsr_vpu_op vpu_op;
+	uint64_t block;		/* elements per chip's block (not all-reduce) */
+	struct vmap in, acc, out, tmp;
+	struct accel_cmdbuf *cb;
+	unsigned int stream;
+	struct accel_coll *coll;
+};
+
+/* ------------------------------------------------------------ layouts */
+
+static unsigned int colour_of(const struct coll_plan *plan, uint64_t v)
+{
+	unsigned int k;
+
+	for (k = 0; k + 1 < plan->colours; k++) {
+		if (v < plan->part_start[k + 1])
+			break;
+	}
+	return k;
+}
+
+/*
+ * The element of @m's buffer holding virtual element @v, and in @run how
+ * many elements from there on are contiguous.
+ */
+static uint64_t vmap_index(const struct exec *x, const struct vmap *m,
+			   uint64_t v, uint64_t *run)
+{
+	const struct coll_plan *plan = &x->plan;
+	unsigned int k = colour_of(plan, v);
+	uint64_t part = coll_split(x->block, plan->colours, k);
+	uint64_t per, off;
+
+	switch (m->layout) {
+	case LAYOUT_BLOCKS:
+		per = plan->part_len[k] / x->comm->chips;
+		off = v - plan->part_start[k];
+		*run = per - off % per;
+		return (uint64_t)coll_block_owner(&x->params, plan, k, off / per) *
+		       x->block + part + off % per;
+	case LAYOUT_OWNED:
+		*run = plan->owned_start[k] + plan->owned_len[k] - v;
+		return part + v - plan->owned_start[k];
+	default:
+		*run = UINT64_MAX;
+		return v;
+	}
+}
+
+static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t m = a < b ? a : b;
+
+	return m < c ? m : c;
+}
+
+static struct accel_tensor row(struct accel_buffer *buf, uint64_t offset,
+			       uint64_t n, enum tsr_dtype dtype)
+{
+	return (struct accel_tensor){
+		.buffer = buf, .offset = offset, .rows = 1, .cols = (uint32_t)n,
+		.stride = (uint32_t)n, .dtype = dtype,
+	};
+}
+
+/* ----------------------------------------------------------- commands */
+
+static uint64_t slot_offset(const struct accel_comm *comm, unsigned int ch,
+			    uint64_t m)
+{
+	return SLOTS_OFFSET + (ch * COMM_SLOTS + coll_slot(m, COMM_SLOTS)) *
+			      comm->slot_bytes;
+}
+
+/* The chip next to @chip along @dim in direction @dir. */
+static struct accel_coords neighbour(const struct accel_comm *comm,
+				     const struct comm_chip *chip,
+				     unsigned int dim, unsigned int dir)
+{
+	struct accel_coords c;
+	uint32_t n = comm->dims[dim];
+	unsigned int d;
+
+	for (d = 0; d < COLL_DIMS; d++)
+		c.c[d] = (uint8_t)chip->coords[d];
+	c.c[dim] = (uint8_t)(dir == COLL_PLUS ? (chip->coords[dim] + 1) % n :
+				(chip->coords[dim] + n - 1) % n);
+	return c;
+}
+
+/*
+ * The streams of a chip share its buffers and order their use with
+ * semaphores: implicit synchronisation would make one stream's job wait
+ * for another's end, which may wait for the first.  Earlier writers of
+ * the input are still waited for.
+ */
+static int explicit_buffers(struct exec *x)
+{
+	struct accel_buffer *bufs[] = {
+		x->chip->window_buf, x->in.buf, x->out.buf, x->chip->scratch,
+	};
+	unsigned int i;
+	int ret = ACCEL_OK;
+
+	for (i = 0; i < 4 && !ret; i++) {
+		if (bufs[i])
+			ret = accel_cmdbuf_use_buffer(x->cb, bufs[i],
+						      ACCEL_USE_EXPLICIT);
+	}
+	return ret;
+}
+
+/* Submit what the stream has so far as a job on its queue. */
+static int flush(struct exec *x)
+{
+	struct accel_submit_opts opts = { .queue = x->stream };
+	struct accel_coll *coll = x->coll;
+	struct accel_job *job;
+	int ret;
+
+	if (!accel_cmdbuf_count(x->cb))
+		return ACCEL_OK;
+	if (coll->count == coll->cap) {
+		unsigned int cap = coll->cap ? 2 * coll->cap : 16;
+		struct accel_job **jobs = realloc(coll->jobs, cap * sizeof(*jobs));
+
+		if (!jobs)
+			return ACCEL_ERR_NO_MEMORY;
+		coll->jobs = jobs;
+		coll->cap = cap;
+	}
+	ret = accel_submit(x->chip->dev, x->cb, &opts, &job);
+	if (ret)
+		return ret;
+	coll->jobs[coll->count++] = job;
+	accel_cmdbuf_reset(x->cb);
+	return explicit_buffers(x);
+}
+
+static int room(struct exec *x)
+{
+	return accel_cmdbuf_count(x->cb) >= JOB_COMMANDS ? flush(x) : ACCEL_OK;
+}
+
+/* @n elements from @src to @dst (byte offsets): a copy, or a cast. */
+static int move(struct exec *x, const struct vmap *dst, uint64_t dst_off,
+		const struct vmap *src, uint64_t src_off, uint64_t n)
+{
+	struct accel_tensor in, out;
+
+	if (dst->buf == src->buf && dst_off == src_off && dst->dtype == src->dtype)
+		return ACCEL_OK;
+	if (dst->dtype == src->dtype)
+		return accel_cmdbuf_copy(x->cb, dst->buf, dst_off, src->buf,
+					 src_off, (uint32_t)(n * dst->size));
+	in = row(src->buf, src_off, n, src->dtype);
+	out = row(dst->buf, dst_off, n, dst->dtype);
+	return accel_cmdbuf_cast(x->cb, &in, &out);
+}
+
+/* @dst = @src over [@v, @v + @len), run by contiguous run. */
+static int transfer(struct exec *x, const struct vmap *dst,
+		    const struct vmap *src, uint64_t v, uint64_t len)
+{
+	while (len) {
+		uint64_t rd, rs, di = vmap_index(x, dst, v, &rd);
+		uint64_t si = vmap_index(x, src, v, &rs);
+		uint64_t n = min3(min3(rd, rs, len), MAX_RUN, UINT64_MAX);
+		int ret = room(x);
+
+		if (!ret)
+			ret = move(x, dst, dst->base + di * dst->size, src,
+				   src->base + si * src->size, n);
+		if (ret)
+			return ret;
+		v += n;
+		len -= n;
+	}
+	return ACCEL_OK;
+}
+
+/* ACC = ACC (op) what lies at @b (bytes into @bm's buffer), linearly. */
+static int reduce(struct exec *x, uint64_t v, uint64_t len,
+		  struct accel_buffer *b, uint64_t b_off)
+{
+	while (len) {
+		uint64_t run, i = vmap_index(x, &x->acc, v, &run);
+		uint64_t n = min3(run, len, MAX_RUN);
+		uint64_t off = x->acc.base + i * x->acc.size;
+		struct accel_tensor acc = row(x->acc.buf, off, n, x->acc.dtype);
+		struct accel_tensor other = row(b, b_off, n, x->acc.dtype);
+		int ret = room(x);
+
+		if (!ret)
+			ret = accel_cmdbuf_vpu(x->cb, x->vpu_op, &acc, &other,
+					       NULL, &acc);
+		if (ret)
+			return ret;
+		v += n;
+		len -= n;
+		b_off += n * x->acc.size;
+	}
+	return ACCEL_OK;
+}
+
+static const struct vmap *vmap_of(const struct exec *x, unsigned int buf)
+{
+	return buf == COLL_ACC ? &x->acc : buf == COLL_OUT ? &x->out : &x->tmp;
+}
+
+static int op_send(struct exec *x, const struct coll_op *op)
+{
+	struct accel_comm *comm = x->comm;
+	unsigned int ch = coll_channel(x->plan.stream[x->stream].colour,
+				       op->dir, op->dim);
+	uint64_t m = x->chip->sent[ch]++, need = coll_credit_needed(m, COMM_SLOTS);
+	const struct vmap *src = vmap_of(x, op->buf);
+	struct accel_ici_write w = {
+		.dst = neighbour(comm, x->chip, op->dim, op->dir),
+		.window = comm->window_id, .key = comm->key,
+		.src_buffer = src->buf, .offset = slot_offset(comm, ch, m),
+		.rows = 1,
+	};
+	uint64_t v = op->start, len = op->len;
+	int ret = room(x);
+
+	if (!ret && need)
+		ret = accel_cmdbuf_sem_wait(x->cb, x->chip->window_buf,
+					    SEM_CREDIT(ch), need);
+	while (!ret && len) {
+		uint64_t run, i = vmap_index(x, src, v, &run);
+		uint64_t n = run < len ? run : len;
+
+		w.src_offset = src->base + i * src->size;
+		w.row_bytes = (uint32_t)(n * src->size);
+		if (n == len) {
+			w.flags = TSR_ICI_WRITE_SEM;
+			w.sem_offset = SEM_DATA(ch);
+			w.sem_add = 1;
+		}
+		ret = room(x);
+		if (!ret)
+			ret = accel_cmdbuf_ici_write(x->cb, &w);
+		w.offset += w.row_bytes;
+		v += n;
+		len -= n;
+	}
+	return ret;
+}
+
+static int op_receive(struct exec *x, const struct coll_op *op)
+{
+	struct accel_comm *comm = x->comm;
+	unsigned int ch = coll_channel(x->plan.stream[x->stream].colour,
+				       op->dir, op->dim);
+	uint64_t m = x->chip->taken[ch]++, slot = slot_offset(comm, ch, m);
+	struct vmap msg = *vmap_of(x, op->buf);
+	int ret = room(x);
+
+	if (!ret)
+		ret = accel_cmdbuf_sem_wait(x->cb, x->chip->window_buf,
+					    SEM_DATA(ch), m + 1);
+	if (!ret && op->kind == COLL_OP_RECV_REDUCE) {
+		ret = reduce(x, op->start, op->len, x->chip->window_buf, slot);
+	} else if (!ret) {
+		/* The message, seen as a linear vector starting at op->start. */
+		msg.buf = x->chip->window_buf;
+		msg.base = slot - op->start * msg.size;
+		msg.layout = LAYOUT_LINEAR;
+		ret = transfer(x, vmap_of(x, op->buf), &msg, op->start, op->len);
+	}
+	if (!ret)
+		ret = room(x);
+	if (!ret)
+		ret = accel_cmdbuf_ici_sem_inc(x->cb,
+					       neighbour(comm, x->chip, op->dim,
+							 !op->dir),
+					       comm->window_id, comm->key,
+					       SEM_CREDIT(ch), 1);
+	return ret;
+}
+
+static int op_meet(struct exec *x, const struct coll_op *op)
+{
+	unsigned int colour = x->plan.stream[x->stream].colour;
+	int ret = room(x);
+
+	if (ret)
+		return ret;
+	if (op->kind == COLL_OP_SIGNAL)
+		return accel_cmdbuf_sem_inc(x->cb, x->chip->window_buf,
+					    SEM_MEET(colour, op->sem), 1);
+	return accel_cmdbuf_sem_wait(x->cb, x->chip->window_buf,
+				     SEM_MEET(colour, op->sem),
+				     x->chip->met[colour] + op->value);
+}
+
+static int run_op(struct exec *x, const struct coll_op *op)
+{
+	switch (op->kind) {
+	case COLL_OP_INIT:
+		return transfer(x, vmap_of(x, op->buf), &x->in, op->start, op->len);
+	case COLL_OP_SEND:
+		return op_send(x, op);
+	case COLL_OP_RECV_REDUCE:
+	case COLL_OP_RECV_COPY:
+		return op_receive(x, op);
+	case COLL_OP_REDUCE_LOCAL:
+		return reduce(x, op->start, op->len, x->tmp.buf,
+			      x->tmp.base + op->start * x->tmp.size);
+	case COLL_OP_FINISH:
+		return transfer(x, &x->out, &x->acc, op->start, op->len);
+	default:
+		return op_meet(x, op);
+	}
+}
+
+/* ------------------------------------------------------ one collective */
+
+struct call {
+	enum coll_kind kind;
+	struct accel_buffer *const *send;
+	struct accel_buffer *const *recv;
+	uint64_t count;		/* the caller's count */
+	enum tsr_dtype dtype;
+	enum accel_reduce_op op;
+};
+
+static enum tsr_dtype acc_dtype(enum tsr_dtype dtype)
+{
+	return dtype == TSR_DTYPE_BF16 ? TSR_DTYPE_F32 : dtype;
+}
+
+/* Scratch of at least @size bytes on @chip. */
+static int scratch(struct comm_chip *chip, uint64_t size)
+{
+	int ret;
+
+	if (chip->scratch_size >= size)
+		return ACCEL_OK;
+	/* Jobs still using the old one hold it until they end. */
+	accel_buffer_destroy(chip->scratch);
+	chip->scratch = NULL;
+	chip->scratch_size = 0;
+	ret = accel_buffer_create(chip->dev, size, ACCEL_PLACEMENT_HBM,
+				  &chip->scratch);
+	if (!ret)
+		chip->scratch_size = size;
+	return ret;
+}
+
+/*
+ * Where this call's vectors live on chip @i: ACC in the caller's output
+ * when it can be, else in scratch; TMP in scratch.
+ */
+static int place(struct exec *x, const struct call *c, unsigned int i)
+{
+	uint32_t size = tsr_dtype_size(c->dtype);
+	enum tsr_dtype acc = acc_dtype(c->dtype);
+	uint64_t vcount = x->params.count, acc_bytes = 0;
+	bool acc_in_out = c->kind == COLL_ALL_REDUCE && acc == c->dtype;
+	int ret;
+
+	x->in = (struct vmap){ c->send[i], 0, c->dtype, size, LAYOUT_LINEAR };
+	x->out = (struct vmap){ c->recv[i], 0, c->dtype, size, LAYOUT_LINEAR };
+	if (c->kind == COLL_REDUCE_SCATTER) {
+		x->in.layout = LAYOUT_BLOCKS;
+		x->out.layout = LAYOUT_OWNED;
+	} else if (c->kind == COLL_ALL_GATHER) {
+		x->in.layout = LAYOUT_OWNED;
+		x->out.layout = LAYOUT_BLOCKS;
+	}
+	if (c->kind == COLL_ALL_GATHER)
+		return ACCEL_OK;
+	if (!acc_in_out)
+		acc_bytes = vcount * tsr_dtype_size(acc);
+	ret = scratch(x->chip, acc_bytes + vcount * tsr_dtype_size(acc));
+	if (ret)
+		return ret;
+	x->acc = acc_in_out ? x->out :
+		 (struct vmap){ x->chip->scratch, 0, acc, tsr_dtype_size(acc),
+				LAYOUT_LINEAR };
+	x->tmp = (struct vmap){ x->chip->scratch, acc_bytes, acc,
+				tsr_dtype_size(acc), LAYOUT_LINEAR };
+	return ACCEL_OK;
+}
+
+/* Write and submit chip @i's streams of the call. */
+static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
+		 struct accel_coll *coll)
+{
+	static const enum tsr_vpu_op vpu[] = {
+		[ACCEL_REDUCE_SUM] = TSR_VPU_ADD,
+		[ACCEL_REDUCE_MAX] = TSR_VPU_MAX,
+		[ACCEL_REDUCE_MIN] = TSR_VPU_MIN,
+	};
+	struct comm_chip *chip = &comm->chip[i];
+	struct exec x = {
+		.comm = comm, .chip = chip, .kind = c->kind, .coll = coll,
+		.vpu_op = vpu[c->kind == COLL_ALL_GATHER ? ACCEL_REDUCE_SUM : c->op],
+		.block = c->kind == COLL_ALL_REDUCE ? 0 : c->count,
+	};
+	unsigned int k, s;
+	size_t o;
+	int ret;
+
+	x.params = (struct coll_params){
+		.dims = { comm->dims[0], comm->dims[1], comm->dims[2] },
+		.wrap = comm->wrap,
+		.coords = { chip->coords[0], chip->coords[1], chip->coords[2] },
+		.kind = c->kind, .colours = comm->colours,
+		.count = c->kind == COLL_ALL_REDUCE ? c->count : c->count * comm->chips,
+		.acc_piece = comm->slot_bytes / tsr_dtype_size(acc_dtype(c->dtype)),
+		.out_piece = comm->slot_bytes / tsr_dtype_size(c->dtype),
+	};
+	ret = coll_plan_build(&x.params, &x.plan);
+	if (ret)
+		return ret == -ENOMEM ? ACCEL_ERR_NO_MEMORY : ACCEL_ERR_INVALID_ARGUMENT;
+	ret = place(&x, c, i);
+	if (!ret)
+		ret = accel_cmdbuf_create(chip->dev, &x.cb);
+	if (!ret)
+		ret = explicit_buffers(&x);
+	for (s = 0; !ret && s < x.plan.streams; s++) {
+		x.stream = s;
+		for (o = 0; !ret && o < x.plan.stream[s].count; o++)
+			ret = run_op(&x, &x.plan.stream[s].ops[o]);
+		if (!ret)
+			ret = flush(&x);
+	}
+	for (k = 0; !ret && k < x.plan.colours; k++)
+		chip->met[k] += x.plan.barriers[k];
+	accel_cmdbuf_destroy(x.cb);
+	coll_plan_free(&x.plan);
+	return ret;
+}
+
+static bool in_hbm(struct accel_buffer *buf, uint64_t bytes)
+{
+	return buf && accel_buffer_placement(buf) == ACCEL_PLACEMENT_HBM &&
+	       accel_buffer_size(buf) >= bytes;
+}
+
+static int check_call(const struct accel_comm *comm, const struct call *c)
+{
+	uint32_t size = tsr_dtype_size(c->dtype);
+	uint64_t in = c->count, out = c->count;
+	unsigned int i;
+
+	if (!comm || !c->send || !c->recv || !c->count)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (comm->broken)
+		return ACCEL_ERR_CANCELED;
+	if (c->dtype != TSR_DTYPE_F32 && c->dtype != TSR_DTYPE_BF16)
+		return ACCEL_ERR_BAD_DTYPE;
+	if (c->kind != COLL_ALL_GATHER &&
+	    (c->op < ACCEL_REDUCE_SUM || c->op > ACCEL_REDUCE_MIN))
+		return ACCEL_ERR_BAD_OP;
+	if (c->kind == COLL_REDUCE_SCATTER)
+		in *= comm->chips;
+	else if (c->kind == COLL_ALL_GATHER)
+		out *= comm->chips;
+	if (in > TSR_MAX_ELEMENTS || out > TSR_MAX_ELEMENTS)
+		return ACCEL_ERR_TOO_LARGE;
+	for (i = 0; i < comm->count; i++) {
+		if (!in_hbm(c->send[i], in * size) || !in_hbm(c->recv[i], out * size))
+			return ACCEL_ERR_OUT_OF_BOUNDS;
+		if (c->kind != COLL_ALL_REDUCE && c->send[i] == c->recv[i])
+			return ACCEL_ERR_INVALID_ARGUMENT;
+	}
+	return ACCEL_OK;
+}
+
+static int collective(struct accel_comm *comm, const struct call *c,
+		      struct accel_coll **out)
+{
+	struct accel_coll *coll;
+	unsigned int i;
+	int ret = check_call(comm, c);
+
+	if (ret)
+		return ret;
+	coll = calloc(1, sizeof(*coll));
+	if (!coll)
+		return ACCEL_ERR_NO_MEMORY;
+	for (i = 0; !ret && i < comm->count; i++)
+		ret = issue(comm, c, i, coll);
+	if (ret && coll->count)
+		comm->broken = true;	/* the other chips wait for the rest */
+	if (ret || !out) {
+		int waited = coll->count ? accel_coll_wait(coll, ACCEL_TIMEOUT_INFINITE) : 0;
+
+		accel_coll_destroy(coll);
+		return ret ? ret : waited;
+	}
+	*out = coll;
+	return ACCEL_OK;
+}
+
+int accel_all_reduce(struct accel_comm *comm, struct accel_buffer *const *send,
+		     struct accel_buffer *const *recv, uint64_t count,
+		     enum tsr_dtype dtype, enum accel_reduce_op op,
+		     struct accel_coll **coll)
+{
+	struct call c = { COLL_ALL_REDUCE, send, recv, count, dtype, op };
+
+	return collective(comm, &c, coll);
+}
+
+int accel_reduce_scatter(struct accel_comm *comm,
+			 struct accel_buffer *const *send,
+			 struct accel_buffer *const *recv, uint64_t count,
+			 enum tsr_dtype dtype, enum accel_reduce_op op,
+			 struct accel_coll **coll)
+{
+	struct call c = { COLL_REDUCE_SCATTER, send, recv, count, dtype, op };
+
+	return collective(comm, &c, coll);
+}
+
+int accel_all_gather(struct accel_comm *comm, struct accel_buffer *const *send,
+		     struct accel_buffer *const *recv, uint64_t count,
+		     enum tsr_dtype dtype, struct accel_coll **coll)
+{
+	struct call c = { COLL_ALL_GATHER, send, recv, count, dtype, 0 };
+
+	return collective(comm, &c, coll);
+}
+
+int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+	unsigned int i;
+
+	if (!coll)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	for (i = 0; i < coll->count && !coll->ended; i++) {
+		struct accel_job_status st;
+		int ret = accel_job_wait(coll->jobs[i], timeout_ns);
+
+		if (ret == ACCEL_ERR_TIMEOUT)
+			return ret;
+		if (ret && !coll->result)
+			coll->result = ret;
+		if (!accel_job_status(coll->jobs[i], &st)) {
+			first = st.start_cycle < first ? st.start_cycle : first;
+			last = st.end_cycle > last ? st.end_cycle : last;
+		}
+	}
+	if (!coll->ended) {
+		coll->ended = true;
+		coll->cycles = last > first ? last - first : 0;
+	}
+	return coll->result;
+}
+
+uint64_t accel_coll_cycles(struct accel_coll *coll)
+{
+	return coll && coll->ended ? coll->cycles : 0;
+}
+
+void accel_coll_destroy(struct accel_coll *coll)
+{
+	unsigned int i;
+
+	if (!coll)
+		return;
+	for (i = 0; i < coll->count; i++)
+		accel_job_destroy(coll->jobs[i]);
+	free(coll->jobs);
+	free(coll);
+}
+
+/* ------------------------------------------------------- communicator */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void pause_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000l };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Run @cb on @chip's queue 0 and wait for it. */
+static int run_now(struct comm_chip *chip, struct accel_cmdbuf *cb,
+		   uint64_t timeout_ns)
+{
+	struct accel_job *job;
+	int ret = accel_submit(chip->dev, cb, NULL, &job);
+
+	if (ret)
+		return ret;
+	ret = accel_job_wait(job, timeout_ns);
+	accel_job_destroy(job);
+	return ret;
+}
+
+/*
+ * Add 1 to the semaphore at @sem of each neighbour's window.  A
+ * neighbour whose process has not opened its window yet refuses: ask
+ * again until the deadline (there is no event to wait for on another
+ * host).
+ */
+static int greet(struct accel_comm *comm, struct comm_chip *chip,
+		 uint64_t sem, uint64_t deadline)
+{
+	unsigned int dim, dir;
+	unsigned int pause = 1;
+	int ret = ACCEL_OK;
+
+	for (dim = 0; dim < COLL_DIMS && !ret; dim++) {
+		for (dir = 0; dir < COLL_DIRS && !ret; dir++) {
+			struct accel_cmdbuf *cb;
+
+			if (comm->dims[dim] < 2 ||
+			    (!(comm->wrap & 1u << dim) &&
+			     chip->coords[dim] == (dir == COLL_PLUS ? comm->dims[dim] - 1 : 0)))
+				continue;
+			ret = accel_cmdbuf_create(chip->dev, &cb);
+			if (!ret)
+				ret = accel_cmdbuf_ici_sem_inc(cb,
+							       neighbour(comm, chip, dim, dir),
+							       comm->window_id, comm->key, sem, 1);
+			while (!ret) {
+				ret = run_now(chip, cb, comm->timeout_ns);
+				if (ret != ACCEL_ERR_REMOTE_ACCESS || now_ns() > deadline)
+					break;
+				pause_ms(pause);
+				pause = pause < 64 ? 2 * pause : pause;
+				ret = ACCEL_OK;
+			}
+			accel_cmdbuf_destroy(cb);
+		}
+	}
+	return ret == ACCEL_ERR_REMOTE_ACCESS ? ACCEL_ERR_TIMEOUT : ret;
+}
+
+/* Wait until every neighbour of @chip has greeted it at @sem @times times. */
+static int await_greetings(struct comm_chip *chip, uint64_t sem,
+			   uint64_t times, uint64_t deadline)
+{
+	unsigned int pause = 1;
+	uint64_t value = 0;
+	int ret;
+
+	for (;;) {
+		ret = accel_buffer_download(chip->window_buf, sem, &value,
+					    sizeof(value));
+		if (ret || value >= times * chip->neighbours)
+			return ret;
+		if (now_ns() > deadline)
+			return ACCEL_ERR_TIMEOUT;
+		pause_ms(pause);
+		pause = pause < 64 ? 2 * pause : pause;
+	}
+}
+
+static unsigned int count_neighbours(const struct accel_comm *comm,
+				     const struct comm_chip *chip)
+{
+	unsigned int dim, n = 0;
+
+	for (dim = 0; dim < COLL_DIMS; dim++) {
+		if (comm->dims[dim] < 2)
+			continue;
+		if (comm->wrap & 1u << dim)
+			n += 2;
+		else
+			n += (chip->coords[dim] > 0) + (chip->coords[dim] + 1 < comm->dims[dim]);
+	}
+	return n;
+}
+
+static int slice_key(const struct accel_comm_opts *opts, uint32_t slice_id,
+		     uint64_t *key)
+{
+	const char *env = getenv("TESSERA_SLICE_KEY");
+	char *end;
+
+	if (opts && opts->key) {
+		*key = opts->key;
+		return ACCEL_OK;
+	}
+	if (env && *env) {
+		*key = strtoull(env, &end, 16);
+		return *end || !*key ? ACCEL_ERR_INVALID_ARGUMENT : ACCEL_OK;
+	}
+	*key = 0x7e55e7a000000000ull | slice_id;
+	return ACCEL_OK;
+}
+
+static int open_chip(struct accel_comm *comm, struct comm_chip *chip,
+		     const struct accel_device_info *info)
+{
+	struct accel_window_opts wo = {
+		.flags = ACCEL_WINDOW_FIXED_ID | ACCEL_WINDOW_FIXED_KEY,
+		.id = comm->window_id, .key = comm->key,
+	};
+	uint64_t size = SLOTS_OFFSET + COLL_CHANNELS * COMM_SLOTS * comm->slot_bytes;
+	unsigned int d;
+	int ret;
+
+	for (d = 0; d < COLL_DIMS; d++)
+		chip->coords[d] = info->coords[d];
+	chip->rank = info->slice_index;
+	chip->neighbours = count_neighbours(comm, chip);
+	ret = accel_buffer_create(chip->dev, size, ACCEL_PLACEMENT_HBM,
+				  &chip->window_buf);
+	if (!ret) {
+		struct accel_cmdbuf *cb;
+
+		/* Semaphores start at zero, whatever the memory held. */
+		ret = accel_cmdbuf_create(chip->dev, &cb);
+		if (!ret)
+			ret = accel_cmdbuf_fill(cb, chip->window_buf, 0, 0,
+						SLOTS_OFFSET);
+		if (!ret)
+			ret = run_now(chip, cb, comm->timeout_ns);
+		accel_cmdbuf_destroy(cb);
+	}
+	if (!ret)
+		ret = accel_window_open(chip->dev, chip->window_buf, 0, size,
+					ACCEL_WINDOW_WRITE, &wo, &chip->window);
+	return ret;
+}
+
+static int check_devices(struct accel_comm *comm, struct accel_device *const *devs,
+			 unsigned int count, struct accel_device_info *info)
+{
+	unsigned int i, j, queues = TSR_MAX_QUEUES;
+
+	for (i = 0; i < count; i++) {
+		int ret;
+
+		if (!devs[i])
+			return ACCEL_ERR_INVALID_ARGUMENT;
+		ret = accel_device_get_info(devs[i], &info[i]);
+		if (ret)
+			return ret;
+		if (!(info[i].caps & TSR_CAP_ICI) || info[i].num_queues < 2)
+			return ACCEL_ERR_NOT_SUPPORTED;
+		queues = info[i].num_queues < queues ? info[i].num_queues : queues;
+		for (j = 0; j < i; j++) {
+			if (info[j].slice_id != info[i].slice_id ||
+			    memcmp(info[j].topology, info[i].topology,
+				   sizeof(info[i].topology)) ||
+			    info[j].slice_index == info[i].slice_index)
+				return ACCEL_ERR_INVALID_ARGUMENT;
+		}
+	}
+	memcpy(comm->dims, info[0].topology, sizeof(comm->dims));
+	comm->wrap = info[0].wrap;
+	comm->chips = info[0].slice_chips;
+	comm->colours = queues / 2 < COLL_MAX_COLOURS ? queues / 2 : COLL_MAX_COLOURS;
+	return ACCEL_OK;
+}
+
+static int apply_opts(struct accel_comm *comm, const struct accel_comm_opts *opts)
+{
+	comm->window_id = ACCEL_COMM_WINDOW_ID;
+	comm->slot_bytes = DEFAULT_SLOT_BYTES;
+	comm->timeout_ns = DEFAULT_TIMEOUT_NS;
+	if (!opts)
+		return ACCEL_OK;
+	if (opts->algo != ACCEL_COLL_PINCER && opts->algo != ACCEL_COLL_ONE_COLOUR)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (opts->algo == ACCEL_COLL_ONE_COLOUR)
+		comm->colours = 1;
+	if (opts->window_id)
+		comm->window_id = opts->window_id;
+	if (opts->slot_bytes) {
+		if (opts->slot_bytes % 8 || opts->slot_bytes < MIN_SLOT_BYTES ||
+		    opts->slot_bytes > MAX_SLOT_BYTES)
+			return ACCEL_ERR_INVALID_ARGUMENT;
+		comm->slot_bytes = opts->slot_bytes;
+	}
+	if (opts->connect_timeout_ns)
+		comm->timeout_ns = opts->connect_timeout_ns;
+	return ACCEL_OK;
+}
+
+int accel_comm_create(struct accel_device *const *devs, unsigned int count,
+		      const struct accel_comm_opts *opts, struct accel_comm **out)
+{
+	struct accel_device_info info[ACCEL_SLICE_MAX_LOCAL];
+	struct accel_comm *comm;
+	uint64_t deadline;
+	unsigned int i;
+	int ret;
+
+	if (!devs || !out || !count || count > ACCEL_SLICE_MAX_LOCAL)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	comm = calloc(1, sizeof(*comm));
+	if (!comm)
+		return ACCEL_ERR_NO_MEMORY;
+	ret = check_devices(comm, devs, count, info);
+	if (!ret)
+		ret = apply_opts(comm, opts);
+	if (!ret)
+		ret = slice_key(opts, info[0].slice_id, &comm->key);
+	if (!ret && comm->window_id >= info[0].max_windows)
+		ret = ACCEL_ERR_INVALID_ARGUMENT;
+	for (i = 0; !ret && i < count; i++) {
+		comm->chip[i].dev = devs[i];
+		comm->count++;
+		ret = open_chip(comm, &comm->chip[i], &info[i]);
+	}
+	deadline = now_ns() + comm->timeout_ns;
+	for (i = 0; !ret && i < count; i++)
+		ret = greet(comm, &comm->chip[i], SEM_HELLO, deadline);
+	for (i = 0; !ret && i < count; i++)
+		ret = await_greetings(&comm->chip[i], SEM_HELLO, 1, deadline);
+	if (ret) {
+		comm->broken = true;
+		accel_comm_destroy(comm);
+		return ret;
+	}
+	*out = comm;
+	return ACCEL_OK;
+}
+
+void accel_comm_destroy(struct accel_comm *comm)
+{
+	uint64_t deadline;
+	unsigned int i;
+	int ret = ACCEL_OK;
+
+	if (!comm)
+		return;
+	/*
+	 * Every job this chip's neighbours send here comes before their
+	 * goodbye, so once all have said it the windows can close.
+	 */
+	deadline = now_ns() + comm->timeout_ns;
+	for (i = 0; !comm->broken && !ret && i < comm->count; i++)
+		ret = greet(comm, &comm->chip[i], SEM_GOODBYE, deadline);
+	for (i = 0; !comm->broken && !ret && i < comm->count; i++)
+		ret = await_greetings(&comm->chip[i], SEM_GOODBYE, 1, deadline);
+	for (i = 0; i < comm->count; i++) {
+		struct comm_chip *chip = &comm->chip[i];
+
+		accel_window_close(chip->window);
+		accel_buffer_destroy(chip->window_buf);
+		accel_buffer_destroy(chip->scratch);
+	}
+	free(comm);
+}
+
+unsigned int accel_comm_size(const struct accel_comm *comm)
+{
+	return comm ? comm->chips : 0;
+}
+
+unsigned int accel_comm_rank(const struct accel_comm *comm, unsigned int i)
+{
+	return comm && i < comm->count ? comm->chip[i].rank : 0;
+}
+
+unsigned int accel_comm_colours(const struct accel_comm *comm)
+{
+	return comm ? comm->colours : 0;
+}
+

@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libaccel's collectives on a slice: all-reduce, reduce-scatter and
+ * all-gather of every type and operation, of 1, odd, prime and large
+ * counts, compared bit for bit with the CPU's answer; the baseline
+ * algorithm against the pincer; what a bad call gets.
+ *
+ * Runs in a VM booted with tessera-vm --topology (the "ici" suite of
+ * tests/run-checks) and, with the slice split across VMs, in every VM at
+ * once: each test's communicator spans the whole slice, so the VMs' tests
+ * meet test by test.  Each test opens its communicator with a window id
+ * of its own, so a VM ahead never greets a test the other has finished.
+ * The data are small integers, so sums are exact in f32 and in bf16 and
+ * comparing bits is meaningful.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#include "kselftest_harness.h"
+#include "libaccel_util.h"
+#include "tessera_util.h"
+
+#include <accel/accel.h>
+
+#define MAX_CHIPS 16
+#define WINDOW_BASE 200
+
+FIXTURE(coll) {
+	struct accel_device *dev[MAX_CHIPS];
+	unsigned int n;
+	struct accel_comm *comm;
+	unsigned int size;
+	struct leak_snapshot leaks;
+};
+
+static int open_comm(FIXTURE_DATA(coll) *self, uint32_t window,
+		     enum accel_coll_algo algo)
+{
+	struct accel_comm_opts opts = { .algo = algo, .window_id = window };
+
+	accel_comm_destroy(self->comm);
+	self->comm = NULL;
+	return accel_comm_create(self->dev, self->n, &opts, &self->comm);
+}
+
+FIXTURE_SETUP(coll)
+{
+	struct accel_device_info info;
+	unsigned int i;
+
+	ASSERT_EQ(ACCEL_OK, accel_device_count(&self->n));
+	ASSERT_GE(MAX_CHIPS, self->n);
+	for (i = 0; i < self->n; i++) {
+		ASSERT_EQ(ACCEL_OK, accel_device_open(i, &self->dev[i]));
+		ASSERT_EQ(ACCEL_OK, accel_device_get_info(self->dev[i], &info));
+		if (!info.ports_wired)
+			SKIP(return, "chip %u has no links: boot the VM with tessera-vm --topology",
+			     i);
+	}
+	leak_snapshot(self->dev[0], &self->leaks);
+}
+
+FIXTURE_TEARDOWN(coll)
+{
+	unsigned int i;
+
+	accel_comm_destroy(self->comm);
+	if (self->dev[0])
+		leak_expect_none(_metadata, self->dev[0], &self->leaks);
+	for (i = 0; i < self->n; i++)
+		accel_device_close(self->dev[i]);
+}
+
+/* Element @i of chip @rank's input: a small integer, salted per call. */
+static float value(unsigned int rank, uint64_t i, unsigned int salt)
+{
+	return (float)((rank * 7 + i * 3 + salt * 5) % 61) - 30.0f;
+}
+
+static float combine(enum accel_reduce_op op, float a, float b)
+{
+	if (op == ACCEL_REDUCE_MAX)
+		return a > b ? a : b;
+	if (op == ACCEL_REDUCE_MIN)
+		return a < b ? a : b;
+	return a + b;
+}
+
+/* Element @i of the reduction over every chip of the slice. */
+static float reduced(unsigned int chips, enum accel_reduce_op op, uint64_t i,
+		     unsigned int salt)
+{
+	float r = value(0, i, salt);
+	unsigned int c;
+
+	for (c = 1; c < chips; c++)
+		r = combine(op, r, value(c, i, salt));
+	return r;
+}
+
+/* @n elements of @dtype at @buf: from @f, or checked against @f. */
+static size_t bytes_of(enum tsr_dtype dtype, uint64_t n)
+{
+	return n * tsr_dtype_size(dtype);
+}
+
+static void encode(const float *f, uint64_t n, enum tsr_dtype dtype, void *out)
+{
+	if (dtype == TSR_DTYPE_BF16)
+		to_bf16(f, out, n);
+	else
+		memcpy(out, f, n * sizeof(float));
+}
+
+struct vectors {
+	struct accel_buffer *send[MAX_CHIPS];
+	struct accel_buffer *recv[MAX_CHIPS];
+};
+
+static void vectors_free(struct vectors *v, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (v->recv[i] != v->send[i])
+			accel_buffer_destroy(v->recv[i]);
+		accel_buffer_destroy(v->send[i]);
+	}
+	memset(v, 0, sizeof(*v));
+}
+
+/*
+ * Each local chip's send buffer of @in elements, filled for its rank
+ * (@blocked: block b of an all-reduce-sized input holds index b's data
+ * too, so reduce-scatter inputs are as long as the whole), and a receive
+ * buffer of @out elements (or the send buffer, @in_place).
+ */
+static int vectors_make(FIXTURE_DATA(coll) *self, struct vectors *v,
+			enum tsr_dtype dtype, uint64_t in, uint64_t out,
+			unsigned int salt, bool in_place)
+{
+	float *f = malloc(in * sizeof(float));
+	void *enc = malloc(bytes_of(dtype, in));
+	unsigned int c;
+	uint64_t i;
+	int ret = f && enc ? ACCEL_OK : ACCEL_ERR_NO_MEMORY;
+
+	for (c = 0; !ret && c < self->n; c++) {
+		unsigned int rank = accel_comm_rank(self->comm, c);
+
+		for (i = 0; i < in; i++)
+			f[i] = value(rank, i, salt);
+		encode(f, in, dtype, enc);
+		ret = accel_buffer_create(self->dev[c], bytes_of(dtype, in),
+					  ACCEL_PLACEMENT_HBM, &v->send[c]);
+		if (!ret)
+			ret = accel_buffer_upload(v->send[c], 0, enc,
+						  bytes_of(dtype, in));
+		if (!ret && in_place)
+			v->recv[c] = v->send[c];
+		else if (!ret)
+			ret = accel_buffer_create(self->dev[c], bytes_of(dtype, out),
+						  ACCEL_PLACEMENT_HBM, &v->recv[c]);
+	}
+	free(f);
+	free(enc);
+	return ret;
+}
+
+/*
+ * Whether each local chip's receive buffer holds @n elements equal, bit
+ * for bit in @dtype, to @want(chip's rank, element).
+ */
+static bool vectors_check(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(coll) *self, struct vectors *v,
+			  enum tsr_dtype dtype, uint64_t n,
+			  float (*want)(FIXTURE_DATA(coll) *, unsigned int,
+					uint64_t, const void *),
+			  const void *arg)
+{
+	size_t size = bytes_of(dtype, n);
+	char *got = malloc(size), *exp = malloc(size);
+	float *f = malloc(n * sizeof(float));
+	bool ok = got && exp && f;
+	unsigned int c;
+	uint64_t i;
+
+	for (c = 0; ok && c < self->n; c++) {
+		unsigned int rank = accel_comm_rank(self->comm, c);
+
+		ok = !accel_buffer_download(v->recv[c], 0, got, size);
+		for (i = 0; i < n; i++)
+			f[i] = want(self, rank, i, arg);
+		encode(f, n, dtype, exp);
+		for (i = 0; ok && i < n; i++) {
+			size_t e = tsr_dtype_size(dtype);
+
+			if (memcmp(got + i * e, exp + i * e, e)) {
+				TH_LOG("chip %u (rank %u) element %llu of %llu: got %s, want %g",
+				       c, rank, (unsigned long long)i,
+				       (unsigned long long)n,
+				       dtype == TSR_DTYPE_BF16 ? "(bf16 bits differ)" :
+				       "(f32 bits differ)", f[i]);
+				ok = false;
+			}
+		}
+	}
+	free(got);
+	free(exp);
+	free(f);
+	return ok;
+}
+
+struct expect {
+	enum accel_reduce_op op;
+	unsigned int salt;
+	uint64_t count;		/* per chip, for reduce-scatter */
+};
+
+static float want_all_reduce(FIXTURE_DATA(coll) *self, unsigned int rank,
+			     uint64_t i, const void *arg)
+{
+	const struct expect *e = arg;
+
+	(void)rank;
+	return reduced(self->size, e->op, i, e->salt);
+}
+
+static float want_reduce_scatter(FIXTURE_DATA(coll) *self, unsigned int rank,
+				 uint64_t i, const void *arg)
+{
+	const struct expect *e = arg;
+
+	return reduced(self->size, e->op, rank * e->count + i, e->salt);
+}
+
+static float want_all_gather(FIXTURE_DATA(coll) *self, unsigned int rank,
+			     uint64_t i, const void *arg)
+{
+	const struct expect *e = arg;
+
+	(void)self;
+	(void)rank;
+	/* Block b is chip b's input, which starts at its element 0. */
+	return value(i / e->count, i % e->count, e->salt);
+}
+
+static const enum tsr_dtype dtypes[] = { TSR_DTYPE_F32, TSR_DTYPE_BF16 };
+static const enum accel_reduce_op ops[] = {
+	ACCEL_REDUCE_SUM, ACCEL_REDUCE_MAX, ACCEL_REDUCE_MIN,
+};
+/* One element, odd, prime, and a few hundred KiB. */
+static const uint64_t counts[] = { 1, 7, 1009, 65521 };
+
+static bool all_reduce_once(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(coll) *self, enum tsr_dtype dtype,
+			    enum accel_reduce_op op, uint64_t count,
+			    unsigned int salt, bool in_place)
+{
+	struct expect e = { op, salt, count };
+	struct vectors v = { 0 };
+	int ret = vectors_make(self, &v, dtype, count, count, salt, in_place);
+	bool ok;
+
+	if (!ret)
+		ret = accel_all_reduce(self->comm, v.send, v.recv, count, dtype,
+				       op, NULL);
+	ok = !ret && vectors_check(_metadata, self, &v, dtype, count,
+				   want_all_reduce, &e);
+	if (!ok)
+		TH_LOG("all-reduce of %llu %s, op %u%s: %s",
+		       (unsigned long long)count,
+		       dtype == TSR_DTYPE_BF16 ? "bf16" : "f32", op,
+		       in_place ? ", in place" : "", accel_error_string(ret));
+	vectors_free(&v, self->n);
+	return ok;
+}
+
+TEST_F(coll, all_reduce_of_every_type_op_and_count_is_exact_on_every_chip)
+{
+	unsigned int d, o, c, salt = 0;
+
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 0, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	for (d = 0; d < ARRAY_SIZE(dtypes); d++)
+		for (o = 0; o < ARRAY_SIZE(ops); o++)
+			for (c = 0; c < ARRAY_SIZE(counts); c++)
+				EXPECT_TRUE(all_reduce_once(_metadata, self, dtypes[d],
+							    ops[o], counts[c],
+							    salt++, false));
+}
+
+TEST_F(coll, all_reduce_in_place_and_of_several_mib)
+{
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 1, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	EXPECT_TRUE(all_reduce_once(_metadata, self, TSR_DTYPE_F32,
+				    ACCEL_REDUCE_SUM, 1009, 3, true));
+	EXPECT_TRUE(all_reduce_once(_metadata, self, TSR_DTYPE_BF16,
+				    ACCEL_REDUCE_SUM, 4099, 4, true));
+	/* 6 MiB of f32, many slots' worth on every link. */
+	EXPECT_TRUE(all_reduce_once(_metadata, self, TSR_DTYPE_F32,
+				    ACCEL_REDUCE_SUM, 1572869, 5, false));
+}
+
+TEST_F(coll, the_one_colour_baseline_gives_the_same_bits)
+{
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 2, ACCEL_COLL_ONE_COLOUR));
+	self->size = accel_comm_size(self->comm);
+	EXPECT_EQ(1, accel_comm_colours(self->comm));
+	EXPECT_TRUE(all_reduce_once(_metadata, self, TSR_DTYPE_F32,
+				    ACCEL_REDUCE_SUM, 65521, 6, false));
+	EXPECT_TRUE(all_reduce_once(_metadata, self, TSR_DTYPE_BF16,
+				    ACCEL_REDUCE_MAX, 1009, 7, false));
+}
+
+TEST_F(coll, reduce_scatter_leaves_each_chip_its_block)
+{
+	static const uint64_t per_chip[] = { 1, 5, 1009 };
+	unsigned int d, o, c, salt = 10;
+
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 3, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	for (d = 0; d < ARRAY_SIZE(dtypes); d++) {
+		for (o = 0; o < ARRAY_SIZE(ops); o++) {
+			for (c = 0; c < ARRAY_SIZE(per_chip); c++, salt++) {
+				struct expect e = { ops[o], salt, per_chip[c] };
+				struct vectors v = { 0 };
+				int ret = vectors_make(self, &v, dtypes[d],
+						       per_chip[c] * self->size,
+						       per_chip[c], salt, false);
+
+				if (!ret)
+					ret = accel_reduce_scatter(self->comm, v.send, v.recv,
+								   per_chip[c], dtypes[d],
+								   ops[o], NULL);
+				EXPECT_EQ(ACCEL_OK, ret);
+				EXPECT_TRUE(!ret && vectors_check(_metadata, self, &v,
+								  dtypes[d], per_chip[c],
+								  want_reduce_scatter, &e))
+					TH_LOG("dtype %u op %u count %llu", dtypes[d],
+					       ops[o], (unsigned long long)per_chip[c]);
+				vectors_free(&v, self->n);
+			}
+		}
+	}
+}
+
+TEST_F(coll, all_gather_gives_every_chip_every_block_in_rank_order)
+{
+	static const uint64_t per_chip[] = { 1, 5, 1009, 30011 };
+	unsigned int d, c, salt = 40;
+
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 4, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	for (d = 0; d < ARRAY_SIZE(dtypes); d++) {
+		for (c = 0; c < ARRAY_SIZE(per_chip); c++, salt++) {
+			struct expect e = { ACCEL_REDUCE_SUM, salt, per_chip[c] };
+			struct vectors v = { 0 };
+			int ret = vectors_make(self, &v, dtypes[d], per_chip[c],
+					       per_chip[c] * self->size, salt, false);
+
+			if (!ret)
+				ret = accel_all_gather(self->comm, v.send, v.recv,
+						       per_chip[c], dtypes[d], NULL);
+			EXPECT_EQ(ACCEL_OK, ret);
+			EXPECT_TRUE(!ret && vectors_check(_metadata, self, &v, dtypes[d],
+							  per_chip[c] * self->size,
+							  want_all_gather, &e))
+				TH_LOG("dtype %u count %llu", dtypes[d],
+				       (unsigned long long)per_chip[c]);
+			vectors_free(&v, self->n);
+		}
+	}
+}
+
+TEST_F(coll, asynchronous_calls_overlap_and_end_in_order)
+{
+	struct accel_coll *first = NULL, *second = NULL;
+	struct vectors a = { 0 }, b = { 0 };
+	struct expect ea = { ACCEL_REDUCE_SUM, 50, 0 };
+	struct expect eb = { ACCEL_REDUCE_MIN, 51, 0 };
+
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 5, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	ASSERT_EQ(ACCEL_OK, vectors_make(self, &a, TSR_DTYPE_F32, 20011, 20011, 50, false));
+	ASSERT_EQ(ACCEL_OK, vectors_make(self, &b, TSR_DTYPE_F32, 3001, 3001, 51, false));
+	ASSERT_EQ(ACCEL_OK, accel_all_reduce(self->comm, a.send, a.recv, 20011,
+					     TSR_DTYPE_F32, ACCEL_REDUCE_SUM, &first));
+	ASSERT_EQ(ACCEL_OK, accel_all_reduce(self->comm, b.send, b.recv, 3001,
+					     TSR_DTYPE_F32, ACCEL_REDUCE_MIN, &second));
+	EXPECT_EQ(ACCEL_OK, accel_coll_wait(second, TSR_TEST_WAIT_NS));
+	EXPECT_EQ(ACCEL_OK, accel_coll_wait(first, 0));
+	EXPECT_LT(0, accel_coll_cycles(first));
+	EXPECT_TRUE(vectors_check(_metadata, self, &a, TSR_DTYPE_F32, 20011,
+				  want_all_reduce, &ea));
+	EXPECT_TRUE(vectors_check(_metadata, self, &b, TSR_DTYPE_F32, 3001,
+				  want_all_reduce, &eb));
+	accel_coll_destroy(first);
+	accel_coll_destroy(second);
+	vectors_free(&a, self->n);
+	vectors_free(&b, self->n);
+}
+
+TEST_F(coll, bad_calls_are_refused_and_the_communicator_goes_on)
+{
+	struct accel_buffer *host[MAX_CHIPS] = { 0 };
+	struct vectors v = { 0 };
+	unsigned int i;
+
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 6, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	ASSERT_EQ(ACCEL_OK, vectors_make(self, &v, TSR_DTYPE_F32, 64, 64, 60, false));
+	for (i = 0; i < self->n; i++)
+		ASSERT_EQ(ACCEL_OK, accel_buffer_create(self->dev[i], 4096,
+							ACCEL_PLACEMENT_HOST, &host[i]));
+
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_all_reduce(self->comm, v.send, v.recv, 0, TSR_DTYPE_F32,
+				   ACCEL_REDUCE_SUM, NULL));
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_all_reduce(self->comm, NULL, v.recv, 64, TSR_DTYPE_F32,
+				   ACCEL_REDUCE_SUM, NULL));
+	EXPECT_EQ(ACCEL_ERR_BAD_DTYPE,
+		  accel_all_reduce(self->comm, v.send, v.recv, 64, TSR_DTYPE_I8,
+				   ACCEL_REDUCE_SUM, NULL));
+	EXPECT_EQ(ACCEL_ERR_BAD_OP,
+		  accel_all_reduce(self->comm, v.send, v.recv, 64, TSR_DTYPE_F32,
+				   (enum accel_reduce_op)9, NULL));
+	/* Buffers are whole pages: 4096 bytes hold 1024 elements. */
+	EXPECT_EQ(ACCEL_ERR_OUT_OF_BOUNDS,
+		  accel_all_reduce(self->comm, v.send, v.recv, 1025, TSR_DTYPE_F32,
+				   ACCEL_REDUCE_SUM, NULL));
+	EXPECT_EQ(ACCEL_ERR_OUT_OF_BOUNDS,
+		  accel_all_reduce(self->comm, host, v.recv, 64, TSR_DTYPE_F32,
+				   ACCEL_REDUCE_SUM, NULL));
+	EXPECT_EQ(ACCEL_ERR_OUT_OF_BOUNDS,
+		  accel_all_gather(self->comm, v.send, v.recv, 1024, TSR_DTYPE_F32,
+				   NULL));
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_reduce_scatter(self->comm, v.send, v.send, 1,
+				       TSR_DTYPE_F32, ACCEL_REDUCE_SUM, NULL));
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT, accel_coll_wait(NULL, 0));
+	/* Nothing was sent: the next call meets the other chips' as usual. */
+	EXPECT_TRUE(all_reduce_once(_metadata, self, TSR_DTYPE_F32,
+				    ACCEL_REDUCE_SUM, 64, 61, false));
+	for (i = 0; i < self->n; i++)
+		accel_buffer_destroy(host[i]);
+	vectors_free(&v, self->n);
+}
+
+TEST_F(coll, a_communicator_refuses_bad_options)
+{
+	struct accel_comm_opts opts = { .slot_bytes = 1000 };
+	struct accel_comm *comm = NULL;
+
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_comm_create(self->dev, self->n, &opts, &comm));
+	opts = (struct accel_comm_opts){ .algo = (enum accel_coll_algo)7 };
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_comm_create(self->dev, self->n, &opts, &comm));
+	opts = (struct accel_comm_opts){ .window_id = 4096 };
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_comm_create(self->dev, self->n, &opts, &comm));
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_comm_create(self->dev, 0, NULL, &comm));
+	if (self->n > 1) {
+		struct accel_device *twice[2] = { self->dev[0], self->dev[0] };
+
+		EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+			  accel_comm_create(twice, 2, NULL, &comm));
+	}
+	EXPECT_EQ(NULL, comm);
+}
+
+TEST_HARNESS_MAIN
