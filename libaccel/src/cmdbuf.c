@@ -596,7 +596,8 @@ unsigned int accel_vpu_operands(enum tsr_vpu_op op)
 /* Operand @name of a VPU op: shaped like @out, or a row or column of it. */
 static int vpu_operand(struct stage *st, const char *name, bool wanted,
 		       const struct accel_tensor *t, enum tsr_vpu_op op,
-		       const struct tsr_tensor *out, struct tsr_tensor *enc)
+		       uint32_t dtypes, const struct tsr_tensor *out,
+		       struct tsr_tensor *enc)
 {
 	bool rows_ok, cols_ok;
 	int ret;
@@ -606,7 +607,7 @@ static int vpu_operand(struct stage *st, const char *name, bool wanted,
 					 "vpu: op %u takes no %s", op, name);
 	if (!wanted)
 		return ACCEL_OK;
-	ret = tensor(st, name, t, FLOAT_DTYPES, ACCEL_USE_READ, enc);
+	ret = tensor(st, name, t, dtypes, ACCEL_USE_READ, enc);
 	if (ret)
 		return ret;
 	rows_ok = enc->rows == out->rows || enc->rows == 1;
@@ -627,6 +628,11 @@ int accel_cmdbuf_vpu(struct accel_cmdbuf *cb, enum tsr_vpu_op op,
 	struct stage st = { .cb = cb, .cmd = "vpu" };
 	struct tsr_cmd_vpu v = { .op = op };
 	unsigned int n = accel_vpu_operands(op);
+	/* The integer operations take I32, all operands alike. */
+	bool ints = out && out->dtype == TSR_DTYPE_I32 &&
+		    (op == TSR_VPU_ADD || op == TSR_VPU_SUB || op == TSR_VPU_MUL ||
+		     op == TSR_VPU_MAX || op == TSR_VPU_MIN);
+	uint32_t dtypes = ints ? DTYPE_BIT(TSR_DTYPE_I32) : FLOAT_DTYPES;
 	int ret;
 
 	if (!cb)
@@ -634,18 +640,18 @@ int accel_cmdbuf_vpu(struct accel_cmdbuf *cb, enum tsr_vpu_op op,
 	if (!n)
 		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_OP,
 					 "vpu: op %u is no enum tsr_vpu_op", op);
-	ret = tensor(&st, "out", out, FLOAT_DTYPES, ACCEL_USE_WRITE, &v.out);
+	ret = tensor(&st, "out", out, dtypes, ACCEL_USE_WRITE, &v.out);
 	if (!ret)
-		ret = tensor(&st, "a", a, FLOAT_DTYPES, ACCEL_USE_READ, &v.a);
+		ret = tensor(&st, "a", a, dtypes, ACCEL_USE_READ, &v.a);
 	if (ret)
 		return ret;
 	if (!same_shape(&v.a, &v.out))
 		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_SHAPE,
 					 "vpu: a is %ux%u but out is %ux%u",
 					 v.a.rows, v.a.cols, v.out.rows, v.out.cols);
-	ret = vpu_operand(&st, "b", n >= 2, b, op, &v.out, &v.b);
+	ret = vpu_operand(&st, "b", n >= 2, b, op, dtypes, &v.out, &v.b);
 	if (!ret)
-		ret = vpu_operand(&st, "c", n == 3, c, op, &v.out, &v.c);
+		ret = vpu_operand(&st, "c", n == 3, c, op, dtypes, &v.out, &v.c);
 	if (ret)
 		return ret;
 	return commit(&st, &v, sizeof(v), TSR_OP_VPU, 0);

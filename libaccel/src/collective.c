@@ -66,6 +66,7 @@ struct accel_comm {
 	uint32_t dims[COLL_DIMS];
 	uint32_t wrap;
 	uint32_t chips;
+	uint32_t caps;			/* what every local chip has */
 	unsigned int colours;
 	uint32_t window_id;
 	uint64_t key;
@@ -557,8 +558,12 @@ static int check_call(const struct accel_comm *comm, const struct call *c)
 		return ACCEL_ERR_INVALID_ARGUMENT;
 	if (comm->broken)
 		return ACCEL_ERR_CANCELED;
-	if (c->dtype != TSR_DTYPE_F32 && c->dtype != TSR_DTYPE_BF16)
+	if (c->dtype != TSR_DTYPE_F32 && c->dtype != TSR_DTYPE_BF16 &&
+	    c->dtype != TSR_DTYPE_I32)
 		return ACCEL_ERR_BAD_DTYPE;
+	if (c->dtype == TSR_DTYPE_I32 && c->kind != COLL_ALL_GATHER &&
+	    !(comm->caps & TSR_CAP_VPU_I32))
+		return ACCEL_ERR_NOT_SUPPORTED;
 	if (c->kind != COLL_ALL_GATHER &&
 	    (c->op < ACCEL_REDUCE_SUM || c->op > ACCEL_REDUCE_MIN))
 		return ACCEL_ERR_BAD_OP;
@@ -842,6 +847,7 @@ static int check_devices(struct accel_comm *comm, struct accel_device *const *de
 {
 	unsigned int i, j, queues = TSR_MAX_QUEUES;
 
+	comm->caps = ~0u;
 	for (i = 0; i < count; i++) {
 		int ret;
 
@@ -853,6 +859,7 @@ static int check_devices(struct accel_comm *comm, struct accel_device *const *de
 		if (!(info[i].caps & TSR_CAP_ICI) || info[i].num_queues < 2)
 			return ACCEL_ERR_NOT_SUPPORTED;
 		queues = info[i].num_queues < queues ? info[i].num_queues : queues;
+		comm->caps &= info[i].caps;
 		for (j = 0; j < i; j++) {
 			if (info[j].slice_id != info[i].slice_id ||
 			    memcmp(info[j].topology, info[i].topology,

@@ -2,7 +2,8 @@
 /*
  * Tessera VPU: element-wise operations, reductions, casts, transposes.
  *
- * Operands are widened to f32, computed in f32, and narrowed on store.
+ * Operands are widened to f32, computed in f32, and narrowed on store;
+ * the integer operations (all operands I32) compute in 32 bits.
  * The VPU works on sublanes x lanes elements per cycle per TensorCore;
  * transcendental operations and division take TSR_VPU_SLOW_CYCLES.
  *
@@ -70,6 +71,13 @@ static bool binary_op(uint32_t op)
     return op >= TSR_VPU_ADD && op <= TSR_VPU_CMP_LE;
 }
 
+/* The binary operations that also take I32 operands. */
+static bool int_op(uint32_t op)
+{
+    return op == TSR_VPU_ADD || op == TSR_VPU_SUB || op == TSR_VPU_MUL ||
+           op == TSR_VPU_MAX || op == TSR_VPU_MIN;
+}
+
 static bool slow_op(uint32_t op)
 {
     return op == TSR_VPU_EXP || op == TSR_VPU_LOG || op == TSR_VPU_TANH ||
@@ -127,6 +135,23 @@ static float apply2(uint32_t op, float x, float y)
     }
 }
 
+/* Two's complement: sums and products wrap, as on the hardware. */
+static int32_t apply2_i32(uint32_t op, int32_t x, int32_t y)
+{
+    switch (op) {
+    case TSR_VPU_ADD:
+        return (int32_t)((uint32_t)x + (uint32_t)y);
+    case TSR_VPU_SUB:
+        return (int32_t)((uint32_t)x - (uint32_t)y);
+    case TSR_VPU_MUL:
+        return (int32_t)((uint32_t)x * (uint32_t)y);
+    case TSR_VPU_MAX:
+        return x > y ? x : y;
+    default: /* TSR_VPU_MIN */
+        return x < y ? x : y;
+    }
+}
+
 /* @b is the shape of @out, one row of it, or one column of it. */
 static uint32_t check_broadcast(const struct tsr_tensor *b,
                                 const struct tsr_tensor *out)
@@ -147,8 +172,15 @@ static float at(const float *v, const struct tsr_tensor *t, uint32_t r,
              (t->cols == 1 ? 0 : c)];
 }
 
+static bool int_command(const struct tsr_cmd_vpu *c)
+{
+    return c->out.dtype == TSR_DTYPE_I32;
+}
+
 static uint32_t vpu_check(const struct tsr_cmd_vpu *c, unsigned int *nargs)
 {
+    uint32_t dtypes = int_command(c) ? TSR_DTYPE_MASK(TSR_DTYPE_I32)
+                                     : FLOAT_DTYPES;
     uint32_t err;
 
     if (c->hdr.flags) {
@@ -166,15 +198,18 @@ static uint32_t vpu_check(const struct tsr_cmd_vpu *c, unsigned int *nargs)
     } else {
         return TSR_ERR_BAD_OP;
     }
-    err = tsr_tensor_check(&c->out, FLOAT_DTYPES);
+    if (int_command(c) && !int_op(c->op)) {
+        return TSR_ERR_BAD_DTYPE;
+    }
+    err = tsr_tensor_check(&c->out, dtypes);
     if (!err) {
-        err = tsr_tensor_check(&c->a, FLOAT_DTYPES);
+        err = tsr_tensor_check(&c->a, dtypes);
     }
     if (!err && (c->a.rows != c->out.rows || c->a.cols != c->out.cols)) {
         err = TSR_ERR_BAD_SHAPE;
     }
     if (!err && *nargs >= 2) {
-        err = tsr_tensor_check(&c->b, FLOAT_DTYPES);
+        err = tsr_tensor_check(&c->b, dtypes);
         err = err ? err : check_broadcast(&c->b, &c->out);
     } else if (!err && !tsr_tensor_is_zero(&c->b)) {
         err = TSR_ERR_RESERVED;
@@ -204,13 +239,45 @@ typedef struct VpuBlock {
 static int load_operand_rows(TsrMem *mem, const struct tsr_tensor *t,
                              uint32_t row, uint32_t rows, float *buf)
 {
-    struct tsr_tensor block;
+    struct tsr_tensor block = *t;
 
-    if (t->rows == 1) {
-        return row ? 0 : tsr_tensor_load_f32(mem, t, buf);
+    if (t->rows == 1 && row) {
+        return 0;
     }
-    block = tsr_tensor_block(t, row, rows, 0, t->cols);
-    return tsr_tensor_load_f32(mem, &block, buf);
+    if (t->rows != 1) {
+        block = tsr_tensor_block(t, row, rows, 0, t->cols);
+    }
+    /* I32 operands stay integers, in the same 4 bytes an f32 takes. */
+    return t->dtype == TSR_DTYPE_I32 ? tsr_tensor_load_raw(mem, &block, buf)
+                                     : tsr_tensor_load_f32(mem, &block, buf);
+}
+
+/* Element (r, c) of a dense I32 operand that may be broadcast. */
+static int32_t at_i32(const float *v, const struct tsr_tensor *t, uint32_t r,
+                      uint32_t c)
+{
+    int32_t x;
+
+    memcpy(&x, &v[(uint64_t)(t->rows == 1 ? 0 : r) * t->cols +
+                  (t->cols == 1 ? 0 : c)], sizeof(x));
+    return x;
+}
+
+static void compute_i32(const struct tsr_cmd_vpu *c, uint32_t rows,
+                        const VpuBlock *v)
+{
+    struct tsr_tensor a = c->a;
+    uint32_t r, col;
+
+    a.rows = rows;
+    for (r = 0; r < rows; r++) {
+        for (col = 0; col < c->out.cols; col++) {
+            int32_t y = apply2_i32(c->op, at_i32(v->a, &a, r, col),
+                                   at_i32(v->b, &c->b, r, col));
+
+            memcpy(&v->out[(uint64_t)r * c->out.cols + col], &y, sizeof(y));
+        }
+    }
 }
 
 static uint32_t vpu_block(TsrMem *mem, const struct tsr_cmd_vpu *c,
@@ -225,10 +292,15 @@ static uint32_t vpu_block(TsrMem *mem, const struct tsr_cmd_vpu *c,
     if (tsr_mem_aborted(mem)) {
         return TSR_ERR_ABORTED;
     }
-    if (tsr_tensor_load_f32(mem, &a, v->a) ||
+    if (load_operand_rows(mem, &a, 0, rows, v->a) ||
         (nargs >= 2 && load_operand_rows(mem, &c->b, row, rows, v->b)) ||
         (nargs == 3 && load_operand_rows(mem, &c->c, row, rows, v->c))) {
         return mem->error;
+    }
+    if (int_command(c)) {
+        compute_i32(c, rows, v);
+        return tsr_tensor_store_raw(mem, &out, v->out) ? mem->error
+                                                        : TSR_ERR_NONE;
     }
     for (r = 0; r < rows; r++) {
         for (col = 0; col < c->out.cols; col++) {

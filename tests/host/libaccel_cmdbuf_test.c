@@ -324,6 +324,15 @@ TEST_F(cb, element_types_are_checked_per_operand)
 		accel_cmdbuf_vpu(self->cb, TSR_VPU_ABS, &i8, NULL, NULL, &f));
 	REJECTS(ACCEL_ERR_BAD_DTYPE, "out.dtype is unknown",
 		accel_cmdbuf_vpu(self->cb, TSR_VPU_ABS, &f, NULL, NULL, &none));
+	/* The integer ops take I32 only all through, the others never. */
+	REJECTS(ACCEL_ERR_BAD_DTYPE, "b.dtype is f32",
+		accel_cmdbuf_vpu(self->cb, TSR_VPU_ADD, &i32, &f, NULL, &i32));
+	REJECTS(ACCEL_ERR_BAD_DTYPE, "out.dtype is i32",
+		accel_cmdbuf_vpu(self->cb, TSR_VPU_DIV, &i32, &i32, NULL, &i32));
+	REJECTS(ACCEL_ERR_BAD_DTYPE, "a.dtype is i32",
+		accel_cmdbuf_vpu(self->cb, TSR_VPU_ADD, &i32, &i32, NULL, &f));
+	EXPECT_EQ(ACCEL_OK, accel_cmdbuf_vpu(self->cb, TSR_VPU_MAX, &i32, &i32,
+					     NULL, &i32));
 	REJECTS(ACCEL_ERR_BAD_DTYPE, "in.dtype is i32",
 		accel_cmdbuf_reduce(self->cb, TSR_REDUCE_SUM, 0, &i32, &f));
 	REJECTS(ACCEL_ERR_BAD_DTYPE, "in.dtype is i8",

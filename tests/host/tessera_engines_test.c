@@ -385,6 +385,60 @@ TEST_F(eng, compare_and_select_build_a_mask)
 		EXPECT_EQ(fminf(av[i], bv[i]), ov[i]);
 }
 
+TEST_F(eng, integer_vpu_ops_wrap_and_broadcast_in_32_bits)
+{
+	static const uint32_t ops[] = {
+		TSR_VPU_ADD, TSR_VPU_SUB, TSR_VPU_MUL, TSR_VPU_MAX, TSR_VPU_MIN,
+	};
+	const int r = 3, cols = 4;
+	uint64_t a = chip_buffer(self->c, 1, 4096);
+	uint64_t b = chip_buffer(self->c, 1, 4096);
+	uint64_t o = chip_buffer(self->c, 1, 4096);
+	int32_t *av = host_ptr(self->c, a), *bv = host_ptr(self->c, b);
+	int32_t *ov = host_ptr(self->c, o);
+	struct tsr_cmd_vpu cmd = {
+		.hdr = HDR(TSR_OP_VPU, struct tsr_cmd_vpu),
+		.a = tensor(a, r, cols, TSR_DTYPE_I32),
+		.b = tensor(b, 1, cols, TSR_DTYPE_I32),
+		.out = tensor(o, r, cols, TSR_DTYPE_I32),
+	};
+	unsigned int k;
+	int i, j;
+
+	/* Beyond f32's 24 bits, and at the ends of the range. */
+	for (i = 0; i < r * cols; i++)
+		av[i] = i % 2 ? INT32_MAX - i : 16777217 * (i + 1);
+	for (j = 0; j < cols; j++)
+		bv[j] = j % 2 ? 3 : -16777219;
+	for (k = 0; k < ARRAY_SIZE(ops); k++) {
+		cmd.op = ops[k];
+		ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+		for (i = 0; i < r; i++) {
+			for (j = 0; j < cols; j++) {
+				uint32_t x = av[i * cols + j], y = bv[j];
+				int32_t want = ops[k] == TSR_VPU_ADD ? (int32_t)(x + y) :
+					       ops[k] == TSR_VPU_SUB ? (int32_t)(x - y) :
+					       ops[k] == TSR_VPU_MUL ? (int32_t)(x * y) :
+					       ops[k] == TSR_VPU_MAX ?
+					       ((int32_t)x > (int32_t)y ? (int32_t)x : (int32_t)y) :
+					       ((int32_t)x < (int32_t)y ? (int32_t)x : (int32_t)y);
+
+				ASSERT_EQ(want, ov[i * cols + j])
+					TH_LOG("op %u element %d,%d", ops[k], i, j);
+			}
+		}
+	}
+	/* Only those five, and only with every operand I32. */
+	cmd.op = TSR_VPU_DIV;
+	EXPECT_EQ(TSR_ERR_BAD_DTYPE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	cmd.op = TSR_VPU_ADD;
+	cmd.b.dtype = TSR_DTYPE_F32;
+	EXPECT_EQ(TSR_ERR_BAD_DTYPE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	cmd.b.dtype = TSR_DTYPE_I32;
+	cmd.out.dtype = TSR_DTYPE_F32;
+	EXPECT_EQ(TSR_ERR_BAD_DTYPE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+}
+
 TEST_F(eng, vpu_fields_are_validated)
 {
 	uint64_t a = chip_buffer(self->c, 1, 4096);

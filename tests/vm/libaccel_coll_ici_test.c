@@ -105,8 +105,13 @@ static size_t bytes_of(enum tsr_dtype dtype, uint64_t n)
 
 static void encode(const float *f, uint64_t n, enum tsr_dtype dtype, void *out)
 {
+	uint64_t i;
+
 	if (dtype == TSR_DTYPE_BF16)
 		to_bf16(f, out, n);
+	else if (dtype == TSR_DTYPE_I32)
+		for (i = 0; i < n; i++)
+			((int32_t *)out)[i] = (int32_t)f[i];
 	else
 		memcpy(out, f, n * sizeof(float));
 }
@@ -244,7 +249,9 @@ static float want_all_gather(FIXTURE_DATA(coll) *self, unsigned int rank,
 	return value(i / e->count, i % e->count, e->salt);
 }
 
-static const enum tsr_dtype dtypes[] = { TSR_DTYPE_F32, TSR_DTYPE_BF16 };
+static const enum tsr_dtype dtypes[] = {
+	TSR_DTYPE_F32, TSR_DTYPE_BF16, TSR_DTYPE_I32,
+};
 static const enum accel_reduce_op ops[] = {
 	ACCEL_REDUCE_SUM, ACCEL_REDUCE_MAX, ACCEL_REDUCE_MIN,
 };
@@ -267,9 +274,8 @@ static bool all_reduce_once(struct __test_metadata *_metadata,
 	ok = !ret && vectors_check(_metadata, self, &v, dtype, count,
 				   want_all_reduce, &e);
 	if (!ok)
-		TH_LOG("all-reduce of %llu %s, op %u%s: %s",
-		       (unsigned long long)count,
-		       dtype == TSR_DTYPE_BF16 ? "bf16" : "f32", op,
+		TH_LOG("all-reduce of %llu of dtype %u, op %u%s: %s",
+		       (unsigned long long)count, dtype, op,
 		       in_place ? ", in place" : "", accel_error_string(ret));
 	vectors_free(&v, self->n);
 	return ok;
@@ -300,6 +306,43 @@ TEST_F(coll, all_reduce_in_place_and_of_several_mib)
 	/* 6 MiB of f32, many slots' worth on every link. */
 	EXPECT_TRUE(all_reduce_once(_metadata, self, TSR_DTYPE_F32,
 				    ACCEL_REDUCE_SUM, 1572869, 5, false));
+}
+
+/* Integers past f32's 24 bits: a float path would round them. */
+TEST_F(coll, i32_sums_are_exact_beyond_what_f32_holds)
+{
+	const uint64_t count = 4099;
+	struct accel_buffer *buf[MAX_CHIPS] = { 0 };
+	int32_t *v = malloc(count * sizeof(*v));
+	unsigned int c, r;
+	uint64_t i;
+
+	ASSERT_NE(NULL, v);
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 7, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	for (c = 0; c < self->n; c++) {
+		r = accel_comm_rank(self->comm, c);
+		for (i = 0; i < count; i++)
+			v[i] = (int32_t)((r + 1) * 16777217u + i);
+		ASSERT_EQ(ACCEL_OK, accel_buffer_create(self->dev[c], count * 4,
+							ACCEL_PLACEMENT_HBM, &buf[c]));
+		ASSERT_EQ(ACCEL_OK, accel_buffer_upload(buf[c], 0, v, count * 4));
+	}
+	ASSERT_EQ(ACCEL_OK, accel_all_reduce(self->comm, buf, buf, count,
+					     TSR_DTYPE_I32, ACCEL_REDUCE_SUM, NULL));
+	for (c = 0; c < self->n; c++) {
+		ASSERT_EQ(ACCEL_OK, accel_buffer_download(buf[c], 0, v, count * 4));
+		for (i = 0; i < count; i++) {
+			uint32_t want = 0;
+
+			for (r = 0; r < self->size; r++)
+				want += (r + 1) * 16777217u + i;
+			ASSERT_EQ((int32_t)want, v[i]) TH_LOG("chip %u element %llu",
+							     c, (unsigned long long)i);
+		}
+		accel_buffer_destroy(buf[c]);
+	}
+	free(v);
 }
 
 TEST_F(coll, the_one_colour_baseline_gives_the_same_bits)

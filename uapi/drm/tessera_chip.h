@@ -31,7 +31,7 @@
 
 /* Device model version reported in TSR_REG_DEVICE_VERSION. */
 #define TSR_DEVICE_VERSION_MAJOR	0
-#define TSR_DEVICE_VERSION_MINOR	3
+#define TSR_DEVICE_VERSION_MINOR	4
 #define TSR_VERSION(major, minor)	(((major) << 16) | (minor))
 #define TSR_VERSION_MAJOR(v)		(((v) >> 16) & 0xffff)
 #define TSR_VERSION_MINOR(v)		((v) & 0xffff)
@@ -105,6 +105,7 @@
 #define TSR_CAP_BF16			0x00000002u
 #define TSR_CAP_INT8			0x00000004u
 #define TSR_CAP_ICI			0x00000008u	/* ICI block, TSR_OP_ICI_WRITE */
+#define TSR_CAP_VPU_I32			0x00000010u	/* integer VPU ADD..MIN, 0.4 */
 
 /* Values of TSR_REG_PRESET. */
 #define TSR_PRESET_CUSTOM		0
@@ -468,7 +469,9 @@ struct tsr_cmd_matmul {
  * @out: result
  *
  * Operands are F32 or BF16 and computed in F32; compare ops write 1.0 or
- * 0.0.  Unused operands must be all zero.
+ * 0.0.  With TSR_CAP_VPU_I32, ADD, SUB, MUL, MAX and MIN also take @a,
+ * @b and @out all I32, computed in 32-bit two's complement (sums and
+ * products wrap).  Unused operands must be all zero.
  */
 struct tsr_cmd_vpu {
 	struct tsr_cmd_header hdr;

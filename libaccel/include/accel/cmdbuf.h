@@ -157,7 +157,9 @@ ACCEL_API int accel_cmdbuf_matmul(struct accel_cmdbuf *cb,
  *	NULL
  *
  * @a has @out's shape; @b and @c have it too, or are one row (broadcast
- * down the rows) or one column (broadcast across).  F32 or BF16.
+ * down the rows) or one column (broadcast across).  F32 or BF16; ADD,
+ * SUB, MUL, MAX and MIN also take all three I32 (32-bit, wrapping), on
+ * chips with TSR_CAP_VPU_I32.
  */
 ACCEL_API int accel_cmdbuf_vpu(struct accel_cmdbuf *cb, enum tsr_vpu_op op,
 			       const struct accel_tensor *a,

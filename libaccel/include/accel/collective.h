@@ -121,7 +121,8 @@ ACCEL_API unsigned int accel_comm_colours(const struct accel_comm *comm);
  * @send: per local chip, @count elements of @dtype at offset 0
  * @recv: per local chip, room for @count elements; may be @send (in place)
  * @dtype: TSR_DTYPE_F32, TSR_DTYPE_BF16 (added up in f32, rounded once)
- *	or TSR_DTYPE_I32 (on chips with integer VPU operations)
+ *	or TSR_DTYPE_I32 (sums wrap; ACCEL_ERR_NOT_SUPPORTED on chips without
+ *	TSR_CAP_VPU_I32)
  * @coll: NULL to wait for the end, else the running collective (wait for
  *	it with accel_coll_wait())
  *
