@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Running the sweep: this host's chips of the slice, a communicator per
+ * algorithm, buffers per row, timed calls, and the check of every chip's
+ * result against the CPU.
+ *
+ * The inputs are small integers, periodic in the element index, so that
+ * sums are exact in f32 and in bf16 and the CPU's answer for any element
+ * comes from a table of one period.  Every host checks its own chips; an
+ * all-reduce of the counts of wrong elements gives the whole slice's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "collbench.h"
+
+/* The inputs' period: a prime, so a block landing at a wrong offset shows. */
+#define PERIOD 251
+/* Host memory a row stages its uploads and downloads through. */
+#define STAGE_BYTES (4ull << 20)
+/* A collective that takes longer than this is reported as hung. */
+#define WAIT_NS (3600ull * 1000000000ull)
+
+struct bench {
+	const struct options *opts;
+	struct accel_device *dev[ACCEL_SLICE_MAX_LOCAL];
+	unsigned int rank[ACCEL_SLICE_MAX_LOCAL];
+	unsigned int n;			/* local chips */
+	struct accel_comm *comm[MAX_ALGOS];
+	struct accel_buffer *tally[ACCEL_SLICE_MAX_LOCAL];	/* one f32 each */
+	unsigned int size;		/* chips in the slice */
+	uint32_t clock_mhz;
+	float reduced[PERIOD];		/* the op over every chip, by i % PERIOD */
+	void *stage;
+};
+
+/* One row's buffers and shape. */
+struct vectors {
+	struct accel_buffer *send[ACCEL_SLICE_MAX_LOCAL];
+	struct accel_buffer *recv[ACCEL_SLICE_MAX_LOCAL];
+	uint64_t send_count, recv_count;	/* elements per chip */
+	uint64_t block;				/* reduce-scatter/all-gather block */
+};
+
+const char *collective_name(enum collective coll)
+{
+	static const char *const names[] = {
+		[COLL_ALL_REDUCE] = "all-reduce",
+		[COLL_REDUCE_SCATTER] = "reduce-scatter",
+		[COLL_ALL_GATHER] = "all-gather",
+	};
+
+	return names[coll];
+}
+
+const char *algo_name(enum accel_coll_algo algo)
+{
+	return algo == ACCEL_COLL_ONE_COLOUR ? "one-colour" : "pincer";
+}
+
+const char *op_name(enum accel_reduce_op op)
+{
+	return op == ACCEL_REDUCE_MAX ? "max" : op == ACCEL_REDUCE_MIN ? "min" : "sum";
+}
+
+/* ------------------------------------------------------------ data */
+
+/* Element @i of the input of the chip of rank @rank: -30 to 30. */
+static float value(unsigned int rank, uint64_t i)
+{
+	return (float)(((i % PERIOD) * 3 + rank * 7) % 61) - 30.0f;
+}
+
+static float combine(enum accel_reduce_op op, float a, float b)
+{
+	if (op == ACCEL_REDUCE_MAX)
+		return a > b ? a : b;
+	if (op == ACCEL_REDUCE_MIN)
+		return a < b ? a : b;
+	return a + b;
+}
+
+/* Element @i of chip @rank's result, as the CPU computes it. */
+static float expected(const struct bench *b, enum collective coll,
+		      const struct vectors *v, unsigned int rank, uint64_t i)
+{
+	if (coll == COLL_ALL_GATHER)
+		return value(i / v->block, i % v->block);
+	if (coll == COLL_REDUCE_SCATTER)
+		i += rank * v->block;
+	return b->reduced[i % PERIOD];
+}
+
+/* @f as @dtype's bits, in the low bytes of the result. */
+static uint32_t encode(float f, enum tsr_dtype dtype)
+{
+	uint32_t bits;
+
+	if (dtype == TSR_DTYPE_BF16)
+		return accel_f32_to_bf16(f);
+	memcpy(&bits, &f, sizeof(bits));
+	return bits;
+}
+
+static void put(void *base, uint64_t i, uint32_t bits, enum tsr_dtype dtype)
+{
+	if (dtype == TSR_DTYPE_BF16)
+		((uint16_t *)base)[i] = (uint16_t)bits;
+	else
+		((uint32_t *)base)[i] = bits;
+}
+
+static uint32_t get(const void *base, uint64_t i, enum tsr_dtype dtype)
+{
+	if (dtype == TSR_DTYPE_BF16)
+		return ((const uint16_t *)base)[i];
+	return ((const uint32_t *)base)[i];
+}
+
+/* ------------------------------------------------------------ buffers */
+
+static uint64_t stage_elements(const struct bench *b)
+{
+	return STAGE_BYTES / tsr_dtype_size(b->opts->dtype);
+}
+
+/* Chip @c's send buffer gets its input, one stage at a time. */
+static int fill(struct bench *b, unsigned int c, struct accel_buffer *buf,
+		uint64_t count)
+{
+	enum tsr_dtype dtype = b->opts->dtype;
+	size_t e = tsr_dtype_size(dtype);
+	uint64_t first, i, k;
+	int ret = ACCEL_OK;
+
+	for (first = 0; !ret && first < count; first += k) {
+		k = count - first < stage_elements(b) ? count - first :
+							stage_elements(b);
+		for (i = 0; i < k; i++)
+			put(b->stage, i, encode(value(b->rank[c], first + i), dtype),
+			    dtype);
+		ret = accel_buffer_upload(buf, first * e, b->stage, k * e);
+	}
+	return ret;
+}
+
+/* Elements of chip @c's result that differ from the CPU's, in *@wrong. */
+static int check(struct bench *b, enum collective coll,
+		 const struct vectors *v, unsigned int c, uint64_t *wrong)
+{
+	enum tsr_dtype dtype = b->opts->dtype;
+	size_t e = tsr_dtype_size(dtype);
+	uint64_t first, i, k;
+	int ret = ACCEL_OK;
+
+	for (first = 0; !ret && first < v->recv_count; first += k) {
+		k = v->recv_count - first < stage_elements(b) ?
+			v->recv_count - first : stage_elements(b);
+		ret = accel_buffer_download(v->recv[c], first * e, b->stage, k * e);
+		for (i = 0; !ret && i < k; i++)
+			*wrong += get(b->stage, i, dtype) !=
+				  encode(expected(b, coll, v, b->rank[c], first + i),
+					 dtype);
+	}
+	return ret;
+}
+
+static void vectors_free(struct bench *b, struct vectors *v)
+{
+	unsigned int c;
+
+	for (c = 0; c < b->n; c++) {
+		accel_buffer_destroy(v->send[c]);
+		accel_buffer_destroy(v->recv[c]);
+	}
+}
+
+/* @row's element counts, rounded as nccl-tests does: whole blocks, >= 1. */
+static void shape(const struct bench *b, struct row *row, struct vectors *v)
+{
+	size_t e = tsr_dtype_size(b->opts->dtype);
+	uint64_t elements = row->bytes / e ? row->bytes / e : 1;
+
+	if (row->coll == COLL_ALL_REDUCE) {
+		v->send_count = v->recv_count = elements;
+		row->count = elements;
+	} else {
+		v->block = elements / b->size ? elements / b->size : 1;
+		row->count = v->block * b->size;
+		v->send_count = row->coll == COLL_ALL_GATHER ? v->block : row->count;
+		v->recv_count = row->coll == COLL_ALL_GATHER ? row->count : v->block;
+	}
+	row->bytes = row->count * e;
+}
+
+static int vectors_make(struct bench *b, struct row *row, struct vectors *v)
+{
+	size_t e = tsr_dtype_size(b->opts->dtype);
+	unsigned int c;
+	int ret = ACCEL_OK;
+
+	shape(b, row, v);
+	for (c = 0; !ret && c < b->n; c++) {
+		ret = accel_buffer_create(b->dev[c], v->send_count * e,
+					  ACCEL_PLACEMENT_HBM, &v->send[c]);
+		if (!ret)
+			ret = accel_buffer_create(b->dev[c], v->recv_count * e,
+						  ACCEL_PLACEMENT_HBM, &v->recv[c]);
+		if (!ret)
+			ret = fill(b, c, v->send[c], v->send_count);
+	}
+	return ret;
+}
+
+/* ------------------------------------------------------------ runs */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static int start(struct bench *b, struct accel_comm *comm, enum collective coll,
+		 const struct vectors *v, struct accel_coll **call)
+{
+	enum tsr_dtype dtype = b->opts->dtype;
+
+	if (coll == COLL_ALL_GATHER)
+		return accel_all_gather(comm, v->send, v->recv, v->block, dtype, call);
+	if (coll == COLL_REDUCE_SCATTER)
+		return accel_reduce_scatter(comm, v->send, v->recv, v->block, dtype,
+					    b->opts->op, call);
+	return accel_all_reduce(comm, v->send, v->recv, v->recv_count, dtype,
+				b->opts->op, call);
+}
+
+/* One call, waited for: its wall and modeled time added to @row's. */
+static int timed_call(struct bench *b, struct accel_comm *comm,
+		      struct row *row, const struct vectors *v, bool counted)
+{
+	struct accel_coll *call = NULL;
+	uint64_t t0 = now_ns();
+	int ret = start(b, comm, row->coll, v, &call);
+
+	if (!ret)
+		ret = accel_coll_wait(call, WAIT_NS);
+	if (!ret && counted) {
+		row->wall_us += (now_ns() - t0) / 1e3;
+		row->modeled_us += (double)accel_coll_cycles(call) / b->clock_mhz;
+	}
+	accel_coll_destroy(call);
+	return ret;
+}
+
+/* The slice's wrong elements: every chip's count, all-reduced. */
+static int tally(struct bench *b, struct accel_comm *comm,
+		 const uint64_t *wrong, double *total)
+{
+	float f;
+	unsigned int c;
+	int ret = ACCEL_OK;
+
+	for (c = 0; !ret && c < b->n; c++) {
+		f = (float)wrong[c];
+		ret = accel_buffer_upload(b->tally[c], 0, &f, sizeof(f));
+	}
+	if (!ret)
+		ret = accel_all_reduce(comm, b->tally, b->tally, 1, TSR_DTYPE_F32,
+				       ACCEL_REDUCE_SUM, NULL);
+	if (!ret)
+		ret = accel_buffer_download(b->tally[0], 0, &f, sizeof(f));
+	*total = f;
+	return ret;
+}
+
+static int check_all(struct bench *b, struct accel_comm *comm, struct row *row,
+		     const struct vectors *v)
+{
+	uint64_t wrong[ACCEL_SLICE_MAX_LOCAL] = { 0 };
+	unsigned int c;
+	int ret = ACCEL_OK;
+
+	for (c = 0; !ret && c < b->n; c++)
+		ret = check(b, row->coll, v, c, &wrong[c]);
+	return ret ? ret : tally(b, comm, wrong, &row->wrong);
+}
+
+int bench_row(struct bench *b, unsigned int algo_index, struct row *row)
+{
+	struct accel_comm *comm = b->comm[algo_index];
+	struct vectors v = { 0 };
+	unsigned int i, calls = b->opts->warmup + b->opts->iters;
+	int ret;
+
+	row->algo = b->opts->algo[algo_index];
+	row->wall_us = row->modeled_us = 0;
+	row->wrong = -1;
+	ret = vectors_make(b, row, &v);
+	for (i = 0; !ret && i < calls; i++)
+		ret = timed_call(b, comm, row, &v, i >= b->opts->warmup);
+	row->wall_us /= b->opts->iters;
+	row->modeled_us /= b->opts->iters;
+	if (!ret && b->opts->check)
+		ret = check_all(b, comm, row, &v);
+	vectors_free(b, &v);
+	if (!ret)
+		return EXIT_OK;
+	fprintf(stderr, PROGRAM ": %s of %llu bytes (%s): %s\n",
+		collective_name(row->coll), (unsigned long long)row->bytes,
+		algo_name(row->algo), accel_error_string(ret));
+	return EXIT_FAILED;
+}
+
+/* ------------------------------------------------------------ set-up */
+
+static int open_chips(struct bench *b, struct bench_slice *slice)
+{
+	struct accel_slice s;
+	struct accel_device_info info;
+	unsigned int i;
+	int ret = accel_slice_get(&s);
+
+	if (ret == ACCEL_ERR_NO_DEVICE) {
+		fprintf(stderr, PROGRAM ": no Tessera chip here: run it in a VM with a slice, e.g. tools/tessera-vm --topology 2x2 -- " PROGRAM "\n");
+		return EXIT_NO_SLICE;
+	}
+	if (!ret && s.chips < 2)
+		ret = ACCEL_ERR_NOT_SUPPORTED;
+	if (ret) {
+		fprintf(stderr, PROGRAM ": this host's chips form no slice (%s): boot them as one with tools/tessera-vm --topology or tools/tessera-slice\n",
+			accel_error_string(ret));
+		return EXIT_NO_SLICE;
+	}
+	memcpy(slice->topology, s.topology, sizeof(slice->topology));
+	slice->wrap = s.wrap;
+	slice->chips = b->size = s.chips;
+	slice->local = b->n = s.local_count;
+	for (i = 0; i < s.local_count; i++) {
+		b->rank[i] = s.local[i].index;
+		slice->prints |= s.local[i].index == 0;
+		ret = accel_device_open(s.local[i].device, &b->dev[i]);
+		if (ret) {
+			fprintf(stderr, PROGRAM ": opening chip %u: %s\n",
+				s.local[i].device, accel_error_string(ret));
+			return EXIT_FAILED;
+		}
+	}
+	ret = accel_device_get_info(b->dev[0], &info);
+	if (ret) {
+		fprintf(stderr, PROGRAM ": reading chip %u: %s\n", s.local[0].device,
+			accel_error_string(ret));
+		return EXIT_FAILED;
+	}
+	slice->clock_mhz = b->clock_mhz = info.clock_mhz;
+	slice->links_per_chip = __builtin_popcount(info.ports_wired);
+	slice->link_gbytes = info.ici_link_gbps / 8.0;
+	return EXIT_OK;
+}
+
+/* Every host creates the same communicators in the same order. */
+static int open_comms(struct bench *b, struct bench_slice *slice)
+{
+	unsigned int a, c;
+	int ret = ACCEL_OK;
+
+	for (a = 0; !ret && a < b->opts->algos; a++) {
+		struct accel_comm_opts co = {
+			.algo = b->opts->algo[a],
+			.window_id = ACCEL_COMM_WINDOW_ID + a,
+		};
+
+		ret = accel_comm_create(b->dev, b->n, &co, &b->comm[a]);
+		if (ret) {
+			fprintf(stderr, PROGRAM ": the %s communicator: %s%s\n",
+				algo_name(co.algo), accel_error_string(ret),
+				ret == ACCEL_ERR_TIMEOUT ? " (every host of the slice must run " PROGRAM " with the same options: tools/tessera-slice runs it on every host)" : "");
+			return EXIT_FAILED;
+		}
+		slice->colours[a] = accel_comm_colours(b->comm[a]);
+	}
+	for (c = 0; !ret && c < b->n; c++)
+		ret = accel_buffer_create(b->dev[c], sizeof(float),
+					  ACCEL_PLACEMENT_HBM, &b->tally[c]);
+	if (ret) {
+		fprintf(stderr, PROGRAM ": a buffer in HBM: %s\n", accel_error_string(ret));
+		return EXIT_FAILED;
+	}
+	return EXIT_OK;
+}
+
+static void reduce_table(struct bench *b)
+{
+	unsigned int i, r;
+
+	for (i = 0; i < PERIOD; i++) {
+		b->reduced[i] = value(0, i);
+		for (r = 1; r < b->size; r++)
+			b->reduced[i] = combine(b->opts->op, b->reduced[i], value(r, i));
+	}
+}
+
+int bench_open(const struct options *opts, struct bench **out,
+	       struct bench_slice *slice)
+{
+	struct bench *b = calloc(1, sizeof(*b));
+	int status;
+
+	*out = b;
+	*slice = (struct bench_slice){ 0 };
+	if (!b || !(b->stage = malloc(STAGE_BYTES))) {
+		fprintf(stderr, PROGRAM ": out of memory\n");
+		return EXIT_FAILED;
+	}
+	b->opts = opts;
+	status = open_chips(b, slice);
+	if (!status)
+		status = open_comms(b, slice);
+	if (!status)
+		reduce_table(b);
+	return status;
+}
+
+void bench_close(struct bench *b)
+{
+	unsigned int i;
+
+	if (!b)
+		return;
+	for (i = 0; i < b->n; i++)
+		accel_buffer_destroy(b->tally[i]);
+	for (i = 0; i < MAX_ALGOS; i++)
+		accel_comm_destroy(b->comm[i]);
+	for (i = 0; i < b->n; i++)
+		accel_device_close(b->dev[i]);
+	free(b->stage);
+	free(b);
+}
