@@ -42,8 +42,10 @@ QEMU_FIRMWARE := $(B)/qemu/firmware
 QEMU_CONFIGURE := --python=$(PYTHON) --target-list=x86_64-softmmu \
 	--without-default-features --without-default-devices \
 	--with-devices-x86_64=tessera --disable-docs --disable-user \
-	--disable-install-blobs --enable-trace-backends=log \
+	--disable-install-blobs --enable-trace-backends=log --enable-attr --enable-virtfs \
 	--extra-cflags=-I$(REPO)/uapi
+# The flags QEMU was configured with; a change configures it again.
+QEMU_CONFIG_FLAGS := $(QEMU_BUILD)/configure-flags
 
 KMOD_DIR := $(B)/kmod
 TESSERA_KO := $(KMOD_DIR)/driver/tessera.ko
@@ -132,7 +134,11 @@ $(HARNESS_DIR)/kselftest_harness.h: $(DEPS_STAMP)
 # ---------------------------------------------------------------- QEMU
 qemu: $(QEMU_BIN) $(QEMU_FIRMWARE)/.stamp
 
-$(QEMU_BUILD)/build.ninja: $(DEPS_STAMP) mk/qemu-overlay
+$(QEMU_CONFIG_FLAGS): FORCE
+	@mkdir -p $(@D)
+	@echo '$(QEMU_CONFIGURE)' | cmp -s - $@ || echo '$(QEMU_CONFIGURE)' > $@
+
+$(QEMU_BUILD)/build.ninja: $(DEPS_STAMP) mk/qemu-overlay $(QEMU_CONFIG_FLAGS)
 	mk/qemu-overlay $(QEMU_SRC) $(REPO)
 	mkdir -p $(QEMU_BUILD)
 	cd $(QEMU_BUILD) && $(QEMU_SRC)/configure $(QEMU_CONFIGURE) > configure.log 2>&1 || \
