@@ -6,7 +6,8 @@
 #                 tests, samples, guest initramfs)
 #   make demo     ... then boot a VM and run tessera-smi and the samples
 #   make check    ... then lint, host unit tests and in-VM kselftests;
-#                 ends with "N passed, N failed"
+#                 ends with "N passed, N failed"; T=NAME runs one suite,
+#                 test program or test (tests/run-checks --list names them)
 #   make check-debug  the in-VM tests on the debug kernel (KASAN, lockdep,
 #                 UBSAN, kmemleak), and planted bugs it must catch
 #   make debug-kernel  only build that kernel (build/debug-kernel, cached)
@@ -119,7 +120,7 @@ TUTORIAL := $(B)/tests/vm/progs/tutorial
 all: qemu module libaccel tests samples tools man initramfs
 
 help:
-	@sed -n '3,20s/^# \?//p' Makefile
+	@sed -n '3,/^$$/s/^# \?//p' Makefile
 
 # ---------------------------------------------------------------- deps
 deps: $(DEPS_STAMP)
@@ -365,8 +366,9 @@ $(DEBUG_INITRAMFS): mk/initramfs tools/guest/init $(TESSERA_DEBUG_KO) $(PLANT_KO
 demo: all
 	tools/tessera-vm --chips 2 --timeout 300 -- "tessera-smi && hello && matmul && mlp"
 
+# T=NAME: one suite, test program or test (tests/run-checks --test).
 check: all
-	$(PYTHON) tests/run-checks
+	$(PYTHON) tests/run-checks $(if $(T),--test $(T))
 
 check-debug: all debug-initramfs
 	$(PYTHON) tests/run-checks --debug
