@@ -309,9 +309,10 @@ int bench_row(struct bench *b, unsigned int algo_index, struct row *row)
 	vectors_free(b, &v);
 	if (!ret)
 		return EXIT_OK;
-	fprintf(stderr, PROGRAM ": %s of %llu bytes (%s): %s\n",
+	fprintf(stderr, PROGRAM ": %s of %llu bytes (%s): %s%s\n",
 		collective_name(row->coll), (unsigned long long)row->bytes,
-		algo_name(row->algo), accel_error_string(ret));
+		algo_name(row->algo), accel_error_string(ret),
+		ret == ACCEL_ERR_NO_MEMORY ? " (a row needs its input, its output and as much again for the communicator on each chip: give the chips more HBM, -d hbm-size=1G)" : "");
 	return EXIT_FAILED;
 }
 
@@ -357,11 +358,16 @@ static int open_chips(struct bench *b, struct bench_slice *slice)
 	}
 	slice->clock_mhz = b->clock_mhz = info.clock_mhz;
 	slice->links_per_chip = __builtin_popcount(info.ports_wired);
-	slice->link_gbytes = info.ici_link_gbps / 8.0;
+	/* ici-link-gbps is GB/s, one way (chip.md, ici.md "Timing"). */
+	slice->link_gbytes = info.ici_link_gbps;
 	return EXIT_OK;
 }
 
-/* Every host creates the same communicators in the same order. */
+/*
+ * Every host creates the same communicators in the same order.  Each
+ * algorithm has a window of its own, so that runs of one algorithm after
+ * the other, one VM ahead of another, never meet in one window.
+ */
 static int open_comms(struct bench *b, struct bench_slice *slice)
 {
 	unsigned int a, c;
@@ -370,7 +376,7 @@ static int open_comms(struct bench *b, struct bench_slice *slice)
 	for (a = 0; !ret && a < b->opts->algos; a++) {
 		struct accel_comm_opts co = {
 			.algo = b->opts->algo[a],
-			.window_id = ACCEL_COMM_WINDOW_ID + a,
+			.window_id = ACCEL_COMM_WINDOW_ID + b->opts->algo[a],
 		};
 
 		ret = accel_comm_create(b->dev, b->n, &co, &b->comm[a]);
