@@ -263,6 +263,11 @@ $(B)/bench/chip_bench: tests/bench/chip_bench.c tests/host/tessera_chip.h $(CORE
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) $(CORE_LIBS)
 
+# The host's reference for the collectives: Open MPI's MPI_Allreduce.
+$(B)/bench/mpi_allreduce: tests/bench/mpi_allreduce.c $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	mpicc $(USER_CFLAGS) -o $@ $<
+
 # The ops tests run what libaccel builds on the chip core itself.
 $(B)/tests/host/libaccel_ops_test: tests/host/libaccel_ops_test.c tests/host/tessera_chip.h \
 		$(CORE_SRCS) $(LIBACCEL_A) $(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
