@@ -289,6 +289,16 @@ static int check_all(struct bench *b, struct accel_comm *comm, struct row *row,
 	return ret ? ret : tally(b, comm, wrong, &row->wrong);
 }
 
+/* What to do about the failures a large sweep meets. */
+static const char *hint(int error)
+{
+	if (error == ACCEL_ERR_NO_MEMORY)
+		return " (a row needs its input, its output and as much again for the communicator on each chip: give the chips more HBM, -d hbm-size=1G)";
+	if (error == ACCEL_ERR_JOB_HUNG)
+		return " (under TCG a large collective can outlast the driver's job timeout, 5 s: --driver-args job_timeout_ms=600000)";
+	return "";
+}
+
 int bench_row(struct bench *b, unsigned int algo_index, struct row *row)
 {
 	struct accel_comm *comm = b->comm[algo_index];
@@ -311,8 +321,7 @@ int bench_row(struct bench *b, unsigned int algo_index, struct row *row)
 		return EXIT_OK;
 	fprintf(stderr, PROGRAM ": %s of %llu bytes (%s): %s%s\n",
 		collective_name(row->coll), (unsigned long long)row->bytes,
-		algo_name(row->algo), accel_error_string(ret),
-		ret == ACCEL_ERR_NO_MEMORY ? " (a row needs its input, its output and as much again for the communicator on each chip: give the chips more HBM, -d hbm-size=1G)" : "");
+		algo_name(row->algo), accel_error_string(ret), hint(ret));
 	return EXIT_FAILED;
 }
 
