@@ -338,8 +338,10 @@ static int open_chips(struct bench *b, struct bench_slice *slice)
 		fprintf(stderr, PROGRAM ": no Tessera chip here: run it in a VM with a slice, e.g. tools/tessera-vm --topology 2x2 -- " PROGRAM "\n");
 		return EXIT_NO_SLICE;
 	}
-	if (!ret && s.chips < 2)
-		ret = ACCEL_ERR_NOT_SUPPORTED;
+	if (!ret && s.chips < 2) {
+		fprintf(stderr, PROGRAM ": this host's chip is no slice: boot a slice with tools/tessera-vm --topology 2x2 or tools/tessera-slice\n");
+		return EXIT_NO_SLICE;
+	}
 	if (ret) {
 		fprintf(stderr, PROGRAM ": this host's chips form no slice (%s): boot them as one with tools/tessera-vm --topology or tools/tessera-slice\n",
 			accel_error_string(ret));

@@ -359,11 +359,12 @@ static void print_header(const struct options *opts, const struct bench_slice *s
 {
 	unsigned int a;
 
-	printf("# " PROGRAM " %d.%d.%d: %ux%ux%u %s, %u chips (%u on this host); %s %s; %u iterations after %u warm-up\n",
+	printf("# " PROGRAM " %d.%d.%d: %ux%ux%u %s, %u chips (%u on this host); %s %s; %u iteration%s after %u warm-up\n",
 	       ACCEL_VERSION_MAJOR, ACCEL_VERSION_MINOR, ACCEL_VERSION_PATCH,
 	       s->topology[0], s->topology[1], s->topology[2], shape_name(s),
 	       s->chips, s->local, accel_dtype_name(opts->dtype),
-	       op_name(opts->op), opts->iters, opts->warmup);
+	       op_name(opts->op), opts->iters, opts->iters == 1 ? "" : "s",
+	       opts->warmup);
 	printf("# modeled clock %u MHz; %u links per chip x %.2f GB/s = %.2f GB/s per chip;",
 	       s->clock_mhz, s->links_per_chip, s->link_gbytes,
 	       s->links_per_chip * s->link_gbytes);
@@ -485,7 +486,7 @@ static int run(const struct options *opts, struct bench *b,
 
 				status = bench_row(b, a, &r);
 				if (status)
-					break;
+					continue;
 				wrong |= r.wrong > 0;
 				if (doc)
 					json_object_array_add(json_object_object_get(doc, "rows"),
