@@ -16,8 +16,14 @@
 
 /* Requests a chip can wait for answers to at once (one per queue). */
 #define ICI_REQS TSR_MAX_QUEUES
-/* Without an answer for this long after the last chunk left: LINK_DOWN. */
-#define ICI_ANSWER_TIMEOUT_NS 1000000000ull
+/*
+ * Without an answer for this long after the last chunk left: LINK_DOWN.
+ * A first hop that dies is seen sooner (the link goes down within 1.3 s);
+ * this covers a peer further on that never answers.  Long beside a busy
+ * host's stalls: the links under the request are reliable, so a late
+ * answer is a slow host, not a lost one.
+ */
+#define ICI_ANSWER_TIMEOUT_NS 10000000000ull
 /*
  * Resend what is unacknowledged after this long: long beside the jitter of
  * host threads and sockets, so that a resend is a modeled fault's doing.

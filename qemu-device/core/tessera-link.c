@@ -160,6 +160,7 @@ struct TsrLink {
     bool stalled[TSR_ICI_VCS];
     unsigned int next_vc;
     uint64_t rto_deadline;          /* 0: not armed */
+    uint64_t probe_deadline;        /* credit stall: 0, not armed */
     unsigned int retries;
     uint64_t train_deadline;        /* 0: not training */
 
@@ -390,6 +391,23 @@ static bool admit_one(TsrLink *link)
     return false;
 }
 
+/* Frames wait for credit, and none are in flight. */
+static bool credit_stalled(const TsrLink *link)
+{
+    unsigned int vc;
+
+    if (link->snd_una != link->snd_end) {
+        return false;
+    }
+    for (vc = 0; vc < TSR_ICI_VCS; vc++) {
+        if (link->txq[vc].count &&
+            !seq_lt(link->sent_new[vc], link->peer_credit[vc])) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Send what can be sent: a NAK, ring frames, new frames, an ACK. */
 static void pump(TsrLink *link, uint64_t now)
 {
@@ -417,6 +435,14 @@ static void pump(TsrLink *link, uint64_t now)
             }
             break;
         }
+    }
+    /*
+     * Credit comes back on the peer's frames; the one that carried it
+     * may be lost, and a stalled sender has nothing in flight whose
+     * timer would notice.  So a stall arms a timer of its own.
+     */
+    if (credit_stalled(link) && !link->probe_deadline) {
+        link->probe_deadline = now + link->cfg.retransmit_ns;
     }
     wire_flush(link, now);
 }
@@ -447,15 +473,22 @@ static void take_credit(TsrLink *link, const struct tsr_ici_frame_hdr *h)
     for (vc = 0; vc < TSR_ICI_VCS; vc++) {
         if (seq_lt(link->peer_credit[vc], h->credit[vc])) {
             link->peer_credit[vc] = h->credit[vc];
+            link->probe_deadline = 0;
         }
     }
 }
 
-/* Resend everything unacknowledged, oldest first. */
+/*
+ * Resend everything unacknowledged, oldest first.  With nothing
+ * unacknowledged (a NAK after one of our ACKs was damaged) there is
+ * nothing to time: a timer armed then would count timeouts that no
+ * acknowledgement can end, and take a healthy link down.
+ */
 static void go_back(TsrLink *link, uint64_t now)
 {
     link->snd_nxt = link->snd_una;
-    link->rto_deadline = now + rto(link);
+    link->rto_deadline = link->snd_una == link->snd_end ? 0 :
+                         now + rto(link);
 }
 
 static void go_down(TsrLink *link)
@@ -653,6 +686,10 @@ static void take_frame(TsrLink *link, const struct tsr_ici_frame_hdr *h,
         go_back(link, now);
         break;
     default:
+        /* A stalled peer asks for our credit again. */
+        if (h->flags & TSR_ICI_FRAME_PROBE) {
+            link->ack_due = true;
+        }
         break;
     }
 }
@@ -905,6 +942,19 @@ void tsr_link_poll(TsrLink *link, uint64_t now)
         }
         go_back(link, now);
     }
+    /*
+     * Still stalled a retransmit interval later: ask.  A peer that only
+     * holds its frames answers with the credit it has, so this never
+     * takes the link down.
+     */
+    if (link->probe_deadline && now >= link->probe_deadline &&
+        link->state == TSR_ICI_STATE_UP) {
+        link->probe_deadline = 0;
+        if (credit_stalled(link) && !link->wlen) {
+            emit(link, TSR_ICI_FRAME_ACK, TSR_ICI_FRAME_PROBE, 0, NULL, 0,
+                 false, now);
+        }
+    }
     pump(link, now);
 }
 
@@ -918,6 +968,10 @@ uint64_t tsr_link_deadline(const TsrLink *link)
     if (link->state == TSR_ICI_STATE_UP && link->rto_deadline &&
         link->rto_deadline < d) {
         d = link->rto_deadline;
+    }
+    if (link->state == TSR_ICI_STATE_UP && link->probe_deadline &&
+        link->probe_deadline < d) {
+        d = link->probe_deadline;
     }
     if (link->wlen && link->hold_until && link->hold_until < d) {
         d = link->hold_until;

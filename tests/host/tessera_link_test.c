@@ -552,6 +552,68 @@ TEST_F(link, a_slow_receiver_stalls_the_sender_without_losing_anything)
 	EXPECT_EQ(0, counters(&self->a).replays);
 }
 
+/*
+ * The frame that brings a stalled sender its credit is lost; with no
+ * frame in flight, no retransmit timer runs: the sender asks again.
+ */
+TEST_F(link, a_lost_credit_update_is_asked_for_again)
+{
+	TsrLinkFaults f = { .drop_next = 1 };
+
+	ASSERT_TRUE(train(self));
+	self->b.refuse = true;
+	EXPECT_FALSE(exchange(self, 200, 3000));
+	EXPECT_LE(1, counters(&self->a).credit_stalls);
+	/* The next frame b sends is the ACK with its fresh credit. */
+	inject(&self->b, &f);
+	self->b.refuse = false;
+	tsr_link_rx_ready(self->b.link, self->now);
+	ASSERT_TRUE(exchange(self, 0, 200000));
+	EXPECT_EQ(200, self->b.delivered);
+	EXPECT_TRUE(streams_match(self));
+	/* Nothing was resent: only the credit was asked for. */
+	EXPECT_EQ(0, counters(&self->a).replays);
+	EXPECT_EQ(0, counters(&self->a).link_downs);
+}
+
+/*
+ * One of a's ACKs is damaged: b answers with a NAK, though a has nothing
+ * in flight.  That must not start a's retransmit timer, which no
+ * acknowledgement could then stop.
+ */
+TEST_F(link, a_nak_with_nothing_in_flight_leaves_the_link_up)
+{
+	TsrLinkFaults f = { .corrupt_next = 1 };
+	struct end *ends[2] = { &self->a, &self->b };
+	unsigned int i, k;
+
+	ASSERT_TRUE(train(self));
+	inject(&self->a, &f);
+	/* Only b sends: a's next frame is an ACK, and it is damaged. */
+	for (i = 0; i < 3; i++) {
+		uint8_t buf[TSR_ICI_MAX_PAYLOAD];
+		size_t len = next_payload(&self->b, buf);
+
+		ASSERT_EQ(0, tsr_link_send(self->b.link, 0, buf, len, self->now));
+		memcpy(self->b.sent[0] + self->b.sent_len[0], buf, len);
+		self->b.sent_len[0] += len;
+	}
+	/* Three seconds, longer than eight timeouts with their backoff. */
+	for (i = 0; i < 3000; i++) {
+		step(self);
+		self->now += 1000000;
+	}
+	EXPECT_EQ(1, counters(&self->b).crc_errors);
+	EXPECT_EQ(1, counters(&self->a).naks);
+	/* b may time out once, for the data a's damaged ACK covered; a never. */
+	EXPECT_EQ(0, counters(&self->a).timeouts);
+	for (k = 0; k < 2; k++) {
+		EXPECT_EQ(TSR_ICI_STATE_UP, tsr_link_state(ends[k]->link));
+		EXPECT_EQ(0, counters(ends[k]).link_downs);
+	}
+	EXPECT_EQ(3, self->a.delivered);
+}
+
 TEST_F(link, sequence_numbers_wrap)
 {
 	self->ca.isn = 0xffffff00u;

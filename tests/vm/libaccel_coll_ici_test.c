@@ -345,6 +345,80 @@ TEST_F(coll, i32_sums_are_exact_beyond_what_f32_holds)
 	free(v);
 }
 
+/*
+ * Link faults of every wired port of the local chips (debugfs, with
+ * debug-regs=on): @ppm frames per million dropped and as many corrupted,
+ * and, with @ppm, the next frame of each port dropped and the one after
+ * corrupted, so that every port replays at least once.  Returns false
+ * when the chips have no debug block.
+ */
+static bool link_faults(FIXTURE_DATA(coll) *self, unsigned int ppm)
+{
+	struct accel_device_info info;
+	unsigned int c, p;
+	char file[64];
+
+	for (c = 0; c < self->n; c++) {
+		if (accel_device_get_info(self->dev[c], &info) ||
+		    !(info.caps & TSR_CAP_DEBUG_REGS))
+			return false;
+		for (p = 0; p < info.ici_ports; p++) {
+			if (!(info.ports_wired & (1u << p)))
+				continue;
+			snprintf(file, sizeof(file), "ici%u/fault_seed", p);
+			tsr_debugfs_write(info.pci_address, file, 7 + p + 8 * c);
+			snprintf(file, sizeof(file), "ici%u/fault_drop_ppm", p);
+			if (tsr_debugfs_write(info.pci_address, file, ppm))
+				return false;
+			snprintf(file, sizeof(file), "ici%u/fault_corrupt_ppm", p);
+			if (tsr_debugfs_write(info.pci_address, file, ppm))
+				return false;
+			snprintf(file, sizeof(file), "ici%u/fault_drop_next", p);
+			tsr_debugfs_write(info.pci_address, file, !!ppm);
+			snprintf(file, sizeof(file), "ici%u/fault_corrupt_next", p);
+			tsr_debugfs_write(info.pci_address, file, !!ppm);
+		}
+	}
+	return true;
+}
+
+/* Replays of every port of the local chips, so far. */
+static uint64_t replays(FIXTURE_DATA(coll) *self)
+{
+	struct accel_device_info info;
+	struct accel_link_info link;
+	uint64_t n = 0;
+	unsigned int c, p;
+
+	for (c = 0; c < self->n; c++) {
+		if (accel_device_get_info(self->dev[c], &info))
+			continue;
+		for (p = 0; p < info.ici_ports; p++)
+			if (!accel_link_get_info(self->dev[c], p, &link))
+				n += link.replays;
+	}
+	return n;
+}
+
+TEST_F(coll, results_are_exact_through_dropped_and_corrupted_frames)
+{
+	uint64_t before = replays(self);
+	bool faults;
+
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 8, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	/* One frame in a thousand lost, one in a thousand damaged. */
+	faults = link_faults(self, 1000);
+	EXPECT_TRUE(all_reduce_once(_metadata, self, TSR_DTYPE_F32,
+				    ACCEL_REDUCE_SUM, 262147, 70, false));
+	EXPECT_TRUE(all_reduce_once(_metadata, self, TSR_DTYPE_BF16,
+				    ACCEL_REDUCE_MAX, 65521, 71, true));
+	link_faults(self, 0);
+	if (!faults)
+		SKIP(return, "no fault injection: boot with -d debug-regs=on");
+	EXPECT_LT(before, replays(self));
+}
+
 TEST_F(coll, the_one_colour_baseline_gives_the_same_bits)
 {
 	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 2, ACCEL_COLL_ONE_COLOUR));
