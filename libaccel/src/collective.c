@@ -78,6 +78,7 @@ struct accel_comm {
 struct accel_coll {
 	unsigned int count, cap;
 	struct accel_job **jobs;
+	bool *opens;		/* the job starts its stream */
 	int result;
 	bool ended;
 	uint64_t cycles;
@@ -110,6 +111,7 @@ struct exec {
 	struct vmap in, acc, out, tmp;
 	struct accel_cmdbuf *cb;
 	unsigned int stream;
+	unsigned int stream_jobs;	/* submitted for this stream */
 	struct accel_coll *coll;
 };
 
@@ -230,15 +232,21 @@ static int flush(struct exec *x)
 	if (coll->count == coll->cap) {
 		unsigned int cap = coll->cap ? 2 * coll->cap : 16;
 		struct accel_job **jobs = realloc(coll->jobs, cap * sizeof(*jobs));
+		bool *opens;
 
 		if (!jobs)
 			return ACCEL_ERR_NO_MEMORY;
 		coll->jobs = jobs;
+		opens = realloc(coll->opens, cap * sizeof(*opens));
+		if (!opens)
+			return ACCEL_ERR_NO_MEMORY;
+		coll->opens = opens;
 		coll->cap = cap;
 	}
 	ret = accel_submit(x->chip->dev, x->cb, &opts, &job);
 	if (ret)
 		return ret;
+	coll->opens[coll->count] = !x->stream_jobs++;
 	coll->jobs[coll->count++] = job;
 	accel_cmdbuf_reset(x->cb);
 	return explicit_buffers(x);
@@ -530,6 +538,7 @@ static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
 		ret = explicit_buffers(&x);
 	for (s = 0; !ret && s < x.plan.streams; s++) {
 		x.stream = s;
+		x.stream_jobs = 0;
 		for (o = 0; !ret && o < x.plan.stream[s].count; o++)
 			ret = run_op(&x, &x.plan.stream[s].ops[o]);
 		if (!ret)
@@ -638,9 +647,15 @@ int accel_all_gather(struct accel_comm *comm, struct accel_buffer *const *send,
 	return collective(comm, &c, coll);
 }
 
+/*
+ * A collective's modeled time runs from when its last stream starts (its
+ * queue free and its chip's inputs there: before then the collective
+ * cannot run anywhere, and the queues' clocks only meet through their
+ * waits) to when its last job ends.
+ */
 int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
 {
-	uint64_t first = UINT64_MAX, last = 0;
+	uint64_t start = 0, end = 0;
 	unsigned int i;
 
 	if (!coll)
@@ -654,13 +669,14 @@ int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
 		if (ret && !coll->result)
 			coll->result = ret;
 		if (!accel_job_status(coll->jobs[i], &st)) {
-			first = st.start_cycle < first ? st.start_cycle : first;
-			last = st.end_cycle > last ? st.end_cycle : last;
+			if (coll->opens[i] && st.start_cycle > start)
+				start = st.start_cycle;
+			end = st.end_cycle > end ? st.end_cycle : end;
 		}
 	}
 	if (!coll->ended) {
 		coll->ended = true;
-		coll->cycles = last > first ? last - first : 0;
+		coll->cycles = end > start ? end - start : 0;
 	}
 	return coll->result;
 }
@@ -679,6 +695,7 @@ void accel_coll_destroy(struct accel_coll *coll)
 	for (i = 0; i < coll->count; i++)
 		accel_job_destroy(coll->jobs[i]);
 	free(coll->jobs);
+	free(coll->opens);
 	free(coll);
 }
 

@@ -168,9 +168,10 @@ ACCEL_API int accel_all_gather(struct accel_comm *comm,
 ACCEL_API int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns);
 
 /**
- * accel_coll_cycles() - the collective's modeled time: the device clock
- * from its first job's start to its last job's end, over the local
- * chips; 0 until it has ended.
+ * accel_coll_cycles() - the collective's modeled time in device cycles,
+ * over the local chips: from the start of its last stream to start (when
+ * every queue it uses was free) to the end of its last job; 0 until it
+ * has ended.
  */
 ACCEL_API uint64_t accel_coll_cycles(struct accel_coll *coll);
 
