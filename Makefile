@@ -12,7 +12,8 @@
 #                 UBSAN, kmemleak), and planted bugs it must catch
 #   make debug-kernel  only build that kernel (build/debug-kernel, cached)
 #   make check-slices  the long slice checks: 4x4 as 4 VMs x 4 chips, and
-#                 a 2x2x2 mesh in one VM, each running the exchange
+#                 a 2x2x2 mesh in one VM, each running the exchange; the
+#                 collectives' tests on 4x4 as 4 VMs x 4 chips
 #   make bench    BENCH lines (see tools/tessera-bench)
 #   make fuzz     the ioctl fuzzer in a VM, FUZZ_CALLS (1000000) calls
 #   make lint     checkpatch (kernel and QEMU flavours) and sparse
@@ -382,6 +383,8 @@ check-debug: all debug-initramfs
 check-slices: all
 	tools/tessera-slice --topology 4x4 --host 2x2 --timeout 600 -- slice_exchange
 	tools/tessera-slice --topology 2x2x2 --mesh --host 2x2x2 --timeout 600 -- slice_exchange
+	tools/tessera-slice --topology 4x4 --host 2x2 --timeout 3000 -d debug-regs=on \
+		--driver-args job_timeout_ms=600000 -- run-tests libaccel_coll_ici_test
 
 bench: all
 	$(PYTHON) tools/tessera-bench

@@ -23,6 +23,11 @@
 
 #define MAX_CHIPS 16
 #define WINDOW_BASE 200
+/*
+ * Seconds for the tests of many calls: a few on 2x2, minutes on a 4x4
+ * slice of four emulated VMs (make check-slices).
+ */
+#define COLL_TEST_TIMEOUT 600
 
 FIXTURE(coll) {
 	struct accel_device *dev[MAX_CHIPS];
@@ -281,7 +286,7 @@ static bool all_reduce_once(struct __test_metadata *_metadata,
 	return ok;
 }
 
-TEST_F(coll, all_reduce_of_every_type_op_and_count_is_exact_on_every_chip)
+TEST_F_TIMEOUT(coll, all_reduce_of_every_type_op_and_count_is_exact_on_every_chip, COLL_TEST_TIMEOUT)
 {
 	unsigned int d, o, c, salt = 0;
 
@@ -295,7 +300,7 @@ TEST_F(coll, all_reduce_of_every_type_op_and_count_is_exact_on_every_chip)
 							    salt++, false));
 }
 
-TEST_F(coll, all_reduce_in_place_and_of_several_mib)
+TEST_F_TIMEOUT(coll, all_reduce_in_place_and_of_several_mib, COLL_TEST_TIMEOUT)
 {
 	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 1, ACCEL_COLL_PINCER));
 	self->size = accel_comm_size(self->comm);
@@ -400,7 +405,7 @@ static uint64_t replays(FIXTURE_DATA(coll) *self)
 	return n;
 }
 
-TEST_F(coll, results_are_exact_through_dropped_and_corrupted_frames)
+TEST_F_TIMEOUT(coll, results_are_exact_through_dropped_and_corrupted_frames, COLL_TEST_TIMEOUT)
 {
 	uint64_t before = replays(self);
 	bool faults;
@@ -430,7 +435,7 @@ TEST_F(coll, the_one_colour_baseline_gives_the_same_bits)
 				    ACCEL_REDUCE_MAX, 1009, 7, false));
 }
 
-TEST_F(coll, reduce_scatter_leaves_each_chip_its_block)
+TEST_F_TIMEOUT(coll, reduce_scatter_leaves_each_chip_its_block, COLL_TEST_TIMEOUT)
 {
 	static const uint64_t per_chip[] = { 1, 5, 1009 };
 	unsigned int d, o, c, salt = 10;
@@ -462,7 +467,7 @@ TEST_F(coll, reduce_scatter_leaves_each_chip_its_block)
 	}
 }
 
-TEST_F(coll, all_gather_gives_every_chip_every_block_in_rank_order)
+TEST_F_TIMEOUT(coll, all_gather_gives_every_chip_every_block_in_rank_order, COLL_TEST_TIMEOUT)
 {
 	static const uint64_t per_chip[] = { 1, 5, 1009, 30011 };
 	unsigned int d, c, salt = 40;
