@@ -167,9 +167,13 @@ static void segment(struct builder *b, bool rs, unsigned int dim,
 	}
 }
 
-/* Reduce-scatter (@rs) or all-gather of @r along dimension @dim. */
+/*
+ * Reduce-scatter (@rs) or all-gather of @r along dimension @dim; with
+ * @only below the ring's length, the broadcast of all of @r from the
+ * chip at @only.
+ */
 static void ring_phase(struct builder *b, bool rs, unsigned int dim,
-		       struct range r)
+		       struct range r, uint32_t only)
 {
 	const struct coll_params *p = b->p;
 	uint32_t n = p->dims[dim], me = p->coords[dim], c, l, rr;
@@ -177,8 +181,11 @@ static void ring_phase(struct builder *b, bool rs, unsigned int dim,
 	unsigned int h, nh = halves(n, wrap);
 
 	for (c = 0; c < n; c++) {
+		if (only < n && c != only)
+			continue;
 		for (h = 0; h < nh; h++) {
-			struct range seg = chunk_of(chunk_of(r, n, c), nh, h);
+			struct range seg = chunk_of(only < n ? r : chunk_of(r, n, c),
+						    nh, h);
 			uint32_t kp, km;
 
 			spans(n, wrap, c, h, &l, &rr);
@@ -284,7 +291,7 @@ static void build_colour(struct builder *b)
 	} else {
 		local_phase(b, COLL_OP_INIT, COLL_ACC, level[0], false);
 		for (i = 0; i < phases; i++) {
-			ring_phase(b, true, plan->order[k][i], level[i]);
+			ring_phase(b, true, plan->order[k][i], level[i], UINT32_MAX);
 			flush_phase(b, false);
 		}
 		local_phase(b, COLL_OP_FINISH, COLL_OUT, level[phases],
@@ -293,8 +300,47 @@ static void build_colour(struct builder *b)
 			return;
 	}
 	for (i = phases; i-- > 0; ) {
-		ring_phase(b, false, plan->order[k][i], level[i]);
+		ring_phase(b, false, plan->order[k][i], level[i], UINT32_MAX);
 		flush_phase(b, i == 0);
+	}
+}
+
+/* In line with the root along the dimensions after phase @i. */
+static bool in_root_line(const struct builder *b, unsigned int i)
+{
+	const struct coll_plan *plan = b->plan;
+	unsigned int j, d;
+
+	for (j = i + 1; j < plan->phases; j++) {
+		d = plan->order[b->colour][j];
+		if (b->p->coords[d] != b->p->root[d])
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Broadcast: the root's line along the colour's first dimension gets the
+ * part, then each of those chips passes it along the second dimension,
+ * and so on; each line is an all-gather phase with a single owner.
+ */
+static void build_broadcast(struct builder *b)
+{
+	const struct coll_params *p = b->p;
+	struct coll_plan *plan = b->plan;
+	unsigned int k = b->colour, i, d;
+	struct range part = { plan->part_start[k], plan->part_len[k] };
+	bool root = !memcmp(p->coords, p->root, sizeof(p->root));
+
+	plan->owned_start[k] = part.start;
+	plan->owned_len[k] = root ? part.len : 0;
+	local_phase(b, COLL_OP_INIT, COLL_OUT,
+		    root ? part : (struct range){ part.start, 0 }, !plan->phases);
+	for (i = 0; i < plan->phases; i++) {
+		d = plan->order[k][i];
+		if (in_root_line(b, i))
+			ring_phase(b, false, d, part, p->root[d]);
+		flush_phase(b, i + 1 == plan->phases);
 	}
 }
 
@@ -306,7 +352,11 @@ static int check_params(const struct coll_params *p)
 		if (!p->dims[d] || p->dims[d] > 256 || p->coords[d] >= p->dims[d])
 			return -EINVAL;
 	}
-	if (p->kind > COLL_ALL_GATHER || !p->acc_piece || !p->out_piece ||
+	for (d = 0; d < COLL_DIMS; d++) {
+		if (p->kind == COLL_BROADCAST && p->root[d] >= p->dims[d])
+			return -EINVAL;
+	}
+	if (p->kind > COLL_BROADCAST || !p->acc_piece || !p->out_piece ||
 	    p->wrap >> COLL_DIMS || !p->colours)
 		return -EINVAL;
 	return 0;
@@ -326,7 +376,8 @@ int coll_plan_build(const struct coll_params *p, struct coll_plan *plan)
 		if (p->dims[d] > 1)
 			active[nactive++] = d;
 	}
-	if (p->kind != COLL_ALL_REDUCE && p->count % chips)
+	if ((p->kind == COLL_REDUCE_SCATTER || p->kind == COLL_ALL_GATHER) &&
+	    p->count % chips)
 		return -EINVAL;
 
 	plan->phases = nactive;
@@ -340,10 +391,10 @@ int coll_plan_build(const struct coll_params *p, struct coll_plan *plan)
 	 * Each colour takes an even share: of the vector for all-reduce, of
 	 * every chip's block otherwise, so that blocks map whole.
 	 */
-	if (p->kind != COLL_ALL_REDUCE)
+	if (p->kind == COLL_REDUCE_SCATTER || p->kind == COLL_ALL_GATHER)
 		block = p->count / chips;
 	for (k = 0; k < plan->colours; k++) {
-		if (p->kind == COLL_ALL_REDUCE) {
+		if (!block) {
 			plan->part_start[k] = coll_split(p->count, plan->colours, k);
 			plan->part_len[k] = coll_split(p->count, plan->colours, k + 1) -
 					    plan->part_start[k];
@@ -362,7 +413,10 @@ int coll_plan_build(const struct coll_params *p, struct coll_plan *plan)
 	for (k = 0; k < plan->colours && !b.err; k++) {
 		b.colour = k;
 		b.barriers = 0;
-		build_colour(&b);
+		if (p->kind == COLL_BROADCAST)
+			build_broadcast(&b);
+		else
+			build_colour(&b);
 		plan->barriers[k] = b.barriers;
 	}
 	free(b.act.a);

@@ -42,6 +42,7 @@ enum coll_kind {
 	COLL_ALL_REDUCE,
 	COLL_REDUCE_SCATTER,
 	COLL_ALL_GATHER,
+	COLL_BROADCAST,		/* from @root along each dimension in turn */
 };
 
 /* The two vectors a plan names. */
@@ -52,7 +53,10 @@ enum coll_buf {
 };
 
 enum coll_op_kind {
-	/* Bring the input into the vector (all-reduce: ACC, all-gather: OUT). */
+	/*
+	 * Bring the input into the vector (all-reduce: ACC, all-gather and
+	 * broadcast's root: OUT).
+	 */
 	COLL_OP_INIT,
 	/* Send [start, start + len) of @buf to the next chip of the channel. */
 	COLL_OP_SEND,
@@ -100,6 +104,7 @@ struct coll_params {
 	uint32_t dims[COLL_DIMS];	/* chips along each dimension, >= 1 */
 	uint32_t wrap;			/* bit d: dimension d wraps around */
 	uint32_t coords[COLL_DIMS];	/* the chip the plan is for */
+	uint32_t root[COLL_DIMS];	/* broadcast: the chip that has the data */
 	enum coll_kind kind;
 	/*
 	 * Most colours to use, >= 1: one is the dimension-ordered baseline,
@@ -108,8 +113,8 @@ struct coll_params {
 	 */
 	unsigned int colours;
 	/*
-	 * Elements in the virtual vector: the all-reduce's count, or the
-	 * count per chip times the chips for the other two.
+	 * Elements in the virtual vector: the all-reduce's and broadcast's
+	 * count, or the count per chip times the chips for the other two.
 	 */
 	uint64_t count;
 	/* Most elements of ACC and of OUT one message carries, >= 1. */

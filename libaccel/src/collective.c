@@ -439,6 +439,7 @@ struct call {
 	uint64_t count;		/* the caller's count */
 	enum tsr_dtype dtype;
 	enum accel_reduce_op op;
+	unsigned int root;	/* broadcast: the root's rank */
 };
 
 static enum tsr_dtype acc_dtype(enum tsr_dtype dtype)
@@ -485,7 +486,7 @@ static int place(struct exec *x, const struct call *c, unsigned int i)
 		x->in.layout = LAYOUT_OWNED;
 		x->out.layout = LAYOUT_BLOCKS;
 	}
-	if (c->kind == COLL_ALL_GATHER)
+	if (c->kind == COLL_ALL_GATHER || c->kind == COLL_BROADCAST)
 		return ACCEL_OK;
 	if (!acc_in_out)
 		acc_bytes = vcount * tsr_dtype_size(acc);
@@ -512,8 +513,10 @@ static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
 	struct comm_chip *chip = &comm->chip[i];
 	struct exec x = {
 		.comm = comm, .chip = chip, .kind = c->kind, .coll = coll,
-		.vpu_op = vpu[c->kind == COLL_ALL_GATHER ? ACCEL_REDUCE_SUM : c->op],
-		.block = c->kind == COLL_ALL_REDUCE ? 0 : c->count,
+		.vpu_op = vpu[c->kind == COLL_ALL_GATHER || c->kind == COLL_BROADCAST ?
+			      ACCEL_REDUCE_SUM : c->op],
+		.block = c->kind == COLL_ALL_REDUCE || c->kind == COLL_BROADCAST ?
+			 0 : c->count,
 	};
 	unsigned int k, s;
 	size_t o;
@@ -523,8 +526,12 @@ static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
 		.dims = { comm->dims[0], comm->dims[1], comm->dims[2] },
 		.wrap = comm->wrap,
 		.coords = { chip->coords[0], chip->coords[1], chip->coords[2] },
+		.root = { c->root % comm->dims[0],
+			  c->root / comm->dims[0] % comm->dims[1],
+			  c->root / comm->dims[0] / comm->dims[1] },
 		.kind = c->kind, .colours = comm->colours,
-		.count = c->kind == COLL_ALL_REDUCE ? c->count : c->count * comm->chips,
+		.count = c->kind == COLL_ALL_REDUCE || c->kind == COLL_BROADCAST ?
+			 c->count : c->count * comm->chips,
 		.acc_piece = comm->slot_bytes / tsr_dtype_size(acc_dtype(c->dtype)),
 		.out_piece = comm->slot_bytes / tsr_dtype_size(c->dtype),
 	};
@@ -570,12 +577,15 @@ static int check_call(const struct accel_comm *comm, const struct call *c)
 	if (c->dtype != TSR_DTYPE_F32 && c->dtype != TSR_DTYPE_BF16 &&
 	    c->dtype != TSR_DTYPE_I32)
 		return ACCEL_ERR_BAD_DTYPE;
-	if (c->dtype == TSR_DTYPE_I32 && c->kind != COLL_ALL_GATHER &&
+	if (c->dtype == TSR_DTYPE_I32 && (c->kind == COLL_ALL_REDUCE ||
+					  c->kind == COLL_REDUCE_SCATTER) &&
 	    !(comm->caps & TSR_CAP_VPU_I32))
 		return ACCEL_ERR_NOT_SUPPORTED;
-	if (c->kind != COLL_ALL_GATHER &&
+	if ((c->kind == COLL_ALL_REDUCE || c->kind == COLL_REDUCE_SCATTER) &&
 	    (c->op < ACCEL_REDUCE_SUM || c->op > ACCEL_REDUCE_MIN))
 		return ACCEL_ERR_BAD_OP;
+	if (c->kind == COLL_BROADCAST && c->root >= comm->chips)
+		return ACCEL_ERR_INVALID_ARGUMENT;
 	if (c->kind == COLL_REDUCE_SCATTER)
 		in *= comm->chips;
 	else if (c->kind == COLL_ALL_GATHER)
@@ -585,7 +595,8 @@ static int check_call(const struct accel_comm *comm, const struct call *c)
 	for (i = 0; i < comm->count; i++) {
 		if (!in_hbm(c->send[i], in * size) || !in_hbm(c->recv[i], out * size))
 			return ACCEL_ERR_OUT_OF_BOUNDS;
-		if (c->kind != COLL_ALL_REDUCE && c->send[i] == c->recv[i])
+		if ((c->kind == COLL_REDUCE_SCATTER || c->kind == COLL_ALL_GATHER) &&
+		    c->send[i] == c->recv[i])
 			return ACCEL_ERR_INVALID_ARGUMENT;
 	}
 	return ACCEL_OK;
@@ -622,7 +633,7 @@ int accel_all_reduce(struct accel_comm *comm, struct accel_buffer *const *send,
 		     enum tsr_dtype dtype, enum accel_reduce_op op,
 		     struct accel_coll **coll)
 {
-	struct call c = { COLL_ALL_REDUCE, send, recv, count, dtype, op };
+	struct call c = { COLL_ALL_REDUCE, send, recv, count, dtype, op, 0 };
 
 	return collective(comm, &c, coll);
 }
@@ -633,7 +644,7 @@ int accel_reduce_scatter(struct accel_comm *comm,
 			 enum tsr_dtype dtype, enum accel_reduce_op op,
 			 struct accel_coll **coll)
 {
-	struct call c = { COLL_REDUCE_SCATTER, send, recv, count, dtype, op };
+	struct call c = { COLL_REDUCE_SCATTER, send, recv, count, dtype, op, 0 };
 
 	return collective(comm, &c, coll);
 }
@@ -642,7 +653,7 @@ int accel_all_gather(struct accel_comm *comm, struct accel_buffer *const *send,
 		     struct accel_buffer *const *recv, uint64_t count,
 		     enum tsr_dtype dtype, struct accel_coll **coll)
 {
-	struct call c = { COLL_ALL_GATHER, send, recv, count, dtype, 0 };
+	struct call c = { COLL_ALL_GATHER, send, recv, count, dtype, 0, 0 };
 
 	return collective(comm, &c, coll);
 }
@@ -653,6 +664,15 @@ int accel_all_gather(struct accel_comm *comm, struct accel_buffer *const *send,
  * cannot run anywhere, and the queues' clocks only meet through their
  * waits) to when its last job ends.
  */
+int accel_broadcast(struct accel_comm *comm, struct accel_buffer *const *buf,
+		    uint64_t count, enum tsr_dtype dtype, unsigned int root,
+		    struct accel_coll **coll)
+{
+	struct call c = { COLL_BROADCAST, buf, buf, count, dtype, 0, root };
+
+	return collective(comm, &c, coll);
+}
+
 int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
 {
 	uint64_t start = 0, end = 0;

@@ -427,6 +427,40 @@ static bool check_all_gather(struct sim *s)
 	return true;
 }
 
+/*
+ * Every chip ends with the root's vector, which reached each of them
+ * exactly once: no chip passes on what it does not have yet.
+ */
+static bool check_broadcast(struct sim *s)
+{
+	uint32_t root = index_of(s, s->p.root), c;
+	uint64_t i, sent = 0;
+	unsigned int d, dir;
+
+	for (c = 0; c < s->chips; c++)
+		for (d = 0; d < COLL_DIMS; d++)
+			for (dir = 0; dir < COLL_DIRS; dir++)
+				sent += s->chip[c].load[d][dir];
+	if (sent != s->p.count * (s->chips - 1)) {
+		snprintf(s->why, sizeof(s->why), "%llu elements sent, not %llu",
+			 (unsigned long long)sent,
+			 (unsigned long long)(s->p.count * (s->chips - 1)));
+		return false;
+	}
+
+	for (c = 0; c < s->chips; c++) {
+		for (i = 0; i < s->p.count; i++) {
+			if (s->chip[c].out[i].hash != leaf(root, i).hash) {
+				snprintf(s->why, sizeof(s->why),
+					 "chip %u element %llu is not the root's",
+					 c, (unsigned long long)i);
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
 struct shape {
 	uint32_t dims[3];
 	uint32_t wrap;
@@ -447,12 +481,14 @@ static const struct shape shapes[] = {
  * Simulate, check, and simulate again in another order: the results must
  * not depend on which chip or queue went first.
  */
-static void run(struct __test_metadata *_metadata, const struct shape *sh,
-		enum coll_kind kind, uint64_t count, unsigned int colours,
-		uint64_t piece, unsigned int slots)
+static void run_from(struct __test_metadata *_metadata, const struct shape *sh,
+		     enum coll_kind kind, uint64_t count, unsigned int colours,
+		     uint64_t piece, unsigned int slots, uint32_t root)
 {
 	struct sim s = {
 		.p = { .dims = { sh->dims[0], sh->dims[1], sh->dims[2] },
+		       .root = { root % sh->dims[0], root / sh->dims[0] % sh->dims[1],
+				 root / sh->dims[0] / sh->dims[1] },
 		       .wrap = sh->wrap, .kind = kind, .count = count,
 		       .colours = colours,
 		       .acc_piece = piece, .out_piece = piece + 1 },
@@ -468,6 +504,8 @@ static void run(struct __test_metadata *_metadata, const struct shape *sh,
 			ok = check_all_reduce(&s);
 		else if (ok && kind == COLL_REDUCE_SCATTER)
 			ok = check_reduce_scatter(&s);
+		else if (ok && kind == COLL_BROADCAST)
+			ok = check_broadcast(&s);
 		else if (ok)
 			ok = check_all_gather(&s);
 		if (ok && first && memcmp(first, s.chip[s.chips - 1].out,
@@ -487,6 +525,13 @@ static void run(struct __test_metadata *_metadata, const struct shape *sh,
 	}
 	free(first);
 	ASSERT_TRUE(ok);
+}
+
+static void run(struct __test_metadata *_metadata, const struct shape *sh,
+		enum coll_kind kind, uint64_t count, unsigned int colours,
+		uint64_t piece, unsigned int slots)
+{
+	run_from(_metadata, sh, kind, count, colours, piece, slots, 0);
 }
 
 static uint32_t chips_of(const struct shape *sh)
@@ -530,6 +575,23 @@ TEST(all_gather_brings_every_block_from_its_owner)
 			run(_metadata, &shapes[i], COLL_ALL_GATHER,
 			    chips_of(&shapes[i]) * (mode ? 7 : 6), 1 + mode,
 			    5, 2 + mode % 2);
+	}
+}
+
+TEST(broadcast_brings_the_roots_vector_to_every_chip)
+{
+	static const uint64_t counts[] = { 1, 7, 97, 600 };
+	unsigned int i, j, colours;
+
+	for (i = 0; i < ARRAY_SIZE(shapes); i++) {
+		uint32_t chips = chips_of(&shapes[i]);
+		uint32_t roots[] = { 0, chips - 1, chips / 2 + chips / 5 };
+
+		for (j = 0; j < ARRAY_SIZE(counts); j++)
+			for (colours = 1; colours <= 3; colours++)
+				run_from(_metadata, &shapes[i], COLL_BROADCAST,
+					 counts[j], colours, 5, 2,
+					 roots[(j + colours) % 3]);
 	}
 }
 
@@ -636,6 +698,13 @@ TEST(a_plan_refuses_what_it_cannot_do)
 	coll_plan_free(&plan);
 	p.wrap = 8;
 	EXPECT_EQ(-EINVAL, coll_plan_build(&p, &plan));
+	p.wrap = 3;
+	p.kind = COLL_BROADCAST;
+	p.root[0] = 4;
+	EXPECT_EQ(-EINVAL, coll_plan_build(&p, &plan));
+	p.root[0] = 3;
+	EXPECT_EQ(0, coll_plan_build(&p, &plan));
+	coll_plan_free(&plan);
 }
 
 TEST_HARNESS_MAIN

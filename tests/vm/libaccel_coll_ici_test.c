@@ -224,6 +224,7 @@ struct expect {
 	enum accel_reduce_op op;
 	unsigned int salt;
 	uint64_t count;		/* per chip, for reduce-scatter */
+	unsigned int root;	/* broadcast */
 };
 
 static float want_all_reduce(FIXTURE_DATA(coll) *self, unsigned int rank,
@@ -254,6 +255,16 @@ static float want_all_gather(FIXTURE_DATA(coll) *self, unsigned int rank,
 	return value(i / e->count, i % e->count, e->salt);
 }
 
+static float want_broadcast(FIXTURE_DATA(coll) *self, unsigned int rank,
+			    uint64_t i, const void *arg)
+{
+	const struct expect *e = arg;
+
+	(void)self;
+	(void)rank;
+	return value(e->root, i, e->salt);
+}
+
 static const enum tsr_dtype dtypes[] = {
 	TSR_DTYPE_F32, TSR_DTYPE_BF16, TSR_DTYPE_I32,
 };
@@ -268,7 +279,7 @@ static bool all_reduce_once(struct __test_metadata *_metadata,
 			    enum accel_reduce_op op, uint64_t count,
 			    unsigned int salt, bool in_place)
 {
-	struct expect e = { op, salt, count };
+	struct expect e = { op, salt, count, 0 };
 	struct vectors v = { 0 };
 	int ret = vectors_make(self, &v, dtype, count, count, salt, in_place);
 	bool ok;
@@ -445,7 +456,7 @@ TEST_F_TIMEOUT(coll, reduce_scatter_leaves_each_chip_its_block, COLL_TEST_TIMEOU
 	for (d = 0; d < ARRAY_SIZE(dtypes); d++) {
 		for (o = 0; o < ARRAY_SIZE(ops); o++) {
 			for (c = 0; c < ARRAY_SIZE(per_chip); c++, salt++) {
-				struct expect e = { ops[o], salt, per_chip[c] };
+				struct expect e = { ops[o], salt, per_chip[c], 0 };
 				struct vectors v = { 0 };
 				int ret = vectors_make(self, &v, dtypes[d],
 						       per_chip[c] * self->size,
@@ -476,7 +487,7 @@ TEST_F_TIMEOUT(coll, all_gather_gives_every_chip_every_block_in_rank_order, COLL
 	self->size = accel_comm_size(self->comm);
 	for (d = 0; d < ARRAY_SIZE(dtypes); d++) {
 		for (c = 0; c < ARRAY_SIZE(per_chip); c++, salt++) {
-			struct expect e = { ACCEL_REDUCE_SUM, salt, per_chip[c] };
+			struct expect e = { ACCEL_REDUCE_SUM, salt, per_chip[c], 0 };
 			struct vectors v = { 0 };
 			int ret = vectors_make(self, &v, dtypes[d], per_chip[c],
 					       per_chip[c] * self->size, salt, false);
@@ -495,12 +506,50 @@ TEST_F_TIMEOUT(coll, all_gather_gives_every_chip_every_block_in_rank_order, COLL
 	}
 }
 
+TEST_F_TIMEOUT(coll, broadcast_from_any_root_reaches_every_chip, COLL_TEST_TIMEOUT)
+{
+	unsigned int d, c, r, salt = 80;
+
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 9, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	for (d = 0; d < ARRAY_SIZE(dtypes); d++) {
+		for (c = 0; c < ARRAY_SIZE(counts); c++, salt++) {
+			unsigned int roots[] = { 0, self->size - 1, self->size / 2 + 1 };
+			struct expect e = { ACCEL_REDUCE_SUM, salt, counts[c],
+					    roots[(d + c) % 3] % self->size };
+			struct vectors v = { 0 };
+			/* Every chip starts with its own data, the root's wins. */
+			int ret = vectors_make(self, &v, dtypes[d], counts[c],
+					       counts[c], salt, true);
+
+			if (!ret)
+				ret = accel_broadcast(self->comm, v.send, counts[c],
+						      dtypes[d], e.root, NULL);
+			EXPECT_EQ(ACCEL_OK, ret);
+			EXPECT_TRUE(!ret && vectors_check(_metadata, self, &v, dtypes[d],
+							  counts[c], want_broadcast, &e))
+				TH_LOG("dtype %u count %llu root %u", dtypes[d],
+				       (unsigned long long)counts[c], e.root);
+			vectors_free(&v, self->n);
+		}
+	}
+	for (r = 0; r < 1; r++) {
+		struct vectors v = { 0 };
+
+		ASSERT_EQ(ACCEL_OK, vectors_make(self, &v, TSR_DTYPE_F32, 8, 8, 1, true));
+		EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+			  accel_broadcast(self->comm, v.send, 8, TSR_DTYPE_F32,
+					  self->size, NULL));
+		vectors_free(&v, self->n);
+	}
+}
+
 TEST_F(coll, asynchronous_calls_overlap_and_end_in_order)
 {
 	struct accel_coll *first = NULL, *second = NULL;
 	struct vectors a = { 0 }, b = { 0 };
-	struct expect ea = { ACCEL_REDUCE_SUM, 50, 0 };
-	struct expect eb = { ACCEL_REDUCE_MIN, 51, 0 };
+	struct expect ea = { ACCEL_REDUCE_SUM, 50, 0, 0 };
+	struct expect eb = { ACCEL_REDUCE_MIN, 51, 0, 0 };
 
 	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 5, ACCEL_COLL_PINCER));
 	self->size = accel_comm_size(self->comm);

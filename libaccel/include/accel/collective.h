@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Collectives: all-reduce, reduce-scatter and all-gather over the chips of
- * a slice, chip to chip over ICI.
+ * Collectives: all-reduce, reduce-scatter, all-gather and broadcast over
+ * the chips of a slice, chip to chip over ICI.
  *
  * A communicator spans every chip of the slice.  Each host process creates
  * one over its own chips (the other hosts' processes create theirs) and
@@ -156,6 +156,17 @@ ACCEL_API int accel_all_gather(struct accel_comm *comm,
 			       struct accel_buffer *const *recv,
 			       uint64_t count, enum tsr_dtype dtype,
 			       struct accel_coll **coll);
+
+/**
+ * accel_broadcast() - every chip's @buf (@count elements of @dtype: f32,
+ * bf16 or i32) becomes the chip of rank @root's @buf.
+ *
+ * ACCEL_ERR_INVALID_ARGUMENT for a @root not below accel_comm_size().
+ */
+ACCEL_API int accel_broadcast(struct accel_comm *comm,
+			      struct accel_buffer *const *buf, uint64_t count,
+			      enum tsr_dtype dtype, unsigned int root,
+			      struct accel_coll **coll);
 
 /**
  * accel_coll_wait() - wait for a collective to end on every local chip.
