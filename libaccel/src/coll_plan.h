@@ -43,6 +43,7 @@ enum coll_kind {
 	COLL_REDUCE_SCATTER,
 	COLL_ALL_GATHER,
 	COLL_BROADCAST,		/* from @root along each dimension in turn */
+	COLL_ALL_TO_ALL,	/* no plan: direct messages (collective.c) */
 };
 
 /* The two vectors a plan names. */

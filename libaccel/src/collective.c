@@ -12,7 +12,14 @@
  *         time it has freed one of our messages' slots
  *   512   the colours' two semaphores, where their streams meet
  *   640   hello, 648 goodbye: neighbours add their greeting
- *   4096  the slots: per channel, COMM_SLOTS of slot_bytes
+ *   4096  direct data semaphores, one per chip of the slice: its remote
+ *         write adds 1 once a message is in its direct slot
+ *   6144  direct credit semaphores, one per chip: it has freed its slot
+ *   8192  the slots: per channel, COMM_SLOTS of slot_bytes; then one
+ *         direct slot per chip of the slice
+ *
+ * Neighbours' channels carry the reductions and gathers; the direct
+ * slots carry all-to-all, whose messages the links route to any chip.
  *
  * Semaphores only ever grow; the communicator counts, per channel, the
  * messages sent and taken and, per colour, the meetings, so every call
@@ -34,7 +41,11 @@
 #define SEM_MEET(colour, s)	(512 + 16ull * (colour) + 8ull * (s))
 #define SEM_HELLO		640ull
 #define SEM_GOODBYE		648ull
-#define SLOTS_OFFSET		4096ull
+#define SEM_DIRECT_DATA(rank)	(4096 + 8ull * (rank))
+#define SEM_DIRECT_CREDIT(rank)	(6144 + 8ull * (rank))
+#define SLOTS_OFFSET		8192ull
+/* Chips a slice has at most: 255 along x, but 256 for the semaphores. */
+#define MAX_RANKS		256
 
 #define DEFAULT_SLOT_BYTES	(256ull << 10)
 #define MIN_SLOT_BYTES		(4ull << 10)
@@ -55,6 +66,8 @@ struct comm_chip {
 	uint64_t sent[COLL_CHANNELS];
 	uint64_t taken[COLL_CHANNELS];
 	uint64_t met[COLL_MAX_COLOURS];	/* meetings of each colour so far */
+	uint64_t direct_sent[MAX_RANKS];	/* messages to each chip */
+	uint64_t direct_taken[MAX_RANKS];	/* and from each */
 	struct accel_buffer *scratch;
 	uint64_t scratch_size;
 	struct accel_job *last[COLL_MAX_STREAMS];
@@ -179,6 +192,25 @@ static uint64_t slot_offset(const struct accel_comm *comm, unsigned int ch,
 {
 	return SLOTS_OFFSET + (ch * COMM_SLOTS + coll_slot(m, COMM_SLOTS)) *
 			      comm->slot_bytes;
+}
+
+/* Where @rank's direct messages land in every chip's window. */
+static uint64_t direct_slot(const struct accel_comm *comm, unsigned int rank)
+{
+	return SLOTS_OFFSET + (COLL_CHANNELS * COMM_SLOTS + rank) *
+			      comm->slot_bytes;
+}
+
+static struct accel_coords coords_of_rank(const struct accel_comm *comm,
+					  unsigned int rank)
+{
+	struct accel_coords c = { {
+		(uint8_t)(rank % comm->dims[0]),
+		(uint8_t)(rank / comm->dims[0] % comm->dims[1]),
+		(uint8_t)(rank / comm->dims[0] / comm->dims[1]),
+	} };
+
+	return c;
 }
 
 /* The chip next to @chip along @dim in direction @dir. */
@@ -558,6 +590,103 @@ static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
 	return ret;
 }
 
+/*
+ * All-to-all, on two queues: at step s every chip sends its block for
+ * rank + s and takes the block from rank - s, so each send meets its
+ * reception at the same step.  A direct slot per sender is freed by a
+ * credit before the next message; the links route every message.
+ */
+static int direct_send(struct exec *x, const struct call *c, unsigned int i,
+		       unsigned int to)
+{
+	struct accel_comm *comm = x->comm;
+	uint32_t size = tsr_dtype_size(c->dtype);
+	uint64_t bytes = c->count * size, done, n;
+	struct accel_ici_write w = {
+		.dst = coords_of_rank(comm, to), .window = comm->window_id,
+		.key = comm->key, .src_buffer = c->send[i],
+		.offset = direct_slot(comm, x->chip->rank), .rows = 1,
+		.flags = TSR_ICI_WRITE_SEM,
+		.sem_offset = SEM_DIRECT_DATA(x->chip->rank), .sem_add = 1,
+	};
+	int ret = ACCEL_OK;
+
+	for (done = 0; !ret && done < bytes; done += n) {
+		uint64_t m = x->chip->direct_sent[to]++;
+
+		n = bytes - done < comm->slot_bytes ? bytes - done : comm->slot_bytes;
+		w.src_offset = to * bytes + done;
+		w.row_bytes = (uint32_t)n;
+		ret = room(x);
+		if (!ret && m)
+			ret = accel_cmdbuf_sem_wait(x->cb, x->chip->window_buf,
+						    SEM_DIRECT_CREDIT(to), m);
+		if (!ret)
+			ret = accel_cmdbuf_ici_write(x->cb, &w);
+	}
+	return ret;
+}
+
+static int direct_receive(struct exec *x, const struct call *c,
+			  unsigned int i, unsigned int from)
+{
+	struct accel_comm *comm = x->comm;
+	uint32_t size = tsr_dtype_size(c->dtype);
+	uint64_t bytes = c->count * size, done, n;
+	int ret = ACCEL_OK;
+
+	for (done = 0; !ret && done < bytes; done += n) {
+		uint64_t m = x->chip->direct_taken[from]++;
+
+		n = bytes - done < comm->slot_bytes ? bytes - done : comm->slot_bytes;
+		ret = room(x);
+		if (!ret)
+			ret = accel_cmdbuf_sem_wait(x->cb, x->chip->window_buf,
+						    SEM_DIRECT_DATA(from), m + 1);
+		if (!ret)
+			ret = accel_cmdbuf_copy(x->cb, c->recv[i], from * bytes + done,
+						x->chip->window_buf,
+						direct_slot(comm, from), (uint32_t)n);
+		if (!ret)
+			ret = accel_cmdbuf_ici_sem_inc(x->cb, coords_of_rank(comm, from),
+						       comm->window_id, comm->key,
+						       SEM_DIRECT_CREDIT(x->chip->rank), 1);
+	}
+	return ret;
+}
+
+static int issue_all_to_all(struct accel_comm *comm, const struct call *c,
+			    unsigned int i, struct accel_coll *coll)
+{
+	struct comm_chip *chip = &comm->chip[i];
+	uint64_t bytes = c->count * tsr_dtype_size(c->dtype);
+	struct exec x = { .comm = comm, .chip = chip, .coll = coll };
+	unsigned int me = chip->rank, n = comm->chips, s;
+	int ret;
+
+	x.in = (struct vmap){ c->send[i], 0, c->dtype, 0, LAYOUT_LINEAR };
+	x.out = (struct vmap){ c->recv[i], 0, c->dtype, 0, LAYOUT_LINEAR };
+	ret = accel_cmdbuf_create(chip->dev, &x.cb);
+	if (!ret)
+		ret = explicit_buffers(&x);
+	/* Queue 0 sends, starting with this chip's own block; queue 1 takes. */
+	if (!ret)
+		ret = accel_cmdbuf_copy(x.cb, c->recv[i], me * bytes, c->send[i],
+					me * bytes, (uint32_t)bytes);
+	for (s = 1; !ret && s < n; s++)
+		ret = direct_send(&x, c, i, (me + s) % n);
+	if (!ret)
+		ret = flush(&x);
+	x.stream = 1;
+	x.stream_jobs = 0;
+	for (s = 1; !ret && s < n; s++)
+		ret = direct_receive(&x, c, i, (me + n - s) % n);
+	if (!ret)
+		ret = flush(&x);
+	accel_cmdbuf_destroy(x.cb);
+	return ret;
+}
+
 static bool in_hbm(struct accel_buffer *buf, uint64_t bytes)
 {
 	return buf && accel_buffer_placement(buf) == ACCEL_PLACEMENT_HBM &&
@@ -590,13 +719,20 @@ static int check_call(const struct accel_comm *comm, const struct call *c)
 		in *= comm->chips;
 	else if (c->kind == COLL_ALL_GATHER)
 		out *= comm->chips;
+	if (c->kind == COLL_ALL_TO_ALL) {
+		in *= comm->chips;
+		out *= comm->chips;
+		/* Each block is a single copy and whole slots. */
+		if (c->count * size > TSR_MAX_TRANSFER - 1)
+			return ACCEL_ERR_TOO_LARGE;
+	}
 	if (in > TSR_MAX_ELEMENTS || out > TSR_MAX_ELEMENTS)
 		return ACCEL_ERR_TOO_LARGE;
 	for (i = 0; i < comm->count; i++) {
 		if (!in_hbm(c->send[i], in * size) || !in_hbm(c->recv[i], out * size))
 			return ACCEL_ERR_OUT_OF_BOUNDS;
-		if ((c->kind == COLL_REDUCE_SCATTER || c->kind == COLL_ALL_GATHER) &&
-		    c->send[i] == c->recv[i])
+		if ((c->kind == COLL_REDUCE_SCATTER || c->kind == COLL_ALL_GATHER ||
+		     c->kind == COLL_ALL_TO_ALL) && c->send[i] == c->recv[i])
 			return ACCEL_ERR_INVALID_ARGUMENT;
 	}
 	return ACCEL_OK;
@@ -615,7 +751,8 @@ static int collective(struct accel_comm *comm, const struct call *c,
 	if (!coll)
 		return ACCEL_ERR_NO_MEMORY;
 	for (i = 0; !ret && i < comm->count; i++)
-		ret = issue(comm, c, i, coll);
+		ret = c->kind == COLL_ALL_TO_ALL ? issue_all_to_all(comm, c, i, coll)
+						 : issue(comm, c, i, coll);
 	if (ret && coll->count)
 		comm->broken = true;	/* the other chips wait for the rest */
 	if (ret || !out) {
@@ -664,6 +801,15 @@ int accel_all_gather(struct accel_comm *comm, struct accel_buffer *const *send,
  * cannot run anywhere, and the queues' clocks only meet through their
  * waits) to when its last job ends.
  */
+int accel_all_to_all(struct accel_comm *comm, struct accel_buffer *const *send,
+		     struct accel_buffer *const *recv, uint64_t count,
+		     enum tsr_dtype dtype, struct accel_coll **coll)
+{
+	struct call c = { COLL_ALL_TO_ALL, send, recv, count, dtype, 0, 0 };
+
+	return collective(comm, &c, coll);
+}
+
 int accel_broadcast(struct accel_comm *comm, struct accel_buffer *const *buf,
 		    uint64_t count, enum tsr_dtype dtype, unsigned int root,
 		    struct accel_coll **coll)
@@ -851,7 +997,7 @@ static int open_chip(struct accel_comm *comm, struct comm_chip *chip,
 		.flags = ACCEL_WINDOW_FIXED_ID | ACCEL_WINDOW_FIXED_KEY,
 		.id = comm->window_id, .key = comm->key,
 	};
-	uint64_t size = SLOTS_OFFSET + COLL_CHANNELS * COMM_SLOTS * comm->slot_bytes;
+	uint64_t size = direct_slot(comm, comm->chips);
 	unsigned int d;
 	int ret;
 
@@ -908,6 +1054,8 @@ static int check_devices(struct accel_comm *comm, struct accel_device *const *de
 	memcpy(comm->dims, info[0].topology, sizeof(comm->dims));
 	comm->wrap = info[0].wrap;
 	comm->chips = info[0].slice_chips;
+	if (comm->chips > MAX_RANKS)
+		return ACCEL_ERR_NOT_SUPPORTED;
 	comm->colours = queues / 2 < COLL_MAX_COLOURS ? queues / 2 : COLL_MAX_COLOURS;
 	return ACCEL_OK;
 }

@@ -544,6 +544,68 @@ TEST_F_TIMEOUT(coll, broadcast_from_any_root_reaches_every_chip, COLL_TEST_TIMEO
 	}
 }
 
+/* Element @i of the block chip @from sends chip @to. */
+static float a2a_value(unsigned int from, unsigned int to, uint64_t i,
+		       unsigned int salt)
+{
+	return value(from * 17 + to, i, salt);
+}
+
+static float want_all_to_all(FIXTURE_DATA(coll) *self, unsigned int rank,
+			     uint64_t i, const void *arg)
+{
+	const struct expect *e = arg;
+
+	(void)self;
+	/* Block b of chip r's result is what chip b sent chip r. */
+	return a2a_value(i / e->count, rank, i % e->count, e->salt);
+}
+
+TEST_F_TIMEOUT(coll, all_to_all_sends_every_block_to_its_chip, COLL_TEST_TIMEOUT)
+{
+	/* 70001 f32 take two messages of 256 KiB. */
+	static const uint64_t per_block[] = { 1, 5, 1009, 70001 };
+	unsigned int d, b, c, salt = 90;
+
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 10, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	for (d = 0; d < ARRAY_SIZE(dtypes); d++) {
+		for (b = 0; b < ARRAY_SIZE(per_block); b++, salt++) {
+			uint64_t n = per_block[b] * self->size, i;
+			struct expect e = { ACCEL_REDUCE_SUM, salt, per_block[b], 0 };
+			struct vectors v = { 0 };
+			float *f = malloc(n * sizeof(float));
+			void *enc = malloc(n * 4);
+			int ret;
+
+			ASSERT_NE(NULL, f);
+			ASSERT_NE(NULL, enc);
+			ret = vectors_make(self, &v, dtypes[d], n, n, salt, false);
+			for (c = 0; !ret && c < self->n; c++) {
+				unsigned int rank = accel_comm_rank(self->comm, c);
+
+				for (i = 0; i < n; i++)
+					f[i] = a2a_value(rank, i / per_block[b],
+							 i % per_block[b], salt);
+				encode(f, n, dtypes[d], enc);
+				ret = accel_buffer_upload(v.send[c], 0, enc,
+							  bytes_of(dtypes[d], n));
+			}
+			if (!ret)
+				ret = accel_all_to_all(self->comm, v.send, v.recv,
+						       per_block[b], dtypes[d], NULL);
+			EXPECT_EQ(ACCEL_OK, ret);
+			EXPECT_TRUE(!ret && vectors_check(_metadata, self, &v, dtypes[d],
+							  n, want_all_to_all, &e))
+				TH_LOG("dtype %u block %llu", dtypes[d],
+				       (unsigned long long)per_block[b]);
+			vectors_free(&v, self->n);
+			free(f);
+			free(enc);
+		}
+	}
+}
+
 TEST_F(coll, asynchronous_calls_overlap_and_end_in_order)
 {
 	struct accel_coll *first = NULL, *second = NULL;
@@ -610,6 +672,12 @@ TEST_F(coll, bad_calls_are_refused_and_the_communicator_goes_on)
 	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
 		  accel_reduce_scatter(self->comm, v.send, v.send, 1,
 				       TSR_DTYPE_F32, ACCEL_REDUCE_SUM, NULL));
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_all_to_all(self->comm, v.send, v.send, 1, TSR_DTYPE_F32,
+				   NULL));
+	EXPECT_EQ(ACCEL_ERR_OUT_OF_BOUNDS,
+		  accel_all_to_all(self->comm, v.send, v.recv, 1024, TSR_DTYPE_F32,
+				   NULL));
 	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT, accel_coll_wait(NULL, 0));
 	/* Nothing was sent: the next call meets the other chips' as usual. */
 	EXPECT_TRUE(all_reduce_once(_metadata, self, TSR_DTYPE_F32,

@@ -158,6 +158,18 @@ ACCEL_API int accel_all_gather(struct accel_comm *comm,
 			       struct accel_coll **coll);
 
 /**
+ * accel_all_to_all() - block j (@count elements) of every chip's @send
+ * goes to block i of the @recv of the chip of rank j, i being the
+ * sender's rank: @send and @recv hold @count times accel_comm_size()
+ * elements (f32, bf16 or i32), and differ.
+ */
+ACCEL_API int accel_all_to_all(struct accel_comm *comm,
+			       struct accel_buffer *const *send,
+			       struct accel_buffer *const *recv,
+			       uint64_t count, enum tsr_dtype dtype,
+			       struct accel_coll **coll);
+
+/**
  * accel_broadcast() - every chip's @buf (@count elements of @dtype: f32,
  * bf16 or i32) becomes the chip of rank @root's @buf.
  *
