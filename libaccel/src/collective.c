@@ -596,26 +596,26 @@ static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
  * reception at the same step.  A direct slot per sender is freed by a
  * credit before the next message; the links route every message.
  */
-static int direct_send(struct exec *x, const struct call *c, unsigned int i,
-		       unsigned int to)
+/* @bytes at @offset of @buf to rank @to's direct slot, message by message. */
+static int direct_send(struct exec *x, struct accel_buffer *buf,
+		       uint64_t offset, uint64_t bytes, unsigned int to)
 {
 	struct accel_comm *comm = x->comm;
-	uint32_t size = tsr_dtype_size(c->dtype);
-	uint64_t bytes = c->count * size, done, n;
 	struct accel_ici_write w = {
 		.dst = coords_of_rank(comm, to), .window = comm->window_id,
-		.key = comm->key, .src_buffer = c->send[i],
+		.key = comm->key, .src_buffer = buf,
 		.offset = direct_slot(comm, x->chip->rank), .rows = 1,
 		.flags = TSR_ICI_WRITE_SEM,
 		.sem_offset = SEM_DIRECT_DATA(x->chip->rank), .sem_add = 1,
 	};
+	uint64_t done, n;
 	int ret = ACCEL_OK;
 
 	for (done = 0; !ret && done < bytes; done += n) {
 		uint64_t m = x->chip->direct_sent[to]++;
 
 		n = bytes - done < comm->slot_bytes ? bytes - done : comm->slot_bytes;
-		w.src_offset = to * bytes + done;
+		w.src_offset = offset + done;
 		w.row_bytes = (uint32_t)n;
 		ret = room(x);
 		if (!ret && m)
@@ -627,12 +627,12 @@ static int direct_send(struct exec *x, const struct call *c, unsigned int i,
 	return ret;
 }
 
-static int direct_receive(struct exec *x, const struct call *c,
-			  unsigned int i, unsigned int from)
+/* @bytes from rank @from's direct slot to @offset of @buf. */
+static int direct_receive(struct exec *x, struct accel_buffer *buf,
+			  uint64_t offset, uint64_t bytes, unsigned int from)
 {
 	struct accel_comm *comm = x->comm;
-	uint32_t size = tsr_dtype_size(c->dtype);
-	uint64_t bytes = c->count * size, done, n;
+	uint64_t done, n;
 	int ret = ACCEL_OK;
 
 	for (done = 0; !ret && done < bytes; done += n) {
@@ -644,7 +644,7 @@ static int direct_receive(struct exec *x, const struct call *c,
 			ret = accel_cmdbuf_sem_wait(x->cb, x->chip->window_buf,
 						    SEM_DIRECT_DATA(from), m + 1);
 		if (!ret)
-			ret = accel_cmdbuf_copy(x->cb, c->recv[i], from * bytes + done,
+			ret = accel_cmdbuf_copy(x->cb, buf, offset + done,
 						x->chip->window_buf,
 						direct_slot(comm, from), (uint32_t)n);
 		if (!ret)
@@ -674,13 +674,15 @@ static int issue_all_to_all(struct accel_comm *comm, const struct call *c,
 		ret = accel_cmdbuf_copy(x.cb, c->recv[i], me * bytes, c->send[i],
 					me * bytes, (uint32_t)bytes);
 	for (s = 1; !ret && s < n; s++)
-		ret = direct_send(&x, c, i, (me + s) % n);
+		ret = direct_send(&x, c->send[i], (me + s) % n * bytes, bytes,
+				  (me + s) % n);
 	if (!ret)
 		ret = flush(&x);
 	x.stream = 1;
 	x.stream_jobs = 0;
 	for (s = 1; !ret && s < n; s++)
-		ret = direct_receive(&x, c, i, (me + n - s) % n);
+		ret = direct_receive(&x, c->recv[i], (me + n - s) % n * bytes, bytes,
+				     (me + n - s) % n);
 	if (!ret)
 		ret = flush(&x);
 	accel_cmdbuf_destroy(x.cb);
@@ -808,6 +810,75 @@ int accel_all_to_all(struct accel_comm *comm, struct accel_buffer *const *send,
 	struct call c = { COLL_ALL_TO_ALL, send, recv, count, dtype, 0, 0 };
 
 	return collective(comm, &c, coll);
+}
+
+/*
+ * Send or receive on local chip @i: one stream, on queue 0 (sends) or 1
+ * (receptions), as all-to-all's; pairs see their messages in the order
+ * both sides made the calls.
+ */
+static int point_to_point(struct accel_comm *comm, unsigned int i,
+			  struct accel_buffer *buf, uint64_t count,
+			  enum tsr_dtype dtype, unsigned int peer, bool sending,
+			  struct accel_coll **out)
+{
+	uint64_t bytes = count * tsr_dtype_size(dtype);
+	struct accel_coll *coll;
+	struct exec x = { .comm = comm };
+	int ret;
+
+	if (!comm || i >= comm->count || !buf || !count ||
+	    !tsr_dtype_size(dtype) || peer >= comm->chips ||
+	    peer == comm->chip[i].rank)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (comm->broken)
+		return ACCEL_ERR_CANCELED;
+	if (dtype == TSR_DTYPE_I8)
+		return ACCEL_ERR_BAD_DTYPE;
+	if (!in_hbm(buf, bytes))
+		return ACCEL_ERR_OUT_OF_BOUNDS;
+	if (bytes >= TSR_MAX_TRANSFER)
+		return ACCEL_ERR_TOO_LARGE;
+	coll = calloc(1, sizeof(*coll));
+	if (!coll)
+		return ACCEL_ERR_NO_MEMORY;
+	x.chip = &comm->chip[i];
+	x.coll = coll;
+	x.stream = sending ? 0 : 1;
+	x.in = x.out = (struct vmap){ buf, 0, dtype, 0, LAYOUT_LINEAR };
+	ret = accel_cmdbuf_create(x.chip->dev, &x.cb);
+	if (!ret)
+		ret = explicit_buffers(&x);
+	if (!ret)
+		ret = sending ? direct_send(&x, buf, 0, bytes, peer)
+			      : direct_receive(&x, buf, 0, bytes, peer);
+	if (!ret)
+		ret = flush(&x);
+	accel_cmdbuf_destroy(x.cb);
+	if (ret && coll->count)
+		comm->broken = true;
+	if (ret || !out) {
+		int waited = coll->count ? accel_coll_wait(coll, ACCEL_TIMEOUT_INFINITE) : 0;
+
+		accel_coll_destroy(coll);
+		return ret ? ret : waited;
+	}
+	*out = coll;
+	return ACCEL_OK;
+}
+
+int accel_send(struct accel_comm *comm, unsigned int i, struct accel_buffer *buf,
+	       uint64_t count, enum tsr_dtype dtype, unsigned int peer,
+	       struct accel_coll **coll)
+{
+	return point_to_point(comm, i, buf, count, dtype, peer, true, coll);
+}
+
+int accel_recv(struct accel_comm *comm, unsigned int i, struct accel_buffer *buf,
+	       uint64_t count, enum tsr_dtype dtype, unsigned int peer,
+	       struct accel_coll **coll)
+{
+	return point_to_point(comm, i, buf, count, dtype, peer, false, coll);
 }
 
 int accel_broadcast(struct accel_comm *comm, struct accel_buffer *const *buf,

@@ -561,6 +561,14 @@ static float want_all_to_all(FIXTURE_DATA(coll) *self, unsigned int rank,
 	return a2a_value(i / e->count, rank, i % e->count, e->salt);
 }
 
+static float want_from_previous(FIXTURE_DATA(coll) *self, unsigned int rank,
+			       uint64_t i, const void *arg)
+{
+	const struct expect *e = arg;
+
+	return value((rank + self->size - 1) % self->size, i, e->salt);
+}
+
 TEST_F_TIMEOUT(coll, all_to_all_sends_every_block_to_its_chip, COLL_TEST_TIMEOUT)
 {
 	/* 70001 f32 take two messages of 256 KiB. */
@@ -604,6 +612,55 @@ TEST_F_TIMEOUT(coll, all_to_all_sends_every_block_to_its_chip, COLL_TEST_TIMEOUT
 			free(enc);
 		}
 	}
+}
+
+/* Every chip sends to the next rank and receives from the one before. */
+TEST_F_TIMEOUT(coll, send_and_recv_pair_up_around_the_slice, COLL_TEST_TIMEOUT)
+{
+	static const uint64_t counts_p2p[] = { 1, 1009, 140001 };
+	struct accel_coll *calls[2 * MAX_CHIPS];
+	unsigned int k, c, salt = 100;
+
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 11, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	for (k = 0; k < ARRAY_SIZE(counts_p2p); k++, salt++) {
+		uint64_t n = counts_p2p[k];
+		struct expect e = { ACCEL_REDUCE_SUM, salt, n, 0 };
+		struct vectors v = { 0 };
+
+		ASSERT_EQ(ACCEL_OK, vectors_make(self, &v, TSR_DTYPE_F32, n, n,
+						 salt, false));
+		for (c = 0; c < self->n; c++) {
+			unsigned int r = accel_comm_rank(self->comm, c);
+
+			ASSERT_EQ(ACCEL_OK, accel_send(self->comm, c, v.send[c], n,
+						       TSR_DTYPE_F32,
+						       (r + 1) % self->size,
+						       &calls[2 * c]));
+		}
+		for (c = 0; c < self->n; c++) {
+			unsigned int r = accel_comm_rank(self->comm, c);
+
+			ASSERT_EQ(ACCEL_OK, accel_recv(self->comm, c, v.recv[c], n,
+						       TSR_DTYPE_F32,
+						       (r + self->size - 1) % self->size,
+						       &calls[2 * c + 1]));
+		}
+		for (c = 0; c < 2 * self->n; c++) {
+			EXPECT_EQ(ACCEL_OK, accel_coll_wait(calls[c], TSR_TEST_WAIT_NS));
+			accel_coll_destroy(calls[c]);
+		}
+		EXPECT_TRUE(vectors_check(_metadata, self, &v, TSR_DTYPE_F32, n,
+					  want_from_previous, &e))
+			TH_LOG("count %llu", (unsigned long long)n);
+		vectors_free(&v, self->n);
+	}
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_send(self->comm, 0, NULL, 1, TSR_DTYPE_F32, 0, NULL));
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_recv(self->comm, self->n, NULL, 1, TSR_DTYPE_F32, 0, NULL));
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_send(self->comm, 0, NULL, 1, TSR_DTYPE_F32, self->size, NULL));
 }
 
 TEST_F(coll, asynchronous_calls_overlap_and_end_in_order)

@@ -170,6 +170,27 @@ ACCEL_API int accel_all_to_all(struct accel_comm *comm,
 			       struct accel_coll **coll);
 
 /**
+ * accel_send() - send @count elements of @dtype at the start of @buf,
+ * from local chip @i, to the chip of rank @peer, which receives them with
+ * accel_recv() (in this process or another).  Between two chips, sends
+ * and receptions pair up in the order they were called; a send may end
+ * before its reception is called, a slot's worth at a time.
+ *
+ * ACCEL_ERR_INVALID_ARGUMENT for a local chip or peer that does not exist,
+ * or the chip itself.
+ */
+ACCEL_API int accel_send(struct accel_comm *comm, unsigned int i,
+			 struct accel_buffer *buf, uint64_t count,
+			 enum tsr_dtype dtype, unsigned int peer,
+			 struct accel_coll **coll);
+
+/** accel_recv() - receive into local chip @i's @buf what @peer sends. */
+ACCEL_API int accel_recv(struct accel_comm *comm, unsigned int i,
+			 struct accel_buffer *buf, uint64_t count,
+			 enum tsr_dtype dtype, unsigned int peer,
+			 struct accel_coll **coll);
+
+/**
  * accel_broadcast() - every chip's @buf (@count elements of @dtype: f32,
  * bf16 or i32) becomes the chip of rank @root's @buf.
  *
