@@ -334,9 +334,10 @@ $(B)/bin/%: tools/samples/%.c $(wildcard tools/samples/*.h) $(LIBACCEL_SO) $(USE
 tools: $(TOOLS)
 
 .SECONDEXPANSION:
-$(TOOLS): $(B)/bin/%: tools/%/$$*.c $$(wildcard tools/$$*/*.[ch]) $(LIBACCEL_SO) $(USER_HEADERS)
+$(TOOLS): $(B)/bin/%: tools/%/$$*.c $$(wildcard tools/$$*/*.[ch]) tools/include/tessera-cli.h \
+		$(LIBACCEL_SO) $(USER_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) $(JSONC_CFLAGS) -o $@ $(filter %.c,$^) \
+	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) $(JSONC_CFLAGS) -Itools/include -o $@ $(filter %.c,$^) \
 		-L$(B)/lib -laccel $(JSONC_LIBS) -lm
 
 # ---------------------------------------------------------------- man pages

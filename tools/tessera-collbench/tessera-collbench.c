@@ -19,6 +19,7 @@
 #include <json-c/json.h>
 
 #include "collbench.h"
+#include "tessera-cli.h"
 
 #define MAX_SIZES 64
 #define MAX_ITERS 1000000u
@@ -29,18 +30,6 @@
 #define RUN_BENCH (-1)
 
 /* ------------------------------------------------------------ messages */
-
-__attribute__((format(printf, 1, 2)))
-static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROGRAM ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '" PROGRAM " --help' for the options.\n");
-}
 
 static void print_help(void)
 {
@@ -207,18 +196,6 @@ static bool parse_algo(const char *text, struct options *opts)
 	}
 	usage_error("--algo takes pincer, one-colour or both, not '%s'", text);
 	return false;
-}
-
-static void report_bad_option(int c, char *const argv[])
-{
-	const char *arg = argv[optind - 1];
-
-	if (c == ':')
-		usage_error("option '%s' needs a value", arg);
-	else if (optopt && strncmp(arg, "--", 2))
-		usage_error("unknown option '-%c'", optopt);
-	else
-		usage_error("unknown option '%s'", arg);
 }
 
 static const struct option long_options[] = {

@@ -23,6 +23,7 @@
 #include <drm/tessera_accel.h>
 
 #include "smi.h"
+#include "tessera-cli.h"
 
 /* Longest interval or loop period, in seconds: a day. */
 #define MAX_SECONDS 86400.0
@@ -46,18 +47,6 @@ struct options {
 };
 
 /* ------------------------------------------------------------ messages */
-
-__attribute__((format(printf, 1, 2)))
-static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROGRAM ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '" PROGRAM " --help' for the options.\n");
-}
 
 static void print_help(void)
 {
@@ -152,18 +141,6 @@ static bool parse_device(const char *text)
 	usage_error("--device takes a device index (0, 1, ...) or a PCI address (0000:00:01.0), not '%s'",
 		    text);
 	return false;
-}
-
-static void report_bad_option(int c, char *const argv[])
-{
-	const char *arg = argv[optind - 1];
-
-	if (c == ':')
-		usage_error("option '%s' needs a value", arg);
-	else if (optopt && strncmp(arg, "--", 2))
-		usage_error("unknown option '-%c'", optopt);
-	else
-		usage_error("unknown option '%s'", arg);
 }
 
 static const struct option long_options[] = {
