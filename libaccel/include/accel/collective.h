@@ -92,9 +92,10 @@ ACCEL_API int accel_comm_create(struct accel_device *const *devs,
 				struct accel_comm **comm);
 
 /**
- * accel_comm_destroy() - wait for the communicator's collectives, tell
- * the neighbours, wait until they are through with this chip's window
- * (up to the connect timeout), close the windows.  NULL is allowed.
+ * accel_comm_destroy() - tell the neighbours, wait until they are through
+ * with this chip's window (up to the connect timeout), close the windows.
+ * Call it once the communicator's collectives have ended (waited for with
+ * accel_coll_wait()).  NULL is allowed.
  */
 ACCEL_API void accel_comm_destroy(struct accel_comm *comm);
 
