@@ -533,20 +533,30 @@ static int place(struct exec *x, const struct call *c, unsigned int i)
 	return ACCEL_OK;
 }
 
+enum tsr_vpu_op accel_reduce_vpu_op(enum accel_reduce_op op)
+{
+	switch (op) {
+	case ACCEL_REDUCE_SUM:
+		return TSR_VPU_ADD;
+	case ACCEL_REDUCE_MAX:
+		return TSR_VPU_MAX;
+	case ACCEL_REDUCE_MIN:
+		return TSR_VPU_MIN;
+	default:
+		return 0;
+	}
+}
+
 /* Write and submit chip @i's streams of the call. */
 static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
 		 struct accel_coll *coll)
 {
-	static const enum tsr_vpu_op vpu[] = {
-		[ACCEL_REDUCE_SUM] = TSR_VPU_ADD,
-		[ACCEL_REDUCE_MAX] = TSR_VPU_MAX,
-		[ACCEL_REDUCE_MIN] = TSR_VPU_MIN,
-	};
 	struct comm_chip *chip = &comm->chip[i];
 	struct exec x = {
 		.comm = comm, .chip = chip, .kind = c->kind, .coll = coll,
-		.vpu_op = vpu[c->kind == COLL_ALL_GATHER || c->kind == COLL_BROADCAST ?
-			      ACCEL_REDUCE_SUM : c->op],
+		.vpu_op = accel_reduce_vpu_op(c->kind == COLL_ALL_GATHER ||
+					      c->kind == COLL_BROADCAST ?
+					      ACCEL_REDUCE_SUM : c->op),
 		.block = c->kind == COLL_ALL_REDUCE || c->kind == COLL_BROADCAST ?
 			 0 : c->count,
 	};

@@ -73,13 +73,10 @@ static float value(unsigned int rank, uint64_t i)
 	return (float)(((i % PERIOD) * 3 + rank * 7) % 61) - 30.0f;
 }
 
+/* What the chips compute for one element of a reduction. */
 static float combine(enum accel_reduce_op op, float a, float b)
 {
-	if (op == ACCEL_REDUCE_MAX)
-		return a > b ? a : b;
-	if (op == ACCEL_REDUCE_MIN)
-		return a < b ? a : b;
-	return a + b;
+	return accel_ref_vpu(accel_reduce_vpu_op(op), a, b, 0.0f);
 }
 
 /* Element @i of chip @rank's result, as the CPU computes it. */

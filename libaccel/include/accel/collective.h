@@ -46,6 +46,13 @@ enum accel_reduce_op {
 	ACCEL_REDUCE_MIN,
 };
 
+/**
+ * accel_reduce_vpu_op() - the VPU operation the chips combine values with
+ * for @op (TSR_VPU_ADD, _MAX, _MIN), 0 for an unknown one: with
+ * accel_ref_vpu() (<accel/ref.h>), the CPU's answer for a reduction.
+ */
+ACCEL_API enum tsr_vpu_op accel_reduce_vpu_op(enum accel_reduce_op op);
+
 /** The window a communicator opens on each chip, unless told otherwise. */
 #define ACCEL_COMM_WINDOW_ID	200
 
