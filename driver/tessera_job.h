@@ -26,6 +26,8 @@ struct tessera_mapping;
  * @seq: sequence number in the context
  * @cmdbuf_va: device VA of the first command
  * @cmdbuf_size: bytes of commands
+ * @trace_va: device VA of the job's trace, with @trace_size
+ * @trace_size: bytes of the trace, 0 when the job is not traced
  * @bo_count: entries in @bos, @bo_write and @maps
  * @bos: buffers the job uses (references), command buffer included
  * @bo_write: whether the job writes each buffer
@@ -47,6 +49,8 @@ struct tessera_job {
 	u64 seq;
 	u64 cmdbuf_va;
 	u32 cmdbuf_size;
+	u32 trace_size;
+	u64 trace_va;
 	u32 bo_count;
 	struct drm_gem_object **bos;
 	bool *bo_write;

@@ -200,10 +200,11 @@ void tessera_queue_run(struct tessera_job *job, int err)
 	memset(tessera_job_record(job), 0, TESSERA_RECORD_STRIDE);
 	desc = &q->ring[job->slot];
 	desc->context = job->ctx->id;
-	desc->flags = TSR_JOB_IRQ;
+	desc->flags = TSR_JOB_IRQ | (job->trace_size ? TSR_JOB_TRACE : 0);
 	desc->cmdbuf_va = job->cmdbuf_va;
 	desc->cmdbuf_size = job->cmdbuf_size;
-	desc->reserved0 = 0;
+	desc->trace_size = job->trace_size;
+	desc->trace_va = job->trace_va;
 	desc->completion_va = TESSERA_VA_RECORDS +
 		q->index * TESSERA_RECORDS_PER_QUEUE_SIZE +
 		job->slot * TESSERA_RECORD_STRIDE;

@@ -59,6 +59,25 @@ static uint32_t cmd_size_qw(uint8_t opcode)
     }
 }
 
+uint8_t tsr_cmd_engine(uint8_t opcode)
+{
+    switch (opcode) {
+    case TSR_OP_DMA_COPY:
+    case TSR_OP_DMA_FILL:
+    case TSR_OP_ICI_WRITE:
+        return TSR_ENGINE_DMA;
+    case TSR_OP_MATMUL:
+        return TSR_ENGINE_MXU;
+    case TSR_OP_VPU:
+    case TSR_OP_REDUCE:
+    case TSR_OP_CAST:
+    case TSR_OP_TRANSPOSE:
+        return TSR_ENGINE_VPU;
+    default:
+        return TSR_ENGINE_CP;
+    }
+}
+
 uint32_t tsr_cmd_execute(TsrMem *mem, const void *cmd, uint32_t size,
                          TsrCost *cost)
 {

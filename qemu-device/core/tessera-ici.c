@@ -1058,6 +1058,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
         .type = TSR_ICI_MSG_WRITE, .window = c->window, .key = c->key,
     };
     IciReq *r;
+    int port;
 
     if (err) {
         return err;
@@ -1075,10 +1076,14 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
                              c->dst_stride + c->row_bytes : 0);
 
     pthread_mutex_lock(&ici->lock);
-    if (route(ici, c->dst, &err) == TSR_ROUTE_NONE) {
+    port = route(ici, c->dst, &err);
+    if (port == TSR_ROUTE_NONE) {
         pthread_mutex_unlock(&ici->lock);
         return err;
     }
+    /* For the job's trace: the first hop, and the data sent. */
+    mem->ici_port = port >= 0 ? port : TSR_TRACE_NO_PORT;
+    mem->link_bytes = total;
     while (!(r = req_get(ici))) {
         wait_a_little(ici);
     }

@@ -255,6 +255,9 @@ typedef struct TsrMem {
     /* Bytes moved, for the timing model; the caller resets them. */
     uint64_t host_bytes;
     uint64_t hbm_bytes;
+    /* An ICI_WRITE's first port and data bytes, for the job's trace. */
+    uint8_t ici_port;
+    uint64_t link_bytes;
     /*
      * The engine is reading again what it has read before (a tile of an
      * operand): the bytes were counted the first time.
@@ -289,6 +292,11 @@ uint32_t tsr_mmu_open(TsrMem *mem, uint32_t context);
 int tsr_mem_read(TsrMem *mem, uint64_t va, void *buf, uint64_t len);
 int tsr_mem_write(TsrMem *mem, uint64_t va, const void *buf, uint64_t len);
 /*
+ * Check that [va, va + len) is mapped for writing, touching nothing; on
+ * failure set mem->error and mem->fault_va as a write would and return -1.
+ */
+int tsr_mem_check_write(TsrMem *mem, uint64_t va, uint64_t len);
+/*
  * A host pointer to [va, va + len) if the range is mapped readable to
  * contiguous, unpoisoned HBM, else NULL.  The bytes are counted once for
  * the timing model.  For reading only: writes go through tsr_mem_write(),
@@ -320,6 +328,8 @@ static inline uint64_t tsr_cost_now(const TsrCost *c)
  */
 uint32_t tsr_cmd_execute(TsrMem *mem, const void *cmd, uint32_t size,
                          TsrCost *cost);
+/* The engine (enum tsr_engine) whose busy cycles a command counts in. */
+uint8_t tsr_cmd_engine(uint8_t opcode);
 
 /* Timing (tessera-timing.c): cycles to move @bytes at @gbps. */
 uint64_t tsr_cycles_for_bytes(const TsrConfig *cfg, uint64_t bytes,

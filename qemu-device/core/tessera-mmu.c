@@ -397,3 +397,22 @@ int tsr_mem_write(TsrMem *mem, uint64_t va, const void *buf, uint64_t len)
 {
     return mem_access(mem, va, (void *)buf, len, true);
 }
+
+int tsr_mem_check_write(TsrMem *mem, uint64_t va, uint64_t len)
+{
+    uint64_t end;
+
+    if (!tsr_add(va, len, &end)) {
+        return fail(mem, TSR_ERR_MMU_UNMAPPED, va);
+    }
+    while (va < end) {
+        TsrXlate x;
+        uint32_t err = translate(mem, va, true, &x);
+
+        if (err) {
+            return fail(mem, err, va);
+        }
+        va += tsr_min(x.len, end - va);
+    }
+    return 0;
+}

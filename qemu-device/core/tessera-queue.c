@@ -77,17 +77,96 @@ bool tsr_core_queue_pending(TsrCore *core, unsigned int queue)
     return pending;
 }
 
+static bool job_trace_valid(const struct tsr_job_desc *d)
+{
+    if (!(d->flags & TSR_JOB_TRACE)) {
+        return !d->trace_va && !d->trace_size;
+    }
+    return d->trace_va % 8 == 0 && d->trace_size % 8 == 0 &&
+           d->trace_size >= sizeof(struct tsr_trace_header) &&
+           d->trace_size <= TSR_TRACE_MAX_SIZE;
+}
+
 static bool job_desc_valid(const struct tsr_job_desc *d)
 {
-    return !(d->flags & ~TSR_JOB_FLAGS_ALL) && !d->reserved0 &&
-           !d->reserved[0] && !d->reserved[1] && !d->reserved[2] &&
+    return !(d->flags & ~TSR_JOB_FLAGS_ALL) && job_trace_valid(d) &&
+           !d->reserved[0] && !d->reserved[1] &&
            d->cmdbuf_size && d->cmdbuf_size % 8 == 0 &&
            d->cmdbuf_size <= TSR_MAX_CMDBUF_SIZE;
 }
 
+/* Where a traced job's records go (TSR_JOB_TRACE). */
+typedef struct TsrTrace {
+    uint64_t va;            /* 0: the job is not traced */
+    uint32_t capacity;
+    uint32_t records;
+    uint32_t dropped;
+} TsrTrace;
+
+/*
+ * Append the record of command @index, which ran from @start to @end and
+ * ended with @err, to the job's trace; -1 if the write failed.
+ */
+static int trace_command(TsrMem *mem, TsrTrace *trace,
+                         const struct tsr_cmd_header *hdr, uint32_t index,
+                         uint64_t start, uint64_t end, uint32_t err)
+{
+    struct tsr_trace_record r = {
+        .index = htole32(index),
+        .opcode = hdr->opcode,
+        .engine = tsr_cmd_engine(hdr->opcode),
+        .port = mem->ici_port,
+        .error = htole32(err),
+        .start_cycle = htole64(start),
+        .end_cycle = htole64(end),
+        .mem_bytes = htole64(mem->host_bytes + mem->hbm_bytes),
+        .link_bytes = htole64(mem->link_bytes),
+    };
+    uint64_t va;
+
+    if (!trace->va) {
+        return 0;
+    }
+    if (trace->records == trace->capacity) {
+        trace->dropped++;
+        return 0;
+    }
+    if (hdr->opcode == TSR_OP_ICI_WRITE) {
+        memcpy(r.dst, ((const struct tsr_cmd_ici_write *)hdr)->dst,
+               sizeof(r.dst));
+    }
+    va = trace->va + sizeof(struct tsr_trace_header) +
+         (uint64_t)trace->records * sizeof(r);
+    if (tsr_mem_write(mem, va, &r, sizeof(r))) {
+        return -1;
+    }
+    trace->records++;
+    return 0;
+}
+
+/* The trace's header, last: it says the records before it are complete. */
+static void trace_finish(TsrMem *mem, const TsrTrace *trace,
+                         const struct tsr_completion *comp)
+{
+    struct tsr_trace_header h = {
+        .records = htole32(trace->records),
+        .dropped = htole32(trace->dropped),
+        .record_size = htole32(sizeof(struct tsr_trace_record)),
+        .queue = htole32(mem->queue),
+        .start_cycle = htole64(comp->start_cycle),
+        .end_cycle = htole64(comp->end_cycle),
+    };
+
+    if (trace->va && mem->root) {
+        mem->error = 0;
+        tsr_mem_write(mem, trace->va, &h, sizeof(h));
+    }
+}
+
 /* Run the commands of a job; fills the error fields of @comp. */
 static void run_commands(TsrMem *mem, const uint8_t *buf, uint32_t size,
-                         TsrCost *cost, struct tsr_completion *comp)
+                         TsrCost *cost, TsrTrace *trace,
+                         struct tsr_completion *comp)
 {
     TsrCore *core = mem->core;
     uint32_t off = 0, index = 0;
@@ -95,16 +174,23 @@ static void run_commands(TsrMem *mem, const uint8_t *buf, uint32_t size,
     while (off < size) {
         const struct tsr_cmd_header *hdr = (const void *)(buf + off);
         uint32_t len = hdr->size_qw * 8u;
+        uint64_t start = tsr_cost_now(cost);
         uint32_t err;
 
+        mem->host_bytes = 0;
+        mem->hbm_bytes = 0;
+        mem->ici_port = TSR_TRACE_NO_PORT;
+        mem->link_bytes = 0;
         if (!len || len > size - off) {
             err = TSR_ERR_BAD_SIZE;
         } else if (tsr_mem_aborted(mem)) {
             err = TSR_ERR_ABORTED;
         } else {
-            mem->host_bytes = 0;
-            mem->hbm_bytes = 0;
             err = tsr_cmd_execute(mem, hdr, len, cost);
+        }
+        if (trace_command(mem, trace, hdr, index, start, tsr_cost_now(cost),
+                          err) && !err) {
+            err = mem->error;
         }
         if (err) {
             comp->error = err;
@@ -127,7 +213,8 @@ static void run_commands(TsrMem *mem, const uint8_t *buf, uint32_t size,
  * the context is valid, for writing the completion record.
  */
 static void run_job(const struct tsr_job_desc *d, TsrMem *mem,
-                    TsrCost *cost, struct tsr_completion *comp)
+                    TsrCost *cost, TsrTrace *trace,
+                    struct tsr_completion *comp)
 {
     uint32_t err;
     uint8_t *buf;
@@ -143,6 +230,17 @@ static void run_job(const struct tsr_job_desc *d, TsrMem *mem,
         comp->error = TSR_ERR_BAD_JOB;
         return;
     }
+    /* A trace buffer the chip could not write fails the job up front. */
+    if ((d->flags & TSR_JOB_TRACE) &&
+        tsr_mem_check_write(mem, d->trace_va, d->trace_size)) {
+        comp->error = mem->error;
+        comp->fault_va = mem->fault_va;
+        return;
+    }
+    if (d->flags & TSR_JOB_TRACE) {
+        trace->va = d->trace_va;
+        trace->capacity = TSR_TRACE_CAPACITY(d->trace_size);
+    }
     buf = malloc(d->cmdbuf_size);
     if (!buf) {
         comp->error = TSR_ERR_TOO_LARGE;
@@ -152,7 +250,7 @@ static void run_job(const struct tsr_job_desc *d, TsrMem *mem,
         comp->error = mem->error;
         comp->fault_va = mem->fault_va;
     } else {
-        run_commands(mem, buf, d->cmdbuf_size, cost, comp);
+        run_commands(mem, buf, d->cmdbuf_size, cost, trace, comp);
     }
     free(buf);
 }
@@ -163,8 +261,10 @@ static void desc_from_le(struct tsr_job_desc *d)
     d->flags = le32toh(d->flags);
     d->cmdbuf_va = le64toh(d->cmdbuf_va);
     d->cmdbuf_size = le32toh(d->cmdbuf_size);
+    d->trace_size = le32toh(d->trace_size);
     d->completion_va = le64toh(d->completion_va);
     d->fence = le64toh(d->fence);
+    d->trace_va = le64toh(d->trace_va);
 }
 
 static void completion_to_le(struct tsr_completion *c)
@@ -326,6 +426,7 @@ static void process_one(TsrCore *core, const TsrSlot *slot)
     struct tsr_completion comp = { 0 };
     struct tsr_job_desc d = { 0 };
     TsrCost cost = { .start = slot->start + TSR_JOB_LAUNCH_CYCLES };
+    TsrTrace trace = { 0 };
     unsigned int vectors, v;
     TsrMem mem;
     bool have_desc = false, published;
@@ -337,7 +438,7 @@ static void process_one(TsrCore *core, const TsrSlot *slot)
         comp.failed_cmd = TSR_NO_COMMAND;
     } else {
         have_desc = true;
-        run_job(&d, &mem, &cost, &comp);
+        run_job(&d, &mem, &cost, &trace, &comp);
     }
 
     comp.status = comp.error ? TSR_JOB_STATUS_ERROR : TSR_JOB_STATUS_DONE;
@@ -349,9 +450,10 @@ static void process_one(TsrCore *core, const TsrSlot *slot)
     comp.dma_cycles = cost.dma;
 
     /*
-     * Completion record, then fence, then interrupt: in that order.  Both
-     * writes are cut off by a reset (tsr_job_write_begin()).
+     * Trace header, completion record, then fence, then interrupt: in that
+     * order.  The writes are cut off by a reset (tsr_job_write_begin()).
      */
+    trace_finish(&mem, &trace, &comp);
     if (d.completion_va && mem.root) {
         struct tsr_completion le = comp;
 

@@ -106,6 +106,7 @@
 #define TSR_CAP_INT8			0x00000004u
 #define TSR_CAP_ICI			0x00000008u	/* ICI block, TSR_OP_ICI_WRITE */
 #define TSR_CAP_VPU_I32			0x00000010u	/* integer VPU ADD..MIN, 0.4 */
+#define TSR_CAP_TRACE			0x00000020u	/* TSR_JOB_TRACE */
 
 /* Values of TSR_REG_PRESET. */
 #define TSR_PRESET_CUSTOM		0
@@ -198,9 +199,13 @@
  * @flags: TSR_JOB_* flags
  * @cmdbuf_va: device VA of the first command
  * @cmdbuf_size: bytes of commands, a multiple of 8
- * @reserved0: must be zero
+ * @trace_size: with TSR_JOB_TRACE, bytes of the trace buffer at @trace_va:
+ *	a multiple of 8, from sizeof(struct tsr_trace_header) to
+ *	TSR_TRACE_MAX_SIZE; otherwise zero
  * @completion_va: device VA of a struct tsr_completion, or 0 for none
  * @fence: value written to the queue's fence on completion
+ * @trace_va: with TSR_JOB_TRACE, 8-byte aligned device VA of the job's
+ *	trace buffer; otherwise zero
  * @reserved: must be zero
  */
 struct tsr_job_desc {
@@ -208,15 +213,18 @@ struct tsr_job_desc {
 	__u32 flags;
 	__u64 cmdbuf_va;
 	__u32 cmdbuf_size;
-	__u32 reserved0;
+	__u32 trace_size;
 	__u64 completion_va;
 	__u64 fence;
-	__u64 reserved[3];
+	__u64 trace_va;
+	__u64 reserved[2];
 };
 
 /* Raise TSR_QIRQ_JOB_DONE when the job succeeds (errors always raise). */
 #define TSR_JOB_IRQ			0x00000001u
-#define TSR_JOB_FLAGS_ALL		TSR_JOB_IRQ
+/* Write the job's trace (struct tsr_trace_header) at @trace_va. */
+#define TSR_JOB_TRACE			0x00000002u
+#define TSR_JOB_FLAGS_ALL		(TSR_JOB_IRQ | TSR_JOB_TRACE)
 
 /**
  * struct tsr_completion - what the chip writes when a job ends
@@ -911,6 +919,89 @@ struct tsr_cmd_ici_write {
 	__u32 row_bytes;
 	__u64 sem_offset;
 	__u64 sem_add;
+};
+
+/* ----------------------------------------------------------- job traces */
+
+/*
+ * A job's trace, like a profiling buffer: with TSR_JOB_TRACE the chip
+ * writes one struct tsr_trace_record per command it runs, in order, after
+ * a struct tsr_trace_header, as far as @trace_size allows; commands beyond
+ * that are counted in @dropped.  The header is written last, before the
+ * completion record.  The whole buffer must be mapped writable: the chip
+ * checks it through the MMU before the first command and fails the job
+ * with TSR_ERR_MMU_UNMAPPED or TSR_ERR_MMU_PERMISSION (at the faulting
+ * VA, TSR_NO_COMMAND) when it is not.  Times are on the queue's modeled
+ * clock, as in struct tsr_completion.
+ */
+#define TSR_TRACE_MAX_SIZE		(16u << 20)
+/* Records a trace buffer of @size bytes holds. */
+#define TSR_TRACE_CAPACITY(size) \
+	(((size) - sizeof(struct tsr_trace_header)) / \
+	 sizeof(struct tsr_trace_record))
+
+/**
+ * struct tsr_trace_header - the start of a job's trace buffer
+ * @records: records written after the header
+ * @dropped: commands that ran without a record: the buffer was full
+ * @record_size: sizeof(struct tsr_trace_record), so that records may grow
+ * @queue: the hardware queue that ran the job
+ * @start_cycle: the job's start, as in its completion record
+ * @end_cycle: the job's end, as in its completion record
+ */
+struct tsr_trace_header {
+	__u32 records;
+	__u32 dropped;
+	__u32 record_size;
+	__u32 queue;
+	__u64 start_cycle;
+	__u64 end_cycle;
+};
+
+/*
+ * The unit a command keeps busy: the command processor itself (NOP,
+ * semaphores, TIMESTAMP, INTERRUPT), the DMA engines (DMA_COPY, DMA_FILL,
+ * ICI_WRITE), the MXUs (MATMUL) or the VPU (VPU, REDUCE, CAST, TRANSPOSE).
+ * A command's cycles count towards its engine's busy cycles of the
+ * completion record.
+ */
+enum tsr_engine {
+	TSR_ENGINE_CP = 0,
+	TSR_ENGINE_DMA = 1,
+	TSR_ENGINE_MXU = 2,
+	TSR_ENGINE_VPU = 3,
+	TSR_ENGINE_COUNT
+};
+
+/* struct tsr_trace_record.port of a command that sends nothing over ICI. */
+#define TSR_TRACE_NO_PORT		0xff
+
+/**
+ * struct tsr_trace_record - one command of a traced job
+ * @index: the command's index in the job
+ * @opcode: enum tsr_opcode
+ * @engine: enum tsr_engine
+ * @port: ICI_WRITE: the port its first hop leaves by; else TSR_TRACE_NO_PORT
+ * @dst: ICI_WRITE: the target chip's coordinates; else zero
+ * @reserved: zero
+ * @error: TSR_ERR_* the command failed with (the job's last record), or 0
+ * @start_cycle: modeled clock when the command started
+ * @end_cycle: modeled clock when it ended
+ * @mem_bytes: bytes it read and wrote in HBM and system memory
+ * @link_bytes: ICI_WRITE: data bytes it sent; else zero
+ */
+struct tsr_trace_record {
+	__u32 index;
+	__u8 opcode;
+	__u8 engine;
+	__u8 port;
+	__u8 dst[TSR_ICI_MAX_DIMS];
+	__u16 reserved;
+	__u32 error;
+	__u64 start_cycle;
+	__u64 end_cycle;
+	__u64 mem_bytes;
+	__u64 link_bytes;
 };
 
 #endif /* _TESSERA_CHIP_H_ */
