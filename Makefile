@@ -330,6 +330,16 @@ $(B)/bin/%: tools/samples/%.c $(wildcard tools/samples/*.h) $(LIBACCEL_SO) $(USE
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< -L$(B)/lib -laccel -lm
 
+# The training sample's data: scikit-learn's digits, from python3-sklearn
+# (tools/tessera-deps installs it), as plain CSV for the guest.
+DIGITS_GZ := /usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz
+DIGITS := $(B)/share/digits.csv
+
+$(DIGITS): $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	gzip -dc $(DIGITS_GZ) > $@.tmp
+	mv $@.tmp $@
+
 # ---------------------------------------------------------------- tools
 tools: $(TOOLS)
 
@@ -355,7 +365,8 @@ $(B)/man/man1/%.1: Documentation/man/%.1 libaccel/include/accel/common.h
 initramfs: $(INITRAMFS)
 
 GUEST_FILES := $(VM_TESTS) $(B)/tests/vm/run-tests $(SAMPLES) $(TOOLS) $(GUEST_BENCHES) \
-	$(GUEST_PROGS) $(SLICE_PROGS) $(CONSUMERS) $(TUTORIAL) $(B)/lib/$(LIBACCEL_SONAME) $(LIBACCEL_SO)
+	$(GUEST_PROGS) $(SLICE_PROGS) $(CONSUMERS) $(TUTORIAL) $(B)/lib/$(LIBACCEL_SONAME) $(LIBACCEL_SO) \
+	$(DIGITS)
 
 $(INITRAMFS): mk/initramfs tools/guest/init $(TESSERA_KO) $(GUEST_FILES) $(DEPS_STAMP)
 	@mkdir -p $(@D)

@@ -10,6 +10,7 @@
  * so in-place tiling copies nothing; only staging through HBM and partial
  * results use scratch.
  */
+#include <math.h>
 #include <string.h>
 
 #include <drm/tessera_chip.h>
@@ -453,6 +454,136 @@ int accel_op_softmax(struct accel_cmdbuf *cb, struct accel_buffer *scratch,
 		return ret;
 	accel_cmdbuf_mark(cb, &m);
 	return finish(cb, &m, softmax(cb, scratch, in, out));
+}
+
+/* ------------------------------------------------- cross-entropy */
+
+/*
+ * Scratch of the cross-entropy: the softmax's, then @scale broadcast
+ * along a row, then -@scale, then the reduction of the loss.
+ */
+static void cross_entropy_areas(uint32_t rows, uint32_t cols,
+				uint64_t area[4])
+{
+	area[0] = align_up(accel_softmax_scratch_size(rows, cols));
+	area[1] = area[0] + align_up((uint64_t)cols * 4);
+	area[2] = area[1] + SCRATCH_ALIGN;
+	area[3] = area[2] + accel_reduce_scratch_size(rows, cols, ACCEL_AXIS_ALL);
+}
+
+uint64_t accel_cross_entropy_scratch_size(uint32_t rows, uint32_t cols)
+{
+	uint64_t area[4];
+
+	if (!rows || !cols)
+		return 0;
+	cross_entropy_areas(rows, cols, area);
+	return area[3];
+}
+
+static uint32_t f32_bits(float v)
+{
+	union { float f; uint32_t u; } x = { .f = v };
+
+	return x.u;
+}
+
+/*
+ * The loss goes through @grad before the gradient does: log(probs), kept
+ * where the label is not 0 (0 elsewhere, so that a probability of 0 under
+ * a label of 0 adds nothing), times the label, summed, times -scale.
+ */
+static int cross_entropy(struct accel_cmdbuf *cb, struct accel_buffer *scratch,
+			 const struct accel_tensor *logits,
+			 const struct accel_tensor *labels,
+			 const struct accel_tensor *probs,
+			 const struct accel_tensor *grad,
+			 const struct accel_tensor *loss, float scale)
+{
+	uint32_t rows = logits->rows, cols = logits->cols;
+	struct accel_region at = { .buffer = scratch };
+	struct accel_tensor scale_row, neg_scale;
+	uint64_t area[4];
+	int ret;
+
+	cross_entropy_areas(rows, cols, area);
+	scale_row = scratch_tensor(scratch, area[0], 1, cols, TSR_DTYPE_F32);
+	neg_scale = scratch_tensor(scratch, area[1], 1, 1, TSR_DTYPE_F32);
+	at.offset = area[0];
+	ret = accel_cmdbuf_dma_fill(cb, &at, f32_bits(scale), cols * 4, 1, 1);
+	at.offset = area[1];
+	if (!ret)
+		ret = accel_cmdbuf_dma_fill(cb, &at, f32_bits(-scale), 4, 1, 1);
+	if (ret)
+		return ret;
+	return softmax(cb, scratch, logits, probs) ?:
+	       elementwise_tiles(cb, TSR_VPU_LOG, probs, NULL, NULL, grad) ?:
+	       elementwise_tiles(cb, TSR_VPU_SELECT, labels, grad, labels, grad) ?:
+	       elementwise_tiles(cb, TSR_VPU_MUL, labels, grad, NULL, grad) ?:
+	       reduce(cb, scratch, area[2], TSR_REDUCE_SUM, ACCEL_AXIS_ALL, grad,
+		      loss) ?:
+	       elementwise_tiles(cb, TSR_VPU_MUL, loss, &neg_scale, NULL, loss) ?:
+	       elementwise_tiles(cb, TSR_VPU_SUB, probs, labels, NULL, grad) ?:
+	       elementwise_tiles(cb, TSR_VPU_MUL, grad, &scale_row, NULL, grad);
+}
+
+int accel_op_softmax_cross_entropy(struct accel_cmdbuf *cb,
+				   struct accel_buffer *scratch,
+				   const struct accel_tensor *logits,
+				   const struct accel_tensor *labels,
+				   const struct accel_tensor *probs,
+				   const struct accel_tensor *grad,
+				   const struct accel_tensor *loss, float scale)
+{
+	static const char name[] = "softmax_cross_entropy";
+	const uint32_t f32 = DTYPE_BIT(TSR_DTYPE_F32);
+	const struct accel_tensor *same[] = { labels, probs, grad };
+	static const char *const same_names[] = { "labels", "probs", "grad" };
+	struct accel_cmdbuf_mark m;
+	unsigned int i;
+	int ret;
+
+	if (!cb)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	ret = check_tensor(cb, name, "logits", logits, f32);
+	for (i = 0; i < 3 && !ret; i++) {
+		ret = check_tensor(cb, name, same_names[i], same[i], f32);
+		if (!ret && (same[i]->rows != logits->rows ||
+			     same[i]->cols != logits->cols))
+			ret = accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_SHAPE,
+						"%s: logits are %ux%u but %s is %ux%u",
+						name, logits->rows, logits->cols,
+						same_names[i], same[i]->rows,
+						same[i]->cols);
+	}
+	if (!ret)
+		ret = check_tensor(cb, name, "loss", loss, f32);
+	if (ret)
+		return ret;
+	if (loss->rows != 1 || loss->cols != 1)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_SHAPE,
+					 "%s: loss is %ux%u; it must be 1x1", name,
+					 loss->rows, loss->cols);
+	if (grad->buffer == probs->buffer && grad->offset == probs->offset)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_INVALID_ARGUMENT,
+					 "%s: grad and probs must be different tensors",
+					 name);
+	if (grad->buffer == labels->buffer && grad->offset == labels->offset)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_INVALID_ARGUMENT,
+					 "%s: grad and labels must be different tensors",
+					 name);
+	if (!isfinite(scale))
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_INVALID_ARGUMENT,
+					 "%s: scale %g is not a finite number", name,
+					 scale);
+	ret = check_scratch(cb, name, scratch,
+			    accel_cross_entropy_scratch_size(logits->rows,
+							     logits->cols));
+	if (ret)
+		return ret;
+	accel_cmdbuf_mark(cb, &m);
+	return finish(cb, &m, cross_entropy(cb, scratch, logits, labels, probs,
+					    grad, loss, scale));
 }
 
 /* ------------------------------------------------------- matmul */

@@ -217,6 +217,25 @@ int accel_ref_softmax(const float *in, uint32_t rows, uint32_t cols,
 	return ACCEL_OK;
 }
 
+int accel_ref_softmax_cross_entropy(const float *logits, const float *labels,
+				    uint32_t rows, uint32_t cols, float scale,
+				    float *probs, float *grad, float *loss)
+{
+	double sum = 0.0;
+	size_t i, n = (size_t)rows * cols;
+
+	if (!logits || !labels || !probs || !grad || !loss)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	accel_ref_softmax(logits, rows, cols, probs);
+	for (i = 0; i < n; i++) {
+		if (labels[i] != 0.0f)
+			sum += labels[i] * logf(probs[i]);
+		grad[i] = (probs[i] - labels[i]) * scale;
+	}
+	*loss = (float)sum * -scale;
+	return ACCEL_OK;
+}
+
 int accel_ref_compare(const float *got, const float *want, size_t count,
 		      float rel_tol, size_t *bad)
 {

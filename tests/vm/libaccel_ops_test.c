@@ -8,6 +8,7 @@
  * failing command) and many threads and processes using them at once.
  * Every test ends with its buffers, jobs and descriptors gone (fdinfo).
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -539,6 +540,83 @@ TEST_F(ops, softmax_of_rows_longer_than_one_command)
 }
 
 /* ------------------------------------------------------------ errors */
+
+/*
+ * The loss and gradient of a classifier: rows of logits against one-hot
+ * labels (one row with a label of probability 0 under it, one whose
+ * labels spread over two classes), checked against the CPU: the softmax
+ * as above, the loss to f32 summation over the rows, the gradient to a
+ * few units in the last place of the probabilities.
+ */
+TEST_F(ops, softmax_cross_entropy_matches_the_reference)
+{
+	const uint32_t rows = 37, cols = 10;
+	const float scale = 1.0f / 64;
+	struct mat logits = { 0 }, labels = { 0 }, probs = { 0 }, grad = { 0 };
+	struct mat loss = { 0 };
+	float want_p[37 * 10], want_g[37 * 10], want_loss, got_loss;
+	struct accel_buffer *scratch = NULL;
+	uint32_t i;
+
+	NEW_MAT(logits, rows, cols, TSR_DTYPE_F32, ACCEL_PLACEMENT_HBM, 21);
+	NEW_MAT(labels, rows, cols, TSR_DTYPE_F32, ACCEL_PLACEMENT_HOST, 0);
+	NEW_MAT(probs, rows, cols, TSR_DTYPE_F32, ACCEL_PLACEMENT_HOST, 0);
+	NEW_MAT(grad, rows, cols, TSR_DTYPE_F32, ACCEL_PLACEMENT_HOST, 0);
+	NEW_MAT(loss, 1, 1, TSR_DTYPE_F32, ACCEL_PLACEMENT_HOST, 0);
+	for (i = 0; i < rows; i++)
+		labels.v[i * cols + (i * 7) % cols] = 1.0f;
+	/* Row 0: far below the others, class 3 gets a probability of 0. */
+	logits.v[3] = -200.0f;
+	labels.v[0 * cols + (0 * 7) % cols] = 0.0f;
+	labels.v[1] = 1.0f;
+	/* Row 1: half on each of two classes. */
+	labels.v[cols + 7] = 0.5f;
+	labels.v[cols + 2] = 0.5f;
+	ASSERT_EQ(ACCEL_OK, mat_upload(&logits));
+	ASSERT_EQ(ACCEL_OK, mat_upload(&labels));
+	ASSERT_EQ(ACCEL_OK, accel_buffer_create(self->dev,
+			accel_cross_entropy_scratch_size(rows, cols),
+			ACCEL_PLACEMENT_HBM, &scratch));
+
+	ASSERT_EQ(ACCEL_OK, accel_op_softmax_cross_entropy(self->cb, scratch,
+			&logits.t, &labels.t, &probs.t, &grad.t, &loss.t, scale));
+	ASSERT_EQ(ACCEL_OK, run(self->dev, self->cb));
+	ASSERT_EQ(ACCEL_OK, accel_ref_softmax_cross_entropy(logits.v, labels.v,
+			rows, cols, scale, want_p, want_g, &want_loss));
+	EXPECT_TRUE(mat_matches(&probs, want_p, 1e-5f));
+	EXPECT_TRUE(mat_matches(&grad, want_g, 1e-5f));
+	ASSERT_EQ(ACCEL_OK, mat_download(&loss, &got_loss));
+	EXPECT_TRUE(isfinite(got_loss));
+	EXPECT_GT(1e-5f * fabsf(want_loss), fabsf(got_loss - want_loss))
+		TH_LOG("loss %.9g, the CPU says %.9g", got_loss, want_loss);
+
+	/* Misuse: a gradient written over the probabilities, a 2x1 loss. */
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_op_softmax_cross_entropy(self->cb, scratch, &logits.t,
+						 &labels.t, &probs.t, &probs.t,
+						 &loss.t, scale));
+	EXPECT_NE(NULL, strstr(accel_cmdbuf_last_error(self->cb),
+			       "grad and probs must be different tensors"));
+	EXPECT_EQ(ACCEL_ERR_BAD_SHAPE,
+		  accel_op_softmax_cross_entropy(self->cb, scratch, &logits.t,
+						 &labels.t, &probs.t, &grad.t,
+						 &probs.t, scale));
+	EXPECT_NE(NULL, strstr(accel_cmdbuf_last_error(self->cb),
+			       "loss is 37x10; it must be 1x1"));
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_op_softmax_cross_entropy(self->cb, NULL, &logits.t,
+						 &labels.t, &probs.t, &grad.t,
+						 &loss.t, scale));
+	EXPECT_NE(NULL, strstr(accel_cmdbuf_last_error(self->cb),
+			       "softmax_cross_entropy: needs a scratch buffer"));
+	EXPECT_EQ(0, accel_cmdbuf_count(self->cb));
+	accel_buffer_destroy(scratch);
+	mat_free(&logits);
+	mat_free(&labels);
+	mat_free(&probs);
+	mat_free(&grad);
+	mat_free(&loss);
+}
 
 TEST_F(ops, misuse_is_named_and_appends_nothing)
 {

@@ -194,6 +194,41 @@ ACCEL_API int accel_op_softmax(struct accel_cmdbuf *cb,
 /** accel_softmax_scratch_size() - scratch bytes accel_op_softmax() needs. */
 ACCEL_API uint64_t accel_softmax_scratch_size(uint32_t rows, uint32_t cols);
 
+/**
+ * accel_op_softmax_cross_entropy() - the loss of a classifier and its
+ * gradient, for training: @probs = softmax of each row of @logits, then
+ *
+ *	@loss = -@scale x the sum over rows and columns of
+ *		@labels x log(@probs)	(a label of 0 adds 0)
+ *	@grad = @scale x (@probs - @labels)
+ *
+ * @labels: each row's target distribution (one-hot rows for class labels)
+ * @scale: usually 1 / the batch (the batch of every chip together, for
+ *	data-parallel training, so that the gradients add up)
+ *
+ * @logits, @labels, @probs and @grad are F32 of one shape; @probs may be
+ * @logits, but @grad must differ from @probs and @labels.  @loss is a
+ * 1 x 1 F32.  In the job, the softmax's maxima and sums, the constants
+ * and the loss's partial sums go to @scratch.  The gradient is exact
+ * for the loss before the rounding of its f32 steps: the usual
+ * (probs - labels) form, as is the CPU's accel_ref_softmax_cross_entropy().
+ */
+ACCEL_API int accel_op_softmax_cross_entropy(struct accel_cmdbuf *cb,
+					     struct accel_buffer *scratch,
+					     const struct accel_tensor *logits,
+					     const struct accel_tensor *labels,
+					     const struct accel_tensor *probs,
+					     const struct accel_tensor *grad,
+					     const struct accel_tensor *loss,
+					     float scale);
+
+/**
+ * accel_cross_entropy_scratch_size() - scratch bytes
+ * accel_op_softmax_cross_entropy() needs.
+ */
+ACCEL_API uint64_t accel_cross_entropy_scratch_size(uint32_t rows,
+						    uint32_t cols);
+
 #ifdef __cplusplus
 }
 #endif

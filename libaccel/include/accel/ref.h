@@ -64,6 +64,17 @@ ACCEL_API int accel_ref_softmax(const float *in, uint32_t rows,
 				uint32_t cols, float *out);
 
 /**
+ * accel_ref_softmax_cross_entropy() - on the CPU, what
+ * accel_op_softmax_cross_entropy() computes: @probs, @grad (rows x cols)
+ * and *@loss from @logits and @labels
+ */
+ACCEL_API int accel_ref_softmax_cross_entropy(const float *logits,
+					      const float *labels,
+					      uint32_t rows, uint32_t cols,
+					      float scale, float *probs,
+					      float *grad, float *loss);
+
+/**
  * accel_ref_compare() - whether @got matches @want within @rel_tol of
  * the largest |want| (and both are NaN or infinite alike)
  * @bad: if not NULL, set to the index of the first mismatch
