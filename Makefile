@@ -4,7 +4,7 @@
 #
 #   make          build every layer (QEMU with the device, driver, libaccel,
 #                 tests, samples, guest initramfs)
-#   make demo     ... then boot a VM and run tessera-smi and the samples
+#   make demo     ... then a 2x2 slice of 2 VMs trains a classifier (tools/tessera-demo)
 #   make check    ... then lint, host unit tests and in-VM kselftests;
 #                 ends with "N passed, N failed"; T=NAME runs one suite,
 #                 test program or test (tests/run-checks --list names them)
@@ -382,7 +382,7 @@ $(DEBUG_INITRAMFS): mk/initramfs tools/guest/init $(TESSERA_DEBUG_KO) $(PLANT_KO
 
 # ---------------------------------------------------------------- run
 demo: all
-	tools/tessera-vm --chips 2 --timeout 300 -- "tessera-smi && hello && matmul && mlp"
+	tools/tessera-demo
 
 # T=NAME: one suite, test program or test (tests/run-checks --test).
 check: all
