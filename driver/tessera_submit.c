@@ -25,6 +25,7 @@
 #include <drm/tessera_accel.h>
 
 #include "tessera_gem.h"
+#include "tessera_hw.h"
 #include "tessera_job.h"
 
 /* ------------------------------------------------------------ lifetime */
@@ -88,6 +89,30 @@ static struct tessera_job *tessera_job_create(struct tessera_file *tfile,
 
 /* ------------------------------------------------------------- checks */
 
+static int tessera_submit_check_trace(struct tessera_device *tdev,
+				      const struct drm_tessera_submit *args)
+{
+	struct drm_device *drm = &tdev->drm;
+
+	if (!(args->flags & DRM_TESSERA_SUBMIT_TRACE)) {
+		if (args->trace_handle || args->trace_size || args->trace_offset) {
+			drm_dbg(drm, "SUBMIT: trace fields set without DRM_TESSERA_SUBMIT_TRACE\n");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (args->trace_size < sizeof(struct tsr_trace_header) ||
+	    args->trace_size > TSR_TRACE_MAX_SIZE ||
+	    !IS_ALIGNED(args->trace_size, 8) ||
+	    !IS_ALIGNED(args->trace_offset, 8)) {
+		drm_dbg(drm, "SUBMIT: trace offset %llu size %u: an 8-aligned offset and a size that is a multiple of 8 from %zu to %u\n",
+			args->trace_offset, args->trace_size,
+			sizeof(struct tsr_trace_header), TSR_TRACE_MAX_SIZE);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int tessera_submit_check(struct tessera_device *tdev,
 				const struct drm_tessera_submit *args)
 {
@@ -133,7 +158,7 @@ static int tessera_submit_check(struct tessera_device *tdev,
 			args->bo_count, args->in_sync_count);
 		return -EINVAL;
 	}
-	return 0;
+	return tessera_submit_check_trace(tdev, args);
 }
 
 /**
@@ -242,6 +267,44 @@ static int tessera_submit_lookup_bos(struct tessera_job *job,
 	}
 	job->cmdbuf_va = job->maps[cmd]->va.start + args->cmdbuf_offset;
 	job->cmdbuf_size = args->cmdbuf_size;
+	return 0;
+}
+
+/*
+ * Find the trace's buffer among the listed ones (which lookup_bos has
+ * checked and taken): it must be written, and hold the whole trace.
+ */
+static int tessera_submit_lookup_trace(struct tessera_job *job,
+				       const struct drm_tessera_submit *args,
+				       const struct drm_tessera_submit_bo *ubos)
+{
+	struct drm_device *drm = &job->tdev->drm;
+	u32 first = job->bo_count - args->bo_count, i;
+	struct drm_gem_object *bo;
+
+	if (!(args->flags & DRM_TESSERA_SUBMIT_TRACE))
+		return 0;
+	if (!(tessera_reg_read(job->tdev, TSR_REG_CAPS) & TSR_CAP_TRACE)) {
+		drm_dbg(drm, "SUBMIT: the chip writes no traces (no TSR_CAP_TRACE)\n");
+		return -EOPNOTSUPP;
+	}
+	for (i = 0; i < args->bo_count; i++)
+		if (ubos[i].handle == args->trace_handle)
+			break;
+	if (i == args->bo_count || !(ubos[i].flags & DRM_TESSERA_BO_WRITE)) {
+		drm_dbg(drm, "SUBMIT: the trace's buffer (handle %u) must be listed in bos with DRM_TESSERA_BO_WRITE\n",
+			args->trace_handle);
+		return -EINVAL;
+	}
+	bo = job->bos[first + i];
+	if (args->trace_offset > bo->size ||
+	    args->trace_size > bo->size - args->trace_offset) {
+		drm_dbg(drm, "SUBMIT: trace at %llu+%u outside a %zu-byte buffer\n",
+			args->trace_offset, args->trace_size, bo->size);
+		return -EINVAL;
+	}
+	job->trace_va = job->maps[first + i]->va.start + args->trace_offset;
+	job->trace_size = args->trace_size;
 	return 0;
 }
 
@@ -439,6 +502,7 @@ int tessera_ioctl_submit(struct drm_device *drm, void *data,
 		goto out_exit;
 	}
 	ret = tessera_submit_lookup_bos(job, file, args, arrays.bos) ?:
+	      tessera_submit_lookup_trace(job, args, arrays.bos) ?:
 	      tessera_out_sync_get(&out, file, args);
 	if (ret)
 		goto out_put;

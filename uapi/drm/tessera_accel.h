@@ -23,8 +23,9 @@ extern "C" {
  *      JOB_STATUS, GET_COUNTERS; syncobjs
  *   3  ICI: the slice and the ports in GET_INFO; WINDOW_OPEN,
  *      WINDOW_CLOSE, LINK_INFO; link errors of jobs
+ *   4  job traces: DRM_TESSERA_SUBMIT_TRACE and SUBMIT's trace fields
  */
-#define DRM_TESSERA_UAPI_VERSION	3
+#define DRM_TESSERA_UAPI_VERSION	4
 
 #define DRM_TESSERA_GET_INFO		0x00
 #define DRM_TESSERA_PING		0x01
@@ -281,7 +282,10 @@ struct drm_tessera_sync {
 /* SUBMIT flags. */
 /* Signal @out_sync when the job ends. */
 #define DRM_TESSERA_SUBMIT_OUT_SYNC	0x00000001u
-#define DRM_TESSERA_SUBMIT_FLAGS_ALL	DRM_TESSERA_SUBMIT_OUT_SYNC
+/* Have the chip write the job's trace (needs TSR_CAP_TRACE). */
+#define DRM_TESSERA_SUBMIT_TRACE	0x00000002u
+#define DRM_TESSERA_SUBMIT_FLAGS_ALL	(DRM_TESSERA_SUBMIT_OUT_SYNC | \
+					 DRM_TESSERA_SUBMIT_TRACE)
 
 /* Limits of a SUBMIT. */
 #define DRM_TESSERA_MAX_BOS		4096
@@ -305,6 +309,14 @@ struct drm_tessera_sync {
  * no answer came: within 2 s of the link going down), -EACCES (the
  * target's windows refused the write) or -EHOSTUNREACH (no route to the
  * target).
+ *
+ * With DRM_TESSERA_SUBMIT_TRACE the chip writes the job's trace, a struct
+ * tsr_trace_header and a struct tsr_trace_record per command
+ * (tessera_chip.h), at @trace_offset of buffer @trace_handle, which must
+ * be listed in @bos with DRM_TESSERA_BO_WRITE; without it the trace fields
+ * must be zero, as callers older than version 4 leave them.  A bad trace
+ * field is refused with -EINVAL, a chip without TSR_CAP_TRACE with
+ * -EOPNOTSUPP.
  */
 struct drm_tessera_submit {
 	/** @flags: in, DRM_TESSERA_SUBMIT_* flags. */
@@ -339,6 +351,16 @@ struct drm_tessera_submit {
 	struct drm_tessera_sync out_sync;
 	/** @seq: out, the job's sequence number in this file, from 1. */
 	__u64 seq;
+	/** @trace_handle: in, with DRM_TESSERA_SUBMIT_TRACE: the trace's buffer. */
+	__u32 trace_handle;
+	/**
+	 * @trace_size: in, with DRM_TESSERA_SUBMIT_TRACE: bytes of the trace,
+	 * a multiple of 8 from sizeof(struct tsr_trace_header) to
+	 * TSR_TRACE_MAX_SIZE, within the buffer.
+	 */
+	__u32 trace_size;
+	/** @trace_offset: in, with DRM_TESSERA_SUBMIT_TRACE: where it starts, 8-aligned. */
+	__u64 trace_offset;
 };
 
 /* Values of drm_tessera_job_status.state. */
