@@ -26,6 +26,8 @@ struct accel_device {
 	pthread_mutex_t lock;
 	/* Live buffers, so that an import of a known buffer finds it. */
 	struct accel_buffer *buffers;
+	/* The trace recording the device's jobs, or NULL (trace.c). */
+	struct accel_trace *trace;
 };
 
 struct accel_buffer {
@@ -102,6 +104,25 @@ unsigned int accel_vpu_operands(enum tsr_vpu_op op);
 /* Set the message accel_cmdbuf_last_error() returns; returns @err. */
 int accel_cmdbuf_fail(struct accel_cmdbuf *cb, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/*
+ * Wait up to @timeout_ns for syncobj @syncobj of @dev to signal:
+ * ACCEL_OK, ACCEL_ERR_TIMEOUT, or what the wait failed with.
+ */
+int accel_sync_wait(struct accel_device *dev, uint32_t syncobj,
+		    uint64_t timeout_ns);
+
+/* The trace recording @dev's jobs, or NULL. */
+struct accel_trace *accel_trace_of(struct accel_device *dev);
+/* A buffer for the trace of a job of @commands commands, of *@size bytes. */
+int accel_trace_buffer(struct accel_device *dev, uint32_t commands,
+		       struct accel_buffer **buf, uint32_t *size);
+/*
+ * Job @seq, whose fence is @job_syncobj, was submitted with trace buffer
+ * @buf: the trace takes the buffer over, and reads it once the job ends.
+ */
+int accel_trace_submitted(struct accel_device *dev, struct accel_buffer *buf,
+			  uint64_t seq, uint32_t job_syncobj);
 
 /* Whether job @seq of @dev may still be queued or running. */
 bool accel_job_may_be_pending(struct accel_device *dev, uint64_t seq);

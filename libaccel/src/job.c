@@ -177,18 +177,22 @@ static int check_opts(struct accel_device *dev, struct accel_cmdbuf *cb,
 	return ACCEL_OK;
 }
 
-/* SUBMIT's list of the buffers @cb recorded. */
-static int buffer_list(struct accel_cmdbuf *cb,
+/* SUBMIT's list of the buffers @cb recorded, and the @trace buffer. */
+static int buffer_list(struct accel_cmdbuf *cb, struct accel_buffer *trace,
 		       struct drm_tessera_submit_bo **list)
 {
 	unsigned int i, n = accel_cmdbuf_buffer_count(cb);
 
 	*list = NULL;
-	if (!n)
+	if (!n && !trace)
 		return ACCEL_OK;
-	*list = calloc(n, sizeof(**list));
+	*list = calloc(n + !!trace, sizeof(**list));
 	if (!*list)
 		return ACCEL_ERR_NO_MEMORY;
+	if (trace) {
+		(*list)[n].handle = trace->handle;
+		(*list)[n].flags = DRM_TESSERA_BO_WRITE;
+	}
 	for (i = 0; i < n; i++) {
 		uint32_t use;
 
@@ -208,6 +212,7 @@ int accel_submit(struct accel_device *dev, struct accel_cmdbuf *cb,
 	struct drm_tessera_submit submit = { .flags = DRM_TESSERA_SUBMIT_OUT_SYNC };
 	struct drm_tessera_submit_bo *bos = NULL;
 	struct deps deps = { .count = 0 };
+	struct accel_buffer *trace = NULL;
 	struct accel_job *job;
 	int ret;
 
@@ -224,8 +229,14 @@ int accel_submit(struct accel_device *dev, struct accel_cmdbuf *cb,
 	if (!job)
 		return ACCEL_ERR_NO_MEMORY;
 	ret = accel_cmdbuf_upload(cb, &submit.cmdbuf_handle, &submit.cmdbuf_size);
+	if (!ret && accel_trace_of(dev)) {
+		ret = accel_trace_buffer(dev, accel_cmdbuf_count(cb), &trace,
+					 &submit.trace_size);
+		submit.flags |= DRM_TESSERA_SUBMIT_TRACE;
+		submit.trace_handle = trace ? trace->handle : 0;
+	}
 	if (!ret)
-		ret = buffer_list(cb, &bos);
+		ret = buffer_list(cb, trace, &bos);
 	if (!ret)
 		ret = deps_gather(dev, opts, &deps);
 	if (!ret && drmSyncobjCreate(dev->fd, 0, &job->syncobj))
@@ -235,7 +246,7 @@ int accel_submit(struct accel_device *dev, struct accel_cmdbuf *cb,
 
 	submit.queue = opts->queue;
 	submit.priority = drm_priority(opts->priority);
-	submit.bo_count = accel_cmdbuf_buffer_count(cb);
+	submit.bo_count = accel_cmdbuf_buffer_count(cb) + !!trace;
 	submit.bos = (uintptr_t)bos;
 	submit.in_sync_count = deps.count;
 	submit.in_syncs = (uintptr_t)deps.in;
@@ -249,10 +260,15 @@ int accel_submit(struct accel_device *dev, struct accel_cmdbuf *cb,
 	job->seq = submit.seq;
 	job->queue = submit.queue;
 	accel_cmdbuf_submitted(cb, submit.seq);
+	/* The job is queued: a trace that cannot keep it only misses it. */
+	if (trace)
+		accel_trace_submitted(dev, trace, submit.seq, job->syncobj);
+	trace = NULL;
 	*out = job;
 	job = NULL;
 out:
 	deps_release(dev, &deps);
+	accel_buffer_destroy(trace);
 	free(bos);
 	free(job);
 	return ret;
@@ -268,6 +284,23 @@ static int64_t deadline_after(uint64_t timeout_ns)
 	t = (uint64_t)now.tv_sec * 1000000000ull + now.tv_nsec;
 	return timeout_ns > (uint64_t)INT64_MAX - t ? INT64_MAX :
 	       (int64_t)(t + timeout_ns);
+}
+
+int accel_sync_wait(struct accel_device *dev, uint32_t syncobj,
+		    uint64_t timeout_ns)
+{
+	int64_t deadline = deadline_after(timeout_ns);
+
+	/*
+	 * The kernel counts the timeout in jiffies, which can run ahead of
+	 * CLOCK_MONOTONIC (in a VM under TCG, say): a wait that ends before
+	 * the deadline by the clock waits again.
+	 */
+	while (drmSyncobjWait(dev->fd, &syncobj, 1, deadline, 0, NULL)) {
+		if (errno != ETIME || deadline_after(0) >= deadline)
+			return accel_error_from_errno(errno);
+	}
+	return ACCEL_OK;
 }
 
 static bool job_ended(struct accel_job *job, struct accel_job_status *status)
@@ -290,18 +323,9 @@ int accel_job_wait(struct accel_job *job, uint64_t timeout_ns)
 	if (!job)
 		return ACCEL_ERR_INVALID_ARGUMENT;
 	if (!job_ended(job, NULL)) {
-		int64_t deadline = deadline_after(timeout_ns);
-
-		/*
-		 * The kernel counts the timeout in jiffies, which can run ahead
-		 * of CLOCK_MONOTONIC (in a VM under TCG, say): a wait that ends
-		 * before the deadline by the clock waits again.
-		 */
-		while (drmSyncobjWait(job->dev->fd, &job->syncobj, 1, deadline,
-				      0, NULL)) {
-			if (errno != ETIME || deadline_after(0) >= deadline)
-				return accel_error_from_errno(errno);
-		}
+		ret = accel_sync_wait(job->dev, job->syncobj, timeout_ns);
+		if (ret)
+			return ret;
 	}
 	ret = accel_job_status(job, &status);
 	if (ret)

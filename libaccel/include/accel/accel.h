@@ -14,6 +14,7 @@
 #include <accel/ops.h>
 #include <accel/ref.h>
 #include <accel/tensor.h>
+#include <accel/trace.h>
 
 #ifdef __cplusplus
 extern "C" {
