@@ -22,12 +22,14 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <accel/accel.h>
 #include <accel/collective.h>
+#include <accel/trace.h>
 
 #define PROG		"train"
 #include "sample.h"
@@ -69,6 +71,10 @@ static const char usage[] =
 	"                      as CSV to FILE\n"
 	"  --target PERCENT    fail unless the last epoch's test accuracy\n"
 	"                      reaches PERCENT (default 0: no target)\n"
+	"  --trace FILE        write the modeled timeline of one step on this\n"
+	"                      host's chips (every job, command, engine and link)\n"
+	"                      to FILE as Chrome trace-event JSON\n"
+	"  --trace-step N      the step --trace records (default 2)\n"
 	"  -h, --help          show this text\n"
 	"\n"
 	"Exit status: 0 trained (and reached --target), 1 failure (device\n"
@@ -86,6 +92,8 @@ struct options {
 	uint32_t seed;
 	const char *log;
 	float target;
+	const char *trace;
+	uint32_t trace_step;
 };
 
 static int parse_float(const char *what, const char *s, float min, float max,
@@ -108,7 +116,7 @@ static int parse_float(const char *what, const char *s, float min, float max,
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_CHIPS = 256, OPT_CPU, OPT_DATA, OPT_STEPS, OPT_HIDDEN,
-	       OPT_LR, OPT_LOG, OPT_TARGET };
+	       OPT_LR, OPT_LOG, OPT_TARGET, OPT_TRACE, OPT_TRACE_STEP };
 	static const struct option longopts[] = {
 		{ "chips", required_argument, NULL, OPT_CHIPS },
 		{ "cpu", no_argument, NULL, OPT_CPU },
@@ -121,6 +129,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "seed", required_argument, NULL, 's' },
 		{ "log", required_argument, NULL, OPT_LOG },
 		{ "target", required_argument, NULL, OPT_TARGET },
+		{ "trace", required_argument, NULL, OPT_TRACE },
+		{ "trace-step", required_argument, NULL, OPT_TRACE_STEP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -128,7 +138,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 
 	*o = (struct options){
 		.data = DEFAULT_DATA, .epochs = 10, .batch = 64, .hidden = 64,
-		.lr = 0.1f, .seed = 1,
+		.lr = 0.1f, .seed = 1, .trace_step = 2,
 	};
 	opterr = 0;
 	while (!ret && (opt = getopt_long(argc, argv, "e:b:s:h", longopts,
@@ -167,6 +177,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_TARGET:
 			ret = parse_float("--target", optarg, 0.0f, 100.0f, &o->target);
 			break;
+		case OPT_TRACE:
+			o->trace = optarg;
+			break;
+		case OPT_TRACE_STEP:
+			ret = parse_u32("--trace-step", optarg, 1, UINT32_MAX, &o->trace_step);
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			exit(EXIT_SUCCESS);
@@ -182,6 +198,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		return usage_error("unexpected operand '%s'", argv[optind]);
 	if (o->cpu && o->chips)
 		return usage_error("%s: --cpu trains on no chip", "--chips");
+	if (o->cpu && o->trace)
+		return usage_error("%s: the CPU has no modeled timeline", "--trace");
 	return 0;
 }
 
@@ -494,6 +512,7 @@ struct trainer {
 	uint32_t rows;			/* batch rows per chip */
 	uint32_t test_rows;
 	struct accel_comm *comm;	/* NULL on one chip */
+	struct accel_trace *trace;	/* recording one step */
 	int prints;			/* this host has rank 0 */
 	struct accel_device_info info;
 	float *host_x, *host_y, *host_params, *host_check;
@@ -914,6 +933,37 @@ static uint64_t link_bytes(struct trainer *t)
 	return bytes;
 }
 
+/* Record the jobs of the local chips from now on. */
+static int trace_begin(struct trainer *t)
+{
+	unsigned int i;
+	int ret;
+
+	ret = accel_trace_create(&t->trace);
+	for (i = 0; i < t->n && !ret; i++)
+		ret = accel_trace_start(t->trace, t->chip[i].dev);
+	if (ret)
+		return fail("recording the step's timeline", ret);
+	return ACCEL_OK;
+}
+
+/* Stop recording and write the timeline, unless the step failed (@ret). */
+static int trace_end(struct trainer *t, int ret)
+{
+	if (!ret) {
+		ret = accel_trace_write_json(t->trace, t->o->trace);
+		if (ret)
+			fprintf(stderr, PROG ": cannot write the timeline '%s': %s\n",
+				t->o->trace, accel_error_string(ret));
+		else if (accel_trace_dropped(t->trace))
+			fprintf(stderr, PROG ": the timeline lacks %" PRIu64 " commands\n",
+				accel_trace_dropped(t->trace));
+	}
+	accel_trace_destroy(t->trace);
+	t->trace = NULL;
+	return ret;
+}
+
 /* ------------------------------------------------------------ the run */
 
 /* An epoch's figures: what is printed and logged. */
@@ -1034,9 +1084,14 @@ static int train(struct trainer *t, const struct data *d, struct cpu_model *cpu,
 				batch_rows(&d->train, order, s * o->batch, o->batch, x, y);
 				loss = cpu_step(cpu, x, y, o->batch, o->lr);
 			} else {
-				ret = chip_step(t, &d->train, order, s * o->batch,
-						&loss, &cost) ?:
-				      check_weights(t, step + 1);
+				bool traced = o->trace && step + 1 == o->trace_step;
+
+				ret = traced ? trace_begin(t) : 0;
+				ret = ret ?: chip_step(t, &d->train, order, s * o->batch,
+						       &loss, &cost);
+				if (traced)
+					ret = trace_end(t, ret);
+				ret = ret ?: check_weights(t, step + 1);
 			}
 			if (ret)
 				break;
@@ -1061,6 +1116,11 @@ static int train(struct trainer *t, const struct data *d, struct cpu_model *cpu,
 				    chip_eval(t, &d->test, &e.accuracy);
 		if (!ret && t->prints)
 			report_epoch(t, &e, log);
+	}
+	if (!ret && o->trace && o->trace_step > step) {
+		fprintf(stderr, PROG ": --trace-step %u is beyond the %" PRIu64 " steps trained\n",
+			o->trace_step, step);
+		ret = -1;
 	}
 	if (!ret && t->prints && o->target > 0 && e.accuracy < o->target) {
 		fprintf(stderr, PROG ": test accuracy %.1f%% is below the target %.1f%%\n",
