@@ -195,6 +195,7 @@ static int open_matching(const struct device_filter *filter,
 	dev->mxu_dim = info.mxu_dim;
 	memcpy(dev->topology, info.topology, sizeof(dev->topology));
 	pthread_mutex_init(&dev->lock, NULL);
+	accel_trace_env_open(dev);
 	*out = dev;
 	return ACCEL_OK;
 }
@@ -236,6 +237,7 @@ void accel_device_close(struct accel_device *dev)
 {
 	if (!dev)
 		return;
+	accel_trace_env_close(dev);
 	close(dev->fd);
 	pthread_mutex_destroy(&dev->lock);
 	free(dev);

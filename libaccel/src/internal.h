@@ -28,6 +28,9 @@ struct accel_device {
 	struct accel_buffer *buffers;
 	/* The trace recording the device's jobs, or NULL (trace.c). */
 	struct accel_trace *trace;
+	/* With TESSERA_TRACE_DIR: the device's own trace, and where it goes. */
+	struct accel_trace *env_trace;
+	char *env_trace_dir;
 };
 
 struct accel_buffer {
@@ -111,6 +114,13 @@ int accel_cmdbuf_fail(struct accel_cmdbuf *cb, int err, const char *fmt, ...)
  */
 int accel_sync_wait(struct accel_device *dev, uint32_t syncobj,
 		    uint64_t timeout_ns);
+
+/*
+ * With TESSERA_TRACE_DIR set, a device records its jobs from open to close
+ * and writes them there as it closes (Documentation/tracing.md).
+ */
+void accel_trace_env_open(struct accel_device *dev);
+void accel_trace_env_close(struct accel_device *dev);
 
 /* The trace recording @dev's jobs, or NULL. */
 struct accel_trace *accel_trace_of(struct accel_device *dev);

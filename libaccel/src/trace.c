@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <xf86drm.h>
 #include <drm/tessera_accel.h>
@@ -557,4 +558,54 @@ int accel_trace_write_json(struct accel_trace *trace, const char *path)
 		return ACCEL_ERR_IO;
 	}
 	return fclose(o.f) ? ACCEL_ERR_IO : ACCEL_OK;
+}
+
+/* ---------------------------------------------- TESSERA_TRACE_DIR */
+
+void accel_trace_env_open(struct accel_device *dev)
+{
+	const char *dir = getenv("TESSERA_TRACE_DIR");
+	struct accel_trace *trace;
+
+	if (!dir || !*dir || accel_trace_create(&trace))
+		return;
+	dev->env_trace_dir = strdup(dir);
+	/* A chip that cannot trace runs untraced, as without the variable. */
+	if (!dev->env_trace_dir || accel_trace_start(trace, dev)) {
+		free(dev->env_trace_dir);
+		dev->env_trace_dir = NULL;
+		accel_trace_destroy(trace);
+		return;
+	}
+	dev->env_trace = trace;
+}
+
+/*
+ * Write the device's own trace as <dir>/chip<P>-<process>-XXXXXX.json,
+ * P its process id in the JSON: each closing handle its own file.
+ */
+void accel_trace_env_close(struct accel_device *dev)
+{
+	struct accel_trace *trace = dev->env_trace;
+	char *path;
+	int fd;
+
+	if (!trace)
+		return;
+	accel_trace_stop(trace, dev);
+	if (asprintf(&path, "%s/chip%u-%d-XXXXXX.json", dev->env_trace_dir,
+		     trace->nchips ? trace->chips[0].pid : 0,
+		     (int)getpid()) >= 0) {
+		fd = mkstemps(path, 5);
+		if (fd >= 0) {
+			close(fd);
+			if (accel_trace_write_json(trace, path))
+				unlink(path);
+		}
+		free(path);
+	}
+	accel_trace_destroy(trace);
+	free(dev->env_trace_dir);
+	dev->env_trace = NULL;
+	dev->env_trace_dir = NULL;
 }
