@@ -382,6 +382,27 @@ static inline struct tsr_completion *chip_run(struct test_chip *c, const void *c
     return comp;
 }
 
+/*
+ * Run a job on queue 0 of context 1 with its trace (TSR_JOB_TRACE) at @va,
+ * @size bytes; returns its record.
+ */
+static inline struct tsr_completion *chip_run_traced(struct test_chip *c,
+                                                     const void *cmds,
+                                                     uint32_t len, uint64_t va,
+                                                     uint32_t size)
+{
+    struct tsr_completion *comp = chip_queue_job(c, 0, 1, cmds, len, 1);
+    unsigned int slot = (c->tail[0] + RING_SIZE - 1) % RING_SIZE;
+    struct tsr_job_desc *d = (struct tsr_job_desc *)host_ptr(c, RING_ADDR) +
+                             slot;
+
+    d->flags |= TSR_JOB_TRACE;
+    d->trace_va = va;
+    d->trace_size = size;
+    tsr_core_queue_run(c->core, 0);
+    return comp;
+}
+
 /* A queue's worker, in a thread of its own: pthread_create(run_queue). */
 struct runner {
     struct test_chip *c;

@@ -368,6 +368,51 @@ TEST(writes_cross_chips_that_only_forward)
 	slice_free(s);
 }
 
+TEST(a_traced_write_names_its_first_port_its_target_and_its_bytes)
+{
+	struct slice *s = slice_new(4, true);
+	struct test_chip *a = s->chip[0];
+	uint8_t right[3] = { 1, 0, 0 }, left[3] = { 3, 0, 0 };
+	struct tsr_cmd_ici_write c[3] = {
+		ici_write(right, s->src[0], 0, 1, 1000),
+		ici_write(left, s->src[0], 0, 2, 3000),
+		ici_write(left, 0, 0, 0, 0),	/* the semaphore only */
+	};
+	uint64_t va = chip_buffer(a, 1, 4096), dma = 0;
+	const struct tsr_trace_header *h = host_ptr(a, va);
+	const struct tsr_trace_record *r = (const void *)(h + 1);
+	struct tsr_completion *comp;
+	unsigned int i;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	open_window(s, 3, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	c[2].hdr.flags = TSR_ICI_WRITE_SEM;
+	c[2].sem_offset = 4096;
+	c[2].sem_add = 1;
+	comp = chip_run_traced(a, c, sizeof(c), va, 4096);
+	ASSERT_EQ(TSR_ERR_NONE, comp->error);
+	ASSERT_EQ(3, h->records);
+	/* Chip 1 is +x of chip 0; chip 3, on the ring, the short way -x. */
+	EXPECT_EQ(TSR_ICI_PORT(0, 0), r[0].port);
+	EXPECT_EQ(TSR_ICI_PORT(0, 1), r[1].port);
+	EXPECT_EQ(TSR_ICI_PORT(0, 1), r[2].port);
+	EXPECT_EQ(0, memcmp(right, r[0].dst, 3));
+	EXPECT_EQ(0, memcmp(left, r[1].dst, 3));
+	EXPECT_EQ(1000, r[0].link_bytes);
+	EXPECT_EQ(6000, r[1].link_bytes);
+	EXPECT_EQ(0, r[2].link_bytes);
+	/* Reading the source from system memory counts as memory bytes. */
+	EXPECT_EQ(6000, r[1].mem_bytes);
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(TSR_OP_ICI_WRITE, r[i].opcode);
+		EXPECT_EQ(TSR_ENGINE_DMA, r[i].engine);
+		dma += r[i].end_cycle - r[i].start_cycle;
+	}
+	EXPECT_EQ(comp->dma_cycles, dma);
+	slice_free(s);
+}
+
 TEST(what_a_window_does_not_allow_is_refused_and_nothing_written)
 {
 	struct slice *s = slice_new(2, false);

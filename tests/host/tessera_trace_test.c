@@ -35,21 +35,6 @@ static struct tsr_job_desc *last_desc(struct test_chip *c)
 	return (struct tsr_job_desc *)host_ptr(c, RING_ADDR) + slot;
 }
 
-/* Run @cmds on queue 0 with its trace at @va, @size bytes. */
-static struct tsr_completion *run_traced(struct test_chip *c, const void *cmds,
-					 uint32_t len, uint64_t va,
-					 uint32_t size)
-{
-	struct tsr_completion *comp = chip_queue_job(c, 0, 1, cmds, len, 1);
-	struct tsr_job_desc *d = last_desc(c);
-
-	d->flags |= TSR_JOB_TRACE;
-	d->trace_va = va;
-	d->trace_size = size;
-	tsr_core_queue_run(c->core, 0);
-	return comp;
-}
-
 static uint32_t trace_bytes(unsigned int records)
 {
 	return sizeof(struct tsr_trace_header) +
@@ -117,7 +102,8 @@ TEST_F(trace, a_traced_job_has_a_record_per_command_on_the_modeled_clock)
 	struct tsr_completion *comp;
 	unsigned int i;
 
-	comp = run_traced(self->c, &cmds, sizeof(cmds), va, trace_bytes(5));
+	comp = chip_run_traced(self->c, &cmds, sizeof(cmds), va,
+			       trace_bytes(5));
 	ASSERT_EQ(TSR_ERR_NONE, comp->error);
 	EXPECT_EQ(5, h->records);
 	EXPECT_EQ(0, h->dropped);
@@ -161,7 +147,8 @@ TEST_F(trace, a_full_buffer_counts_exactly_the_commands_it_dropped)
 
 	/* Room for two records and a few bytes that fit no third. */
 	memset(host_ptr(self->c, va), 0xa5, 4096);
-	comp = run_traced(self->c, cmds, sizeof(cmds), va, trace_bytes(2) + 16);
+	comp = chip_run_traced(self->c, cmds, sizeof(cmds), va,
+			       trace_bytes(2) + 16);
 	EXPECT_EQ(TSR_ERR_NONE, comp->error);
 	EXPECT_EQ(2, h->records);
 	EXPECT_EQ(3, h->dropped);
@@ -177,7 +164,7 @@ TEST_F(trace, a_buffer_with_room_for_the_header_only_drops_every_command)
 	uint64_t va = chip_buffer(self->c, 1, 4096);
 	const struct tsr_trace_header *h = host_ptr(self->c, va);
 
-	EXPECT_EQ(TSR_ERR_NONE, run_traced(self->c, cmds, sizeof(cmds), va,
+	EXPECT_EQ(TSR_ERR_NONE, chip_run_traced(self->c, cmds, sizeof(cmds), va,
 					   sizeof(*h))->error);
 	EXPECT_EQ(0, h->records);
 	EXPECT_EQ(3, h->dropped);
@@ -193,7 +180,7 @@ TEST_F(trace, a_failing_command_is_the_last_record_with_its_error)
 	const struct tsr_trace_record *r = (const void *)(h + 1);
 	struct tsr_completion *comp;
 
-	comp = run_traced(self->c, cmds, sizeof(cmds), va, 4096);
+	comp = chip_run_traced(self->c, cmds, sizeof(cmds), va, 4096);
 	EXPECT_EQ(TSR_ERR_BAD_OPCODE, comp->error);
 	EXPECT_EQ(2, h->records);
 	EXPECT_EQ(0, h->dropped);
@@ -218,7 +205,7 @@ TEST_F(trace, an_unmapped_trace_buffer_fails_the_job_before_its_first_command)
 	struct tsr_cmd_dma fill = fill_cmd(buf);
 	struct tsr_completion *comp;
 
-	comp = run_traced(self->c, &fill, sizeof(fill), 0x40000000, 4096);
+	comp = chip_run_traced(self->c, &fill, sizeof(fill), 0x40000000, 4096);
 	EXPECT_EQ(TSR_JOB_STATUS_ERROR, comp->status);
 	EXPECT_EQ(TSR_ERR_MMU_UNMAPPED, comp->error);
 	EXPECT_EQ(TSR_NO_COMMAND, comp->failed_cmd);
@@ -235,7 +222,7 @@ TEST_F(trace, a_trace_buffer_whose_last_page_is_unmapped_faults_there)
 	struct tsr_completion *comp;
 
 	chip_map(self->c, 1, va, buf, 4096, TSR_PTE_READ | TSR_PTE_WRITE);
-	comp = run_traced(self->c, &fill, sizeof(fill), va, 8192);
+	comp = chip_run_traced(self->c, &fill, sizeof(fill), va, 8192);
 	EXPECT_EQ(TSR_ERR_MMU_UNMAPPED, comp->error);
 	EXPECT_EQ(va + 4096, comp->fault_va);
 	EXPECT_EQ(0, *(uint8_t *)host_ptr(self->c, buf));
@@ -248,7 +235,7 @@ TEST_F(trace, a_read_only_trace_buffer_fails_with_a_permission_fault)
 	struct tsr_completion *comp;
 
 	chip_map(self->c, 1, ro, buf, 4096, TSR_PTE_READ);
-	comp = run_traced(self->c, &nop, sizeof(nop), ro, 4096);
+	comp = chip_run_traced(self->c, &nop, sizeof(nop), ro, 4096);
 	EXPECT_EQ(TSR_ERR_MMU_PERMISSION, comp->error);
 	EXPECT_EQ(TSR_NO_COMMAND, comp->failed_cmd);
 	EXPECT_EQ(ro, comp->fault_va);
@@ -257,17 +244,18 @@ TEST_F(trace, a_read_only_trace_buffer_fails_with_a_permission_fault)
 TEST_F(trace, bad_trace_fields_fail_the_job_as_a_bad_descriptor)
 {
 	uint64_t va = chip_buffer(self->c, 1, 8192);
+	const struct tsr_trace_header *h;
 	const struct {
 		uint32_t flags;
 		uint64_t va;
 		uint32_t size;
 	} bad[] = {
 		{ TSR_JOB_TRACE, va + 4, 4096 },	/* misaligned */
-		{ TSR_JOB_TRACE, va, 4092 },		/* not a multiple of 8 */
+		{ TSR_JOB_TRACE, va, 4092 },	/* not a multiple of 8 */
 		{ TSR_JOB_TRACE, va, sizeof(struct tsr_trace_header) - 8 },
 		{ TSR_JOB_TRACE, va, TSR_TRACE_MAX_SIZE + 8 },
-		{ 0, va, 0 },				/* a VA without the flag */
-		{ 0, 0, 4096 },				/* a size without it */
+		{ 0, va, 0 },			/* a VA without the flag */
+		{ 0, 0, 4096 },			/* a size without it */
 	};
 	unsigned int i;
 
@@ -287,7 +275,8 @@ TEST_F(trace, bad_trace_fields_fail_the_job_as_a_bad_descriptor)
 		EXPECT_EQ(TSR_NO_COMMAND, comp->failed_cmd);
 	}
 	/* Nothing was written to the would-be trace buffer. */
-	EXPECT_EQ(0, ((struct tsr_trace_header *)host_ptr(self->c, va))->record_size);
+	h = host_ptr(self->c, va);
+	EXPECT_EQ(0, h->record_size);
 }
 
 TEST_F(trace, an_untraced_job_has_the_same_timing_as_a_traced_one)
@@ -297,7 +286,8 @@ TEST_F(trace, an_untraced_job_has_the_same_timing_as_a_traced_one)
 	struct tsr_completion plain, traced;
 
 	plain = *chip_run(self->c, &cmds, sizeof(cmds));
-	traced = *run_traced(self->c, &cmds, sizeof(cmds), va, trace_bytes(5));
+	traced = *chip_run_traced(self->c, &cmds, sizeof(cmds), va,
+				  trace_bytes(5));
 	EXPECT_EQ(plain.end_cycle - plain.start_cycle,
 		  traced.end_cycle - traced.start_cycle);
 	EXPECT_EQ(plain.dma_cycles, traced.dma_cycles);
