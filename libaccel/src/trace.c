@@ -338,7 +338,8 @@ void accel_trace_destroy(struct accel_trace *trace)
 
 /* ------------------------------------------------------------- JSON */
 
-static const char *opcode_name(uint8_t opcode)
+/* The opcode's name, or its number for one this library does not know. */
+static const char *opcode_name(uint8_t opcode, char *buf, size_t len)
 {
 	switch (opcode) {
 	case TSR_OP_NOP:
@@ -370,7 +371,8 @@ static const char *opcode_name(uint8_t opcode)
 	case TSR_OP_ICI_WRITE:
 		return "ICI_WRITE";
 	default:
-		return "unknown";
+		snprintf(buf, len, "opcode 0x%02x", opcode);
+		return buf;
 	}
 }
 
@@ -453,8 +455,8 @@ static void json_record(struct json_out *o, const struct trace_chip *c,
 {
 	unsigned int q = j->hdr.queue, e = r->engine < TSR_ENGINE_COUNT ?
 					    r->engine : TSR_ENGINE_CP;
-	const char *name = opcode_name(r->opcode);
-	char args[256], track[48], port[4];
+	char args[256], track[48], port[4], op[16];
+	const char *name = opcode_name(r->opcode, op, sizeof(op));
 
 	snprintf(args, sizeof(args),
 		 ",\"job\":%" PRIu64 ",\"command\":%u,\"engine\":\"%s\",\"mem_bytes\":%" PRIu64 ",\"error\":\"%s\"",
