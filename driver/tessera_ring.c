@@ -114,6 +114,8 @@ static int tessera_errno_of(u32 error)
 		return -EACCES;
 	case TSR_ERR_NO_ROUTE:
 		return -EHOSTUNREACH;
+	case TSR_ERR_PEER_ABORT:
+		return -ECONNABORTED;
 	default:
 		return -EINVAL;
 	}

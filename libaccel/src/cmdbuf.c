@@ -759,6 +759,26 @@ int accel_cmdbuf_sem_wait(struct accel_cmdbuf *cb, struct accel_buffer *buf,
 		    ACCEL_USE_READ);
 }
 
+int accel_cmdbuf_sem_wait_abort(struct accel_cmdbuf *cb,
+				struct accel_buffer *buf, uint64_t offset,
+				uint64_t value, struct accel_buffer *abort_buf,
+				uint64_t abort_offset)
+{
+	struct stage st = { .cb = cb, .cmd = "sem_wait_abort" };
+	struct tsr_cmd_sem_wait_abort w = { .value = value };
+	int ret;
+
+	if (!cb)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	ret = address(&st, "the semaphore", buf, offset, 8, 8, ACCEL_USE_READ,
+		      &w.va) ?:
+	      address(&st, "the abort semaphore", abort_buf, abort_offset, 8, 8,
+		      ACCEL_USE_READ, &w.abort_va);
+	if (ret)
+		return ret;
+	return commit(&st, &w, sizeof(w), TSR_OP_SEM_WAIT_ABORT, 0);
+}
+
 /* Semaphore writes count as reads too: see cmdbuf.h. */
 int accel_cmdbuf_sem_signal(struct accel_cmdbuf *cb, struct accel_buffer *buf,
 			    uint64_t offset, uint64_t value)

@@ -12,6 +12,8 @@
  *         time it has freed one of our messages' slots
  *   512   the colours' two semaphores, where their streams meet
  *   640   hello, 648 goodbye: neighbours add their greeting
+ *   656   abort: set by a neighbour (or this host) that gave up; every
+ *         wait of the streams fails once it is not zero (SEM_WAIT_ABORT)
  *   4096  direct data semaphores, one per chip of the slice: its remote
  *         write adds 1 once a message is in its direct slot
  *   6144  direct credit semaphores, one per chip: it has freed its slot
@@ -25,9 +27,12 @@
  * messages sent and taken and, per colour, the meetings, so every call
  * knows the values it waits for.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <accel/accel.h>
 #include <accel/collective.h>
@@ -41,6 +46,7 @@
 #define SEM_MEET(colour, s)	(512 + 16ull * (colour) + 8ull * (s))
 #define SEM_HELLO		640ull
 #define SEM_GOODBYE		648ull
+#define SEM_ABORT		656ull
 #define SEM_DIRECT_DATA(rank)	(4096 + 8ull * (rank))
 #define SEM_DIRECT_CREDIT(rank)	(6144 + 8ull * (rank))
 #define SLOTS_OFFSET		8192ull
@@ -85,15 +91,24 @@ struct accel_comm {
 	uint64_t key;
 	uint64_t slot_bytes;
 	uint64_t timeout_ns;
+	unsigned int queues;		/* what every local chip has */
 	bool broken;
+	bool aborted;			/* the slice was told to give up */
 };
 
+/* A stream: local chip index x TSR_MAX_QUEUES + queue. */
+#define STREAMS			(ACCEL_SLICE_MAX_LOCAL * TSR_MAX_QUEUES)
+
 struct accel_coll {
+	struct accel_comm *comm;
 	unsigned int count, cap;
 	struct accel_job **jobs;
 	bool *opens;		/* the job starts its stream */
+	uint8_t *streams;	/* the job's stream */
+	bool *done;		/* the job has ended */
 	int result;
 	bool ended;
+	uint64_t start, end;	/* modeled: last stream start, last end */
 	uint64_t cycles;
 };
 
@@ -251,6 +266,131 @@ static int explicit_buffers(struct exec *x)
 	return ret;
 }
 
+/* Whether @chip has a neighbour along @dim in direction @dir. */
+static bool has_neighbour(const struct accel_comm *comm,
+			  const struct comm_chip *chip, unsigned int dim,
+			  unsigned int dir)
+{
+	if (comm->dims[dim] < 2)
+		return false;
+	return comm->wrap & 1u << dim ||
+	       chip->coords[dim] != (dir == COLL_PLUS ? comm->dims[dim] - 1 : 0);
+}
+
+static bool is_local(const struct accel_comm *comm, struct accel_coords c)
+{
+	unsigned int i, d;
+
+	for (i = 0; i < comm->count; i++) {
+		for (d = 0; d < COLL_DIMS && comm->chip[i].coords[d] == c.c[d]; d++)
+			;
+		if (d == COLL_DIMS)
+			return true;
+	}
+	return false;
+}
+
+/* A remote write that sets the abort semaphore of the chip at @to. */
+static void send_abort(struct accel_comm *comm, struct comm_chip *chip,
+		       struct accel_coords to)
+{
+	struct accel_submit_opts opts = { .queue = comm->queues - 1 };
+	struct accel_cmdbuf *cb;
+	struct accel_job *job;
+
+	if (accel_cmdbuf_create(chip->dev, &cb))
+		return;
+	if (!accel_cmdbuf_ici_sem_inc(cb, to, comm->window_id, comm->key,
+				      SEM_ABORT, 1) &&
+	    !accel_submit(chip->dev, cb, &opts, &job))
+		accel_job_destroy(job);		/* it runs on unwatched */
+	accel_cmdbuf_destroy(cb);
+}
+
+/*
+ * A job failed: the whole slice gives up on the communicator.  The local
+ * chips' abort semaphores are set from the CPU, which fails their
+ * streams' waits at once; every neighbour on another host gets a remote
+ * write to its own, on the last queue (behind, at worst, a stream's job
+ * that fails at its next wait), and its process passes the failure on
+ * when its waits fail in turn, until every chip has given up.  A chip
+ * cut off entirely still ends at its driver's job timeout.  Once per
+ * communicator, which is broken from then on.
+ */
+static void comm_abort(struct accel_comm *comm)
+{
+	unsigned int i, dim, dir;
+
+	if (comm->aborted)
+		return;
+	comm->aborted = comm->broken = true;
+	if (!(comm->caps & TSR_CAP_SEM_ABORT))
+		return;
+	for (i = 0; i < comm->count; i++) {
+		uint64_t *sems;
+
+		if (!accel_buffer_map(comm->chip[i].window_buf, (void **)&sems))
+			__atomic_store_n(&sems[SEM_ABORT / 8], 1, __ATOMIC_SEQ_CST);
+	}
+	for (i = 0; i < comm->count; i++) {
+		struct comm_chip *chip = &comm->chip[i];
+
+		for (dim = 0; dim < COLL_DIMS; dim++) {
+			for (dir = 0; dir < COLL_DIRS; dir++) {
+				struct accel_coords to;
+
+				if (!has_neighbour(comm, chip, dim, dir))
+					continue;
+				to = neighbour(comm, chip, dim, dir);
+				if (!is_local(comm, to))
+					send_abort(comm, chip, to);
+			}
+		}
+	}
+}
+
+/* Room for twice the jobs. */
+static int grow(struct accel_coll *coll)
+{
+	unsigned int cap = coll->cap ? 2 * coll->cap : 16;
+	struct accel_job **jobs = realloc(coll->jobs, cap * sizeof(*jobs));
+	bool *opens, *done;
+	uint8_t *streams;
+
+	if (!jobs)
+		return ACCEL_ERR_NO_MEMORY;
+	coll->jobs = jobs;
+	opens = realloc(coll->opens, cap * sizeof(*opens));
+	if (!opens)
+		return ACCEL_ERR_NO_MEMORY;
+	coll->opens = opens;
+	streams = realloc(coll->streams, cap * sizeof(*streams));
+	if (!streams)
+		return ACCEL_ERR_NO_MEMORY;
+	coll->streams = streams;
+	done = realloc(coll->done, cap * sizeof(*done));
+	if (!done)
+		return ACCEL_ERR_NO_MEMORY;
+	coll->done = done;
+	coll->cap = cap;
+	return ACCEL_OK;
+}
+
+/*
+ * Wait until the semaphore at @offset of the chip's window is >= @value;
+ * on chips that have it, a wait that fails once the window's abort
+ * semaphore is set.
+ */
+static int wait_sem(struct exec *x, uint64_t offset, uint64_t value)
+{
+	struct accel_buffer *window = x->chip->window_buf;
+
+	if (x->comm->caps & TSR_CAP_SEM_ABORT)
+		return accel_cmdbuf_sem_wait_abort(x->cb, window, offset, value,
+						   window, SEM_ABORT);
+	return accel_cmdbuf_sem_wait(x->cb, window, offset, value);
+}
+
 /* Submit what the stream has so far as a job on its queue. */
 static int flush(struct exec *x)
 {
@@ -262,23 +402,17 @@ static int flush(struct exec *x)
 	if (!accel_cmdbuf_count(x->cb))
 		return ACCEL_OK;
 	if (coll->count == coll->cap) {
-		unsigned int cap = coll->cap ? 2 * coll->cap : 16;
-		struct accel_job **jobs = realloc(coll->jobs, cap * sizeof(*jobs));
-		bool *opens;
-
-		if (!jobs)
-			return ACCEL_ERR_NO_MEMORY;
-		coll->jobs = jobs;
-		opens = realloc(coll->opens, cap * sizeof(*opens));
-		if (!opens)
-			return ACCEL_ERR_NO_MEMORY;
-		coll->opens = opens;
-		coll->cap = cap;
+		ret = grow(coll);
+		if (ret)
+			return ret;
 	}
 	ret = accel_submit(x->chip->dev, x->cb, &opts, &job);
 	if (ret)
 		return ret;
 	coll->opens[coll->count] = !x->stream_jobs++;
+	coll->streams[coll->count] = (uint8_t)((x->chip - x->comm->chip) *
+					       TSR_MAX_QUEUES + x->stream);
+	coll->done[coll->count] = false;
 	coll->jobs[coll->count++] = job;
 	accel_cmdbuf_reset(x->cb);
 	return explicit_buffers(x);
@@ -372,8 +506,7 @@ static int op_send(struct exec *x, const struct coll_op *op)
 	int ret = room(x);
 
 	if (!ret && need)
-		ret = accel_cmdbuf_sem_wait(x->cb, x->chip->window_buf,
-					    SEM_CREDIT(ch), need);
+		ret = wait_sem(x, SEM_CREDIT(ch), need);
 	while (!ret && len) {
 		uint64_t run, i = vmap_index(x, src, v, &run);
 		uint64_t n = run < len ? run : len;
@@ -405,8 +538,7 @@ static int op_receive(struct exec *x, const struct coll_op *op)
 	int ret = room(x);
 
 	if (!ret)
-		ret = accel_cmdbuf_sem_wait(x->cb, x->chip->window_buf,
-					    SEM_DATA(ch), m + 1);
+		ret = wait_sem(x, SEM_DATA(ch), m + 1);
 	if (!ret && op->kind == COLL_OP_RECV_REDUCE) {
 		ret = reduce(x, op->start, op->len, x->chip->window_buf, slot);
 	} else if (!ret) {
@@ -437,9 +569,8 @@ static int op_meet(struct exec *x, const struct coll_op *op)
 	if (op->kind == COLL_OP_SIGNAL)
 		return accel_cmdbuf_sem_inc(x->cb, x->chip->window_buf,
 					    SEM_MEET(colour, op->sem), 1);
-	return accel_cmdbuf_sem_wait(x->cb, x->chip->window_buf,
-				     SEM_MEET(colour, op->sem),
-				     x->chip->met[colour] + op->value);
+	return wait_sem(x, SEM_MEET(colour, op->sem),
+			x->chip->met[colour] + op->value);
 }
 
 static int run_op(struct exec *x, const struct coll_op *op)
@@ -629,8 +760,7 @@ static int direct_send(struct exec *x, struct accel_buffer *buf,
 		w.row_bytes = (uint32_t)n;
 		ret = room(x);
 		if (!ret && m)
-			ret = accel_cmdbuf_sem_wait(x->cb, x->chip->window_buf,
-						    SEM_DIRECT_CREDIT(to), m);
+			ret = wait_sem(x, SEM_DIRECT_CREDIT(to), m);
 		if (!ret)
 			ret = accel_cmdbuf_ici_write(x->cb, &w);
 	}
@@ -651,8 +781,7 @@ static int direct_receive(struct exec *x, struct accel_buffer *buf,
 		n = bytes - done < comm->slot_bytes ? bytes - done : comm->slot_bytes;
 		ret = room(x);
 		if (!ret)
-			ret = accel_cmdbuf_sem_wait(x->cb, x->chip->window_buf,
-						    SEM_DIRECT_DATA(from), m + 1);
+			ret = wait_sem(x, SEM_DIRECT_DATA(from), m + 1);
 		if (!ret)
 			ret = accel_cmdbuf_copy(x->cb, buf, offset + done,
 						x->chip->window_buf,
@@ -762,11 +891,12 @@ static int collective(struct accel_comm *comm, const struct call *c,
 	coll = calloc(1, sizeof(*coll));
 	if (!coll)
 		return ACCEL_ERR_NO_MEMORY;
+	coll->comm = comm;
 	for (i = 0; !ret && i < comm->count; i++)
 		ret = c->kind == COLL_ALL_TO_ALL ? issue_all_to_all(comm, c, i, coll)
 						 : issue(comm, c, i, coll);
 	if (ret && coll->count)
-		comm->broken = true;	/* the other chips wait for the rest */
+		comm_abort(comm);	/* the other chips wait for the rest */
 	if (ret || !out) {
 		int waited = coll->count ? accel_coll_wait(coll, ACCEL_TIMEOUT_INFINITE) : 0;
 
@@ -852,6 +982,7 @@ static int point_to_point(struct accel_comm *comm, unsigned int i,
 	coll = calloc(1, sizeof(*coll));
 	if (!coll)
 		return ACCEL_ERR_NO_MEMORY;
+	coll->comm = comm;
 	x.chip = &comm->chip[i];
 	x.coll = coll;
 	x.stream = sending ? 0 : 1;
@@ -866,7 +997,7 @@ static int point_to_point(struct accel_comm *comm, unsigned int i,
 		ret = flush(&x);
 	accel_cmdbuf_destroy(x.cb);
 	if (ret && coll->count)
-		comm->broken = true;
+		comm_abort(comm);
 	if (ret || !out) {
 		int waited = coll->count ? accel_coll_wait(coll, ACCEL_TIMEOUT_INFINITE) : 0;
 
@@ -900,30 +1031,96 @@ int accel_broadcast(struct accel_comm *comm, struct accel_buffer *const *buf,
 	return collective(comm, &c, coll);
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Note that job @i ended with @ret: its modeled times, the first failure. */
+static void job_ended(struct accel_coll *coll, unsigned int i, int ret)
+{
+	struct accel_job_status st;
+
+	coll->done[i] = true;
+	if (!accel_job_status(coll->jobs[i], &st)) {
+		if (coll->opens[i] && st.start_cycle > coll->start)
+			coll->start = st.start_cycle;
+		if (st.end_cycle > coll->end)
+			coll->end = st.end_cycle;
+	}
+	if (!ret)
+		return;
+	/* What went wrong, rather than another chip's giving up on it. */
+	if (!coll->result || (coll->result == ACCEL_ERR_PEER_ABORT &&
+			      ret != ACCEL_ERR_PEER_ABORT))
+		coll->result = ret;
+	comm_abort(coll->comm);
+}
+
+static int poll_timeout_ms(uint64_t deadline)
+{
+	uint64_t now = now_ns();
+
+	if (deadline == UINT64_MAX)
+		return -1;
+	if (now >= deadline)
+		return 0;
+	return (deadline - now) / 1000000 > INT32_MAX ? INT32_MAX :
+	       (int)((deadline - now + 999999) / 1000000);
+}
+
+/*
+ * Every stream's jobs end in order, so only the first pending job of each
+ * is watched: the first job to fail, on any stream of any local chip,
+ * aborts the communicator at once, which ends the others' waits.
+ */
 int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
 {
-	uint64_t start = 0, end = 0;
-	unsigned int i;
+	uint64_t deadline;
 
 	if (!coll)
 		return ACCEL_ERR_INVALID_ARGUMENT;
-	for (i = 0; i < coll->count && !coll->ended; i++) {
-		struct accel_job_status st;
-		int ret = accel_job_wait(coll->jobs[i], timeout_ns);
+	deadline = timeout_ns == ACCEL_TIMEOUT_INFINITE ||
+		   timeout_ns > UINT64_MAX - now_ns() ? UINT64_MAX :
+		   now_ns() + timeout_ns;
+	while (!coll->ended) {
+		struct pollfd fds[STREAMS];
+		bool watched[STREAMS] = { false };
+		unsigned int i, n = 0;
+		int ret = ACCEL_OK, ready;
 
-		if (ret == ACCEL_ERR_TIMEOUT)
-			return ret;
-		if (ret && !coll->result)
-			coll->result = ret;
-		if (!accel_job_status(coll->jobs[i], &st)) {
-			if (coll->opens[i] && st.start_cycle > start)
-				start = st.start_cycle;
-			end = st.end_cycle > end ? st.end_cycle : end;
+		for (i = 0; i < coll->count && !ret; i++) {
+			if (coll->done[i] || watched[coll->streams[i]])
+				continue;
+			ret = accel_job_wait(coll->jobs[i], 0);
+			if (ret != ACCEL_ERR_TIMEOUT) {
+				job_ended(coll, i, ret);
+				ret = ACCEL_OK;
+				continue;
+			}
+			watched[coll->streams[i]] = true;
+			ret = accel_job_export_sync_file(coll->jobs[i], &fds[n].fd);
+			if (!ret)
+				fds[n++].events = POLLIN;
 		}
-	}
-	if (!coll->ended) {
-		coll->ended = true;
-		coll->cycles = end > start ? end - start : 0;
+		if (!ret && !n) {
+			coll->ended = true;
+			coll->cycles = coll->end > coll->start ?
+				       coll->end - coll->start : 0;
+			break;
+		}
+		ready = ret ? 0 : poll(fds, n, poll_timeout_ms(deadline));
+		if (ready < 0 && errno != EINTR)
+			ret = ACCEL_ERR_IO;
+		while (n)
+			close(fds[--n].fd);
+		if (ret)
+			return ret;
+		if (!ready)
+			return ACCEL_ERR_TIMEOUT;
 	}
 	return coll->result;
 }
@@ -943,18 +1140,12 @@ void accel_coll_destroy(struct accel_coll *coll)
 		accel_job_destroy(coll->jobs[i]);
 	free(coll->jobs);
 	free(coll->opens);
+	free(coll->streams);
+	free(coll->done);
 	free(coll);
 }
 
 /* ------------------------------------------------------- communicator */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static void pause_ms(unsigned int ms)
 {
@@ -994,9 +1185,7 @@ static int greet(struct accel_comm *comm, struct comm_chip *chip,
 		for (dir = 0; dir < COLL_DIRS && !ret; dir++) {
 			struct accel_cmdbuf *cb;
 
-			if (comm->dims[dim] < 2 ||
-			    (!(comm->wrap & 1u << dim) &&
-			     chip->coords[dim] == (dir == COLL_PLUS ? comm->dims[dim] - 1 : 0)))
+			if (!has_neighbour(comm, chip, dim, dir))
 				continue;
 			ret = accel_cmdbuf_create(chip->dev, &cb);
 			if (!ret)
@@ -1138,6 +1327,7 @@ static int check_devices(struct accel_comm *comm, struct accel_device *const *de
 	if (comm->chips > MAX_RANKS)
 		return ACCEL_ERR_NOT_SUPPORTED;
 	comm->colours = queues / 2 < COLL_MAX_COLOURS ? queues / 2 : COLL_MAX_COLOURS;
+	comm->queues = queues;
 	return ACCEL_OK;
 }
 

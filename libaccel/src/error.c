@@ -37,6 +37,7 @@ static const char *const error_text[] = {
 	[-ACCEL_ERR_LINK_DOWN] = "an ICI link on the way to the target chip is down, or the target did not answer (LINK_DOWN)",
 	[-ACCEL_ERR_REMOTE_ACCESS] = "the target chip refused the remote write: no such window open, wrong key, not writable, or outside it (REMOTE_ACCESS)",
 	[-ACCEL_ERR_NO_ROUTE] = "no route to the target chip: it is not in the slice, or the port towards it has no link (NO_ROUTE)",
+	[-ACCEL_ERR_PEER_ABORT] = "another chip of the slice failed and aborted this chip's wait for it (PEER_ABORT)",
 };
 
 const char *accel_error_string(int error)
@@ -70,6 +71,7 @@ static const char *const chip_error_name[] = {
 	CHIP_ERROR(LINK_DOWN),
 	CHIP_ERROR(REMOTE_ACCESS),
 	CHIP_ERROR(NO_ROUTE),
+	CHIP_ERROR(PEER_ABORT),
 };
 
 /* A code added to the chip header needs its name here. */
@@ -122,6 +124,8 @@ int accel_error_from_errno(int err)
 		return ACCEL_ERR_LINK_DOWN;
 	case EHOSTUNREACH:
 		return ACCEL_ERR_NO_ROUTE;
+	case ECONNABORTED:
+		return ACCEL_ERR_PEER_ABORT;
 	default:
 		return ACCEL_ERR_IO;
 	}

@@ -47,6 +47,8 @@ static int result_of(int fence_error)
 		return ACCEL_ERR_REMOTE_ACCESS;
 	case EHOSTUNREACH:
 		return ACCEL_ERR_NO_ROUTE;
+	case ECONNABORTED:
+		return ACCEL_ERR_PEER_ABORT;
 	default:
 		return ACCEL_ERR_IO;
 	}

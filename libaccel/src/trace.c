@@ -364,6 +364,8 @@ static const char *opcode_name(uint8_t opcode, char *buf, size_t len)
 		return "SEM_SIGNAL";
 	case TSR_OP_SEM_INC:
 		return "SEM_INC";
+	case TSR_OP_SEM_WAIT_ABORT:
+		return "SEM_WAIT_ABORT";
 	case TSR_OP_TIMESTAMP:
 		return "TIMESTAMP";
 	case TSR_OP_INTERRUPT:

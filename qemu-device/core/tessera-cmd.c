@@ -50,6 +50,8 @@ static uint32_t cmd_size_qw(uint8_t opcode)
     case TSR_OP_SEM_SIGNAL:
     case TSR_OP_SEM_INC:
         return sizeof(struct tsr_cmd_sem) / 8;
+    case TSR_OP_SEM_WAIT_ABORT:
+        return sizeof(struct tsr_cmd_sem_wait_abort) / 8;
     case TSR_OP_TIMESTAMP:
         return sizeof(struct tsr_cmd_timestamp) / 8;
     case TSR_OP_ICI_WRITE:
@@ -109,6 +111,8 @@ uint32_t tsr_cmd_execute(TsrMem *mem, const void *cmd, uint32_t size,
         return tsr_cmd_transpose(mem, cmd, cost);
     case TSR_OP_SEM_WAIT:
         return tsr_cmd_sem_wait(mem, cmd, cost);
+    case TSR_OP_SEM_WAIT_ABORT:
+        return tsr_cmd_sem_wait_abort(mem, cmd, cost);
     case TSR_OP_SEM_SIGNAL:
         return tsr_cmd_sem_update(mem, cmd, false, cost);
     case TSR_OP_SEM_INC:

@@ -392,6 +392,9 @@ void tsr_sem_time_record_locked(TsrCore *core, uint32_t context,
 /* Synchronisation (tessera-sync.c): semaphores, TIMESTAMP, INTERRUPT. */
 uint32_t tsr_cmd_sem_wait(TsrMem *mem, const struct tsr_cmd_sem *c,
                           TsrCost *cost);
+uint32_t tsr_cmd_sem_wait_abort(TsrMem *mem,
+                                const struct tsr_cmd_sem_wait_abort *c,
+                                TsrCost *cost);
 uint32_t tsr_cmd_sem_update(TsrMem *mem, const struct tsr_cmd_sem *c,
                             bool add, TsrCost *cost);
 uint32_t tsr_cmd_timestamp(TsrMem *mem, const struct tsr_cmd_timestamp *c,

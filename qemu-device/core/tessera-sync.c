@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Tessera synchronisation commands: semaphores (SEM_WAIT, SEM_SIGNAL,
- * SEM_INC) with the modeled time of their signals, TIMESTAMP and
- * INTERRUPT.
+ * Tessera synchronisation commands: semaphores (SEM_WAIT,
+ * SEM_WAIT_ABORT, SEM_SIGNAL, SEM_INC) with the modeled time of their
+ * signals, TIMESTAMP and INTERRUPT.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -126,26 +126,34 @@ uint32_t tsr_cmd_sem_update(TsrMem *mem, const struct tsr_cmd_sem *c,
     return mem->error;
 }
 
-uint32_t tsr_cmd_sem_wait(TsrMem *mem, const struct tsr_cmd_sem *c,
-                          TsrCost *cost)
+/*
+ * Wait until the semaphore at @va is >= @value, or, with an @abort_va,
+ * fail once the semaphore there is not zero.
+ */
+static uint32_t sem_wait(TsrMem *mem, uint64_t va, uint64_t value,
+                         uint64_t abort_va, TsrCost *cost)
 {
     TsrCore *core = mem->core;
-    uint32_t err = sem_check(c);
     uint64_t v;
 
-    if (err) {
-        return err;
-    }
     cost->other += TSR_SEM_CYCLES;
     for (;;) {
         struct timespec until;
 
-        if (tsr_mem_read(mem, c->va, &v, sizeof(v))) {
+        if (abort_va) {
+            if (tsr_mem_read(mem, abort_va, &v, sizeof(v))) {
+                return mem->error;
+            }
+            if (v) {
+                return TSR_ERR_PEER_ABORT;
+            }
+        }
+        if (tsr_mem_read(mem, va, &v, sizeof(v))) {
             return mem->error;
         }
-        if (le64toh(v) >= c->value) {
+        if (le64toh(v) >= value) {
             /* A signal from another queue ends the wait at its own time. */
-            uint64_t signalled = sem_time_lookup(core, mem->context, c->va);
+            uint64_t signalled = sem_time_lookup(core, mem->context, va);
 
             if (signalled > tsr_cost_now(cost)) {
                 cost->other += signalled - tsr_cost_now(cost);
@@ -166,6 +174,26 @@ uint32_t tsr_cmd_sem_wait(TsrMem *mem, const struct tsr_cmd_sem *c,
         pthread_cond_timedwait(&core->sem_cond, &core->wake_lock, &until);
         pthread_mutex_unlock(&core->wake_lock);
     }
+}
+
+uint32_t tsr_cmd_sem_wait(TsrMem *mem, const struct tsr_cmd_sem *c,
+                          TsrCost *cost)
+{
+    uint32_t err = sem_check(c);
+
+    return err ? err : sem_wait(mem, c->va, c->value, 0, cost);
+}
+
+uint32_t tsr_cmd_sem_wait_abort(TsrMem *mem,
+                                const struct tsr_cmd_sem_wait_abort *c,
+                                TsrCost *cost)
+{
+    uint32_t err = va_command_check(&c->hdr, c->va);
+
+    if (!err && (!c->abort_va || c->abort_va % 8)) {
+        err = TSR_ERR_BAD_ALIGNMENT;
+    }
+    return err ? err : sem_wait(mem, c->va, c->value, c->abort_va, cost);
 }
 
 /* ----------------------------------------------- timestamp, interrupt */

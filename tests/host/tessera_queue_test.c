@@ -380,6 +380,50 @@ TEST_F(q, a_wait_on_one_queue_is_released_by_a_signal_on_another)
 	EXPECT_EQ(3, *(uint64_t *)host_ptr(self->c, sem));
 }
 
+TEST_F(q, an_abortable_wait_ends_when_satisfied_or_fails_once_aborted)
+{
+	uint64_t sem = chip_buffer(self->c, 1, 4096), abort_sem = sem + 8;
+	struct tsr_cmd_sem_wait_abort wait = {
+		HDR(TSR_OP_SEM_WAIT_ABORT, struct tsr_cmd_sem_wait_abort),
+		sem, 2, abort_sem };
+	struct tsr_cmd_sem inc = { HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem), sem, 1 };
+	struct tsr_cmd_sem abort_it = {
+		HDR(TSR_OP_SEM_SIGNAL, struct tsr_cmd_sem), abort_sem, 1 };
+	struct runner waiter = { self->c, 0 };
+	struct tsr_completion *w, *s;
+	pthread_t t;
+
+	/* Satisfied: the value reached, no abort. */
+	*(uint64_t *)host_ptr(self->c, sem) = 2;
+	EXPECT_EQ(TSR_ERR_NONE, chip_run(self->c, &wait, sizeof(wait))->error);
+
+	/* Queue 0 waits for 4 while queue 1 adds 1 (3), then aborts. */
+	wait.value = 4;
+	w = chip_queue_job(self->c, 0, 1, &wait, sizeof(wait), 1);
+	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &waiter));
+	chip_queue_job(self->c, 1, 1, &inc, sizeof(inc), 1);
+	s = chip_queue_job(self->c, 1, 1, &abort_it, sizeof(abort_it), 2);
+	tsr_core_queue_run(self->c->core, 1);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(TSR_JOB_STATUS_DONE, s->status);
+	EXPECT_EQ(TSR_JOB_STATUS_ERROR, w->status);
+	EXPECT_EQ(TSR_ERR_PEER_ABORT, w->error);
+	EXPECT_EQ(0, w->failed_cmd);
+
+	/* The abort wins over a satisfied wait; addresses are checked. */
+	wait.value = 1;
+	EXPECT_EQ(TSR_ERR_PEER_ABORT, chip_run(self->c, &wait, sizeof(wait))->error);
+	wait.abort_va = abort_sem + 4;
+	EXPECT_EQ(TSR_ERR_BAD_ALIGNMENT, chip_run(self->c, &wait, sizeof(wait))->error);
+	wait.abort_va = 0;
+	EXPECT_EQ(TSR_ERR_BAD_ALIGNMENT, chip_run(self->c, &wait, sizeof(wait))->error);
+	wait.abort_va = 0x7f000000;
+	EXPECT_EQ(TSR_ERR_MMU_UNMAPPED, chip_run(self->c, &wait, sizeof(wait))->error);
+	wait.abort_va = abort_sem;
+	wait.hdr.flags = 1;
+	EXPECT_EQ(TSR_ERR_BAD_FLAGS, chip_run(self->c, &wait, sizeof(wait))->error);
+}
+
 TEST_F(q, a_signalled_wait_ends_no_earlier_than_the_signal)
 {
 	uint64_t sem = chip_buffer(self->c, 1, 4096);

@@ -432,6 +432,113 @@ TEST_F_TIMEOUT(coll, results_are_exact_through_dropped_and_corrupted_frames, COL
 	EXPECT_LT(before, replays(self));
 }
 
+/* Whether every wired port of the local chips is up. */
+static bool local_links_up(FIXTURE_DATA(coll) *self)
+{
+	struct accel_device_info info;
+	struct accel_link_info link;
+	unsigned int c, p;
+
+	for (c = 0; c < self->n; c++) {
+		if (accel_device_get_info(self->dev[c], &info))
+			return false;
+		for (p = 0; p < info.ici_ports; p++)
+			if (info.ports_wired & (1u << p) &&
+			    (accel_link_get_info(self->dev[c], p, &link) ||
+			     link.port.state != TSR_ICI_STATE_UP))
+				return false;
+	}
+	return true;
+}
+
+/*
+ * A link that stops carrying frames in the middle of an all-reduce (chip
+ * 0's +x port drops everything it sends): the chip sending on it gets
+ * LINK_DOWN once its retries run out, and gives up for the whole slice;
+ * the other chips' waits fail with PEER_ABORT instead of lasting until
+ * the driver's job timeout (60 s in this suite).  Every local chip's
+ * call ends with that error within seconds (the link's retries and, for
+ * a remote write whose answer cannot come back, the ICI answer timeout);
+ * the communicator then refuses calls and is destroyed at once; once the
+ * link has retrained, a new one works.  Split across VMs, the process of chip 0 breaks the
+ * link, and every VM checks its own chips.
+ */
+TEST_F_TIMEOUT(coll, a_link_lost_mid_collective_fails_every_chip_within_seconds,
+	       COLL_TEST_TIMEOUT)
+{
+	const uint64_t count = 4u << 20;	/* 16 MiB of f32 per chip */
+	const unsigned int port = TSR_ICI_PORT(0, 0);
+	struct accel_buffer *buf[MAX_CHIPS] = { 0 };
+	struct accel_device_info info;
+	struct accel_coll *coll = NULL;
+	char drop[32], control[32];
+	int uevents = tsr_uevent_socket(), breaker = -1, ret;
+	uint64_t start, end, took;
+	unsigned int c;
+
+	ASSERT_LE(0, uevents);
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 12, ACCEL_COLL_PINCER));
+	for (c = 0; c < self->n; c++) {
+		ASSERT_EQ(ACCEL_OK, accel_buffer_create(self->dev[c], count * 4,
+							ACCEL_PLACEMENT_HBM, &buf[c]));
+		if (accel_comm_rank(self->comm, c) == 0)
+			breaker = c;
+	}
+	snprintf(drop, sizeof(drop), "ici%u/fault_drop_next", port);
+	snprintf(control, sizeof(control), "ici%u/control", port);
+	if (breaker >= 0) {
+		ASSERT_EQ(ACCEL_OK, accel_device_get_info(self->dev[breaker], &info));
+		if (!(info.caps & TSR_CAP_DEBUG_REGS) || !(info.caps & TSR_CAP_SEM_ABORT))
+			SKIP(goto out, "no fault injection or no SEM_WAIT_ABORT: boot with -d debug-regs=on");
+		ASSERT_EQ(0, tsr_debugfs_write(info.pci_address, drop, 1000000000));
+	}
+
+	start = tsr_now_ns();
+	ASSERT_EQ(ACCEL_OK, accel_all_reduce(self->comm, buf, buf, count,
+					     TSR_DTYPE_F32, ACCEL_REDUCE_SUM, &coll));
+	ret = accel_coll_wait(coll, 30ull * 1000 * 1000 * 1000);
+	end = tsr_now_ns();
+	took = end - start;
+	EXPECT_TRUE(ret == ACCEL_ERR_LINK_DOWN || ret == ACCEL_ERR_PEER_ABORT)
+		TH_LOG("the all-reduce ended with: %s", accel_error_string(ret));
+	if (breaker >= 0 && self->n == accel_comm_size(self->comm))
+		EXPECT_EQ(ACCEL_ERR_LINK_DOWN, ret);
+	/*
+	 * The link goes down within 2 s, the waits follow at once; a remote
+	 * write whose answer would come back over the dead link ends at the
+	 * ICI answer timeout (10 s).  Without the abort, the waits would last
+	 * until the driver's job timeout, 60 s here.
+	 */
+	EXPECT_GT(15ull * 1000 * 1000 * 1000, took)
+		TH_LOG("every chip's part ended after %.1f s", took / 1e9);
+	accel_coll_destroy(coll);
+	EXPECT_EQ(ACCEL_ERR_CANCELED,
+		  accel_all_reduce(self->comm, buf, buf, 1, TSR_DTYPE_F32,
+				   ACCEL_REDUCE_SUM, NULL));
+	start = tsr_now_ns();
+	accel_comm_destroy(self->comm);
+	self->comm = NULL;
+	EXPECT_GT(2ull * 1000 * 1000 * 1000, tsr_now_ns() - start);
+
+	if (breaker >= 0) {
+		ASSERT_EQ(0, tsr_debugfs_write(info.pci_address, drop, 0));
+		ASSERT_EQ(0, tsr_debugfs_write(info.pci_address, control,
+					       TSR_ICI_CTRL_RETRAIN));
+	}
+	end = tsr_now_ns() + 30ull * 1000 * 1000 * 1000;
+	while (!local_links_up(self) && tsr_now_ns() < end)
+		tsr_uevent_wait(uevents, "TESSERA_LINK_STATE=up", NULL, 1000);
+	ASSERT_TRUE(local_links_up(self));
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 13, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	EXPECT_TRUE(all_reduce_once(_metadata, self, TSR_DTYPE_F32,
+				    ACCEL_REDUCE_SUM, 1031, 80, false));
+out:
+	for (c = 0; c < self->n; c++)
+		accel_buffer_destroy(buf[c]);
+	close(uevents);
+}
+
 TEST_F(coll, the_one_colour_baseline_gives_the_same_bits)
 {
 	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 2, ACCEL_COLL_ONE_COLOUR));

@@ -107,6 +107,7 @@
 #define TSR_CAP_ICI			0x00000008u	/* ICI block, TSR_OP_ICI_WRITE */
 #define TSR_CAP_VPU_I32			0x00000010u	/* integer VPU ADD..MIN, 0.4 */
 #define TSR_CAP_TRACE			0x00000020u	/* TSR_JOB_TRACE */
+#define TSR_CAP_SEM_ABORT		0x00000040u	/* TSR_OP_SEM_WAIT_ABORT */
 
 /* Values of TSR_REG_PRESET. */
 #define TSR_PRESET_CUSTOM		0
@@ -391,6 +392,7 @@ enum tsr_opcode {
 	TSR_OP_SEM_WAIT = 0x30,
 	TSR_OP_SEM_SIGNAL = 0x31,
 	TSR_OP_SEM_INC = 0x32,
+	TSR_OP_SEM_WAIT_ABORT = 0x33,
 	TSR_OP_TIMESTAMP = 0x40,
 	TSR_OP_INTERRUPT = 0x41,
 	TSR_OP_ICI_WRITE = 0x50,
@@ -565,6 +567,28 @@ struct tsr_cmd_sem {
 };
 
 /**
+ * struct tsr_cmd_sem_wait_abort - TSR_OP_SEM_WAIT_ABORT: a SEM_WAIT that
+ * another party can end with an error
+ * @hdr: header; no flags defined
+ * @va: 8-byte aligned VA of the 64-bit semaphore waited on
+ * @value: wait until it is >= @value
+ * @abort_va: 8-byte aligned VA of a 64-bit abort semaphore: once it is not
+ *	zero, the command fails with TSR_ERR_PEER_ABORT, whether or not the
+ *	wait was satisfied
+ *
+ * A slice's chips wait on each other this way so that one chip's failure
+ * (a link down, a program gone) can be passed on to every waiting chip
+ * by remote writes to their abort semaphores, instead of leaving them to
+ * the driver's job timeout.
+ */
+struct tsr_cmd_sem_wait_abort {
+	struct tsr_cmd_header hdr;
+	__u64 va;
+	__u64 value;
+	__u64 abort_va;
+};
+
+/**
  * struct tsr_cmd_timestamp - TSR_OP_TIMESTAMP: store the device clock
  * @hdr: header; no flags defined
  * @va: 8-byte aligned VA of the 64-bit cycle count to write
@@ -600,6 +624,7 @@ enum tsr_error {
 	TSR_ERR_LINK_DOWN = 18,		/* an ICI link on the way is not up */
 	TSR_ERR_REMOTE_ACCESS = 19,	/* refused by the target's windows */
 	TSR_ERR_NO_ROUTE = 20,		/* no such chip in the slice */
+	TSR_ERR_PEER_ABORT = 21,	/* SEM_WAIT_ABORT's abort semaphore set */
 	TSR_ERR_COUNT
 };
 

@@ -194,6 +194,19 @@ ACCEL_API int accel_cmdbuf_sem_wait(struct accel_cmdbuf *cb,
 				    struct accel_buffer *buf, uint64_t offset,
 				    uint64_t value);
 
+/**
+ * accel_cmdbuf_sem_wait_abort() - SEM_WAIT_ABORT: as accel_cmdbuf_sem_wait(),
+ * but the command fails with the chip error PEER_ABORT (the job with
+ * ACCEL_ERR_PEER_ABORT) once the 64-bit semaphore at @abort_offset of
+ * @abort_buf (8-aligned; a raw VA if @abort_buf is NULL) is not zero.
+ * Chips without TSR_CAP_SEM_ABORT fail it with BAD_OPCODE.
+ */
+ACCEL_API int accel_cmdbuf_sem_wait_abort(struct accel_cmdbuf *cb,
+					  struct accel_buffer *buf,
+					  uint64_t offset, uint64_t value,
+					  struct accel_buffer *abort_buf,
+					  uint64_t abort_offset);
+
 /** accel_cmdbuf_sem_signal() - SEM_SIGNAL: store @value in the semaphore. */
 ACCEL_API int accel_cmdbuf_sem_signal(struct accel_cmdbuf *cb,
 				      struct accel_buffer *buf, uint64_t offset,

@@ -78,10 +78,15 @@ enum accel_error {
 	ACCEL_ERR_REMOTE_ACCESS = -25,
 	/** No route to the target: not in the slice, or its port has no link. */
 	ACCEL_ERR_NO_ROUTE = -26,
+	/**
+	 * Another chip gave up and set this one's abort semaphore
+	 * (SEM_WAIT_ABORT): a collective failed elsewhere in the slice.
+	 */
+	ACCEL_ERR_PEER_ABORT = -27,
 };
 
 /* Lowest (most negative) error code; for iterating over all of them. */
-#define ACCEL_ERR_LAST ACCEL_ERR_NO_ROUTE
+#define ACCEL_ERR_LAST ACCEL_ERR_PEER_ABORT
 
 /**
  * accel_error_string() - what an error code means, in a sentence.
