@@ -97,7 +97,9 @@ CORE_CFLAGS = -Iqemu-device/core $(UAPI_CFLAGS) $(shell pkg-config --cflags open
 CORE_LIBS = $(shell pkg-config --libs openblas 2>/dev/null) -lm -pthread
 
 HOST_TESTS := $(patsubst tests/host/%.c,$(B)/tests/host/%,$(wildcard tests/host/*_test.c))
-CORE_TESTS := $(filter $(B)/tests/host/tessera_%,$(HOST_TESTS))
+# Tests of the chip core that check it against libaccel's CPU reference.
+CORE_REF_TESTS := $(B)/tests/host/tessera_sparse_test
+CORE_TESTS := $(filter-out $(CORE_REF_TESTS),$(filter $(B)/tests/host/tessera_%,$(HOST_TESTS)))
 VM_TESTS := $(patsubst tests/vm/%.c,$(B)/tests/vm/%,$(wildcard tests/vm/*_test.c))
 SAMPLES := $(patsubst tools/samples/%.c,$(B)/bin/%,$(wildcard tools/samples/*.c))
 # Command-line tools written in C, one directory each: tools/<name>/<name>.c
@@ -270,8 +272,9 @@ $(B)/bench/mpi_allreduce: tests/bench/mpi_allreduce.c $(DEPS_STAMP)
 	mpicc $(USER_CFLAGS) -o $@ $<
 
 # The ops tests run what libaccel builds on the chip core itself.
-$(B)/tests/host/libaccel_ops_test: tests/host/libaccel_ops_test.c tests/host/tessera_chip.h \
-		$(CORE_SRCS) $(LIBACCEL_A) $(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
+$(B)/tests/host/libaccel_ops_test $(CORE_REF_TESTS): $(B)/tests/host/%: tests/host/%.c \
+		tests/host/tessera_chip.h $(CORE_SRCS) $(LIBACCEL_A) $(USER_HEADERS) \
+		$(HARNESS_DIR)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(CORE_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ \
 		$(filter %.c,$^) $(LIBACCEL_A) $(DRM_LIBS) $(CORE_LIBS)

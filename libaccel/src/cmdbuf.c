@@ -22,8 +22,8 @@
 #define ALL_DTYPES		(FLOAT_DTYPES | DTYPE_BIT(TSR_DTYPE_I32) | \
 				 DTYPE_BIT(TSR_DTYPE_I8))
 
-/* Operands of one command at most. */
-#define MAX_OPERANDS		4
+/* Operands (addresses) of one command at most. */
+#define MAX_OPERANDS		8
 /* Jobs remembered per uploaded copy; beyond, the copy is never reused. */
 #define MAX_TRACKED_JOBS	8
 #define MIN_CAPACITY		512
@@ -1009,4 +1009,212 @@ void accel_cmdbuf_submitted(struct accel_cmdbuf *cb, uint64_t seq)
 		cb->bo_jobs[cb->bo_njobs++] = seq;
 	else
 		cb->bo_untracked = true;
+}
+
+/* ------------------------------------------------------------ SparseCore */
+
+/* Stage the arrays of @ids, named @name, for @use. */
+static int sc_ids(struct stage *st, const char *name,
+		  const struct accel_sc_ids *ids, uint32_t use,
+		  struct tsr_sc_coo *coo)
+{
+	uint64_t bytes = (uint64_t)ids->count * 4;
+	char what[32];
+	int ret;
+
+	if (ids->count > TSR_SC_MAX_ENTRIES)
+		return accel_cmdbuf_fail(st->cb, ACCEL_ERR_TOO_LARGE,
+					 "%s: %s has %u ids; a command takes at most %u",
+					 st->cmd, name, ids->count, TSR_SC_MAX_ENTRIES);
+	snprintf(what, sizeof(what), "%s.row_ids", name);
+	ret = address(st, what, ids->buffer, ids->row_ids, bytes, 4, use,
+		      &coo->row_ids);
+	snprintf(what, sizeof(what), "%s.col_ids", name);
+	if (!ret)
+		ret = address(st, what, ids->buffer, ids->col_ids, bytes, 4,
+			      use, &coo->col_ids);
+	if (ret || ids->weights == ACCEL_SC_UNWEIGHTED)
+		return ret;
+	snprintf(what, sizeof(what), "%s.weights", name);
+	ret = address(st, what, ids->buffer, ids->weights, bytes, 4, use,
+		      &coo->weights);
+	if (!ret && !coo->weights)
+		return accel_cmdbuf_fail(st->cb, ACCEL_ERR_INVALID_ARGUMENT,
+					 "%s: %s is at VA 0, which means no weights; use ACCEL_SC_UNWEIGHTED",
+					 st->cmd, what);
+	return ret;
+}
+
+static int sc_limits_check(struct accel_cmdbuf *cb,
+			   const struct accel_sc_limits *l)
+{
+	if (l->flags & ~TSR_SC_PARTITION_FLAGS_ALL)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_FLAGS,
+					 "sc_partition: flags 0x%x has unknown bits 0x%x",
+					 l->flags, l->flags & ~TSR_SC_PARTITION_FLAGS_ALL);
+	if (!l->partitions || l->partitions > TSR_SC_MAX_PARTITIONS)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_SHAPE,
+					 "sc_partition: %u partitions; 1 to %u",
+					 l->partitions, TSR_SC_MAX_PARTITIONS);
+	if (!l->samples || l->samples > TSR_MAX_DIM || !l->vocab)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_SHAPE,
+					 "sc_partition: %u samples, vocab %u; samples are 1 to %u, vocab at least 1",
+					 l->samples, l->vocab, TSR_MAX_DIM);
+	if (!l->max_ids || l->max_ids > TSR_SC_MAX_ENTRIES ||
+	    !l->max_unique_ids || l->max_unique_ids > l->max_ids)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_SHAPE,
+					 "sc_partition: max_ids %u, max_unique_ids %u; 1 <= max_unique_ids <= max_ids <= %u",
+					 l->max_ids, l->max_unique_ids, TSR_SC_MAX_ENTRIES);
+	if ((uint64_t)l->partitions * l->max_ids > TSR_SC_MAX_SLOTS)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_TOO_LARGE,
+					 "sc_partition: %u partitions x max_ids %u is over %u slots",
+					 l->partitions, l->max_ids, TSR_SC_MAX_SLOTS);
+	return ACCEL_OK;
+}
+
+int accel_cmdbuf_sc_partition(struct accel_cmdbuf *cb,
+			      const struct accel_sc_limits *limits,
+			      const struct accel_sc_ids *in,
+			      const struct accel_sc_ids *out,
+			      const struct accel_region *counts)
+{
+	struct stage st = { .cb = cb, .cmd = "sc_partition" };
+	struct tsr_cmd_sc_partition c = { 0 };
+	uint64_t slots;
+	int ret;
+
+	if (!cb)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (!limits || !in || !out || !counts)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_INVALID_ARGUMENT,
+					 "sc_partition: %s is missing",
+					 !limits ? "limits" : !in ? "in" :
+					 !out ? "out" : "counts");
+	ret = sc_limits_check(cb, limits);
+	if (ret)
+		return ret;
+	slots = (uint64_t)limits->partitions * limits->max_ids;
+	if (out->count != slots)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_SHAPE,
+					 "sc_partition: out has %u slots; it must have partitions x max_ids = %llu",
+					 out->count, (unsigned long long)slots);
+	ret = sc_ids(&st, "in", in, ACCEL_USE_READ, &c.in);
+	if (!ret)
+		ret = sc_ids(&st, "out", out, ACCEL_USE_WRITE, &c.out);
+	if (!ret)
+		ret = address(&st, "counts", counts->buffer, counts->offset,
+			      (uint64_t)limits->partitions *
+			      sizeof(struct tsr_sc_counts), 4, ACCEL_USE_WRITE,
+			      &c.counts);
+	if (ret)
+		return ret;
+	c.count = in->count;
+	c.partitions = limits->partitions;
+	c.samples = limits->samples;
+	c.vocab = limits->vocab;
+	c.max_ids = limits->max_ids;
+	c.max_unique_ids = limits->max_unique_ids;
+	return commit(&st, &c, sizeof(c), TSR_OP_SC_PARTITION, limits->flags);
+}
+
+/* A gather's table or a scatter's destination: padded, aligned rows. */
+static int sc_table(struct stage *st, const char *name,
+		    const struct accel_tensor *t, uint32_t use,
+		    struct tsr_tensor *enc)
+{
+	int ret = tensor(st, name, t, FLOAT_DTYPES, use, enc);
+
+	if (ret)
+		return ret;
+	if (enc->va % TSR_SC_ROW_ALIGN)
+		return accel_cmdbuf_fail(st->cb, ACCEL_ERR_BAD_ALIGNMENT,
+					 "%s: %s is at VA 0x%llx; tables are %u-byte aligned",
+					 st->cmd, name, (unsigned long long)enc->va,
+					 TSR_SC_ROW_ALIGN);
+	if ((uint64_t)enc->stride * accel_dtype_size(t->dtype) %
+	    TSR_SC_ROW_ALIGN)
+		return accel_cmdbuf_fail(st->cb, ACCEL_ERR_BAD_STRIDE,
+					 "%s: %s.stride %u makes rows of %llu bytes; table rows are padded to a multiple of %u",
+					 st->cmd, name, enc->stride,
+					 (unsigned long long)enc->stride *
+					 accel_dtype_size(t->dtype), TSR_SC_ROW_ALIGN);
+	return ACCEL_OK;
+}
+
+/* What gather and scatter-add share: the combiner, ids, table and rows. */
+static int sc_lookup(struct stage *st, enum tsr_sc_combiner combiner,
+		     const struct accel_sc_ids *in,
+		     const struct accel_tensor *table, uint32_t table_use,
+		     const char *table_name, const struct accel_tensor *rows,
+		     uint32_t rows_use, const char *rows_name,
+		     struct tsr_sc_coo *coo, struct tsr_tensor *enc_table,
+		     struct tsr_tensor *enc_rows)
+{
+	int ret;
+
+	if (combiner < TSR_SC_SUM || combiner > TSR_SC_SQRTN)
+		return accel_cmdbuf_fail(st->cb, ACCEL_ERR_BAD_OP,
+					 "%s: combiner %u is no enum tsr_sc_combiner",
+					 st->cmd, combiner);
+	if (!in)
+		return accel_cmdbuf_fail(st->cb, ACCEL_ERR_INVALID_ARGUMENT,
+					 "%s: in is missing", st->cmd);
+	ret = sc_table(st, table_name, table, table_use, enc_table);
+	if (!ret)
+		ret = tensor(st, rows_name, rows, FLOAT_DTYPES, rows_use,
+			     enc_rows);
+	if (ret)
+		return ret;
+	if (enc_rows->cols != enc_table->cols)
+		return accel_cmdbuf_fail(st->cb, ACCEL_ERR_BAD_SHAPE,
+					 "%s: %s has %u columns, %s %u: they must be equal",
+					 st->cmd, rows_name, enc_rows->cols,
+					 table_name, enc_table->cols);
+	if ((uint64_t)in->count * enc_table->cols > (1ull << 30))
+		return accel_cmdbuf_fail(st->cb, ACCEL_ERR_TOO_LARGE,
+					 "%s: %u ids of %u columns is over 2^30 multiply-adds",
+					 st->cmd, in->count, enc_table->cols);
+	return sc_ids(st, "in", in, ACCEL_USE_READ, coo);
+}
+
+int accel_cmdbuf_sc_gather(struct accel_cmdbuf *cb,
+			   enum tsr_sc_combiner combiner,
+			   const struct accel_sc_ids *in,
+			   const struct accel_tensor *table,
+			   const struct accel_tensor *out)
+{
+	struct stage st = { .cb = cb, .cmd = "sc_gather" };
+	struct tsr_cmd_sc_gather c = { .combiner = combiner };
+	int ret;
+
+	if (!cb)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	ret = sc_lookup(&st, combiner, in, table, ACCEL_USE_READ, "table", out,
+			ACCEL_USE_WRITE, "out", &c.in, &c.table, &c.out);
+	if (ret)
+		return ret;
+	c.count = in->count;
+	return commit(&st, &c, sizeof(c), TSR_OP_SC_GATHER, 0);
+}
+
+int accel_cmdbuf_sc_scatter_add(struct accel_cmdbuf *cb,
+				enum tsr_sc_combiner combiner,
+				const struct accel_sc_ids *in,
+				const struct accel_tensor *grad,
+				const struct accel_tensor *dst, float scale)
+{
+	struct stage st = { .cb = cb, .cmd = "sc_scatter_add" };
+	struct tsr_cmd_sc_scatter_add c = { .combiner = combiner };
+	int ret;
+
+	if (!cb)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	ret = sc_lookup(&st, combiner, in, dst,
+			ACCEL_USE_READ | ACCEL_USE_WRITE, "dst", grad,
+			ACCEL_USE_READ, "grad", &c.in, &c.dst, &c.grad);
+	if (ret)
+		return ret;
+	c.count = in->count;
+	memcpy(&c.scale, &scale, sizeof(c.scale));
+	return commit(&st, &c, sizeof(c), TSR_OP_SC_SCATTER_ADD, 0);
 }

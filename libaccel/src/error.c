@@ -72,6 +72,10 @@ static const char *const chip_error_name[] = {
 	CHIP_ERROR(REMOTE_ACCESS),
 	CHIP_ERROR(NO_ROUTE),
 	CHIP_ERROR(PEER_ABORT),
+	CHIP_ERROR(ID_RANGE),
+	CHIP_ERROR(MAX_IDS),
+	CHIP_ERROR(MAX_UNIQUE_IDS),
+	CHIP_ERROR(SPMEM),
 };
 
 /* A code added to the chip header needs its name here. */

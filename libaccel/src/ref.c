@@ -9,6 +9,8 @@
  */
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <accel/accel.h>
 
@@ -263,4 +265,278 @@ int accel_ref_compare(const float *got, const float *want, size_t count,
 		}
 	}
 	return 1;
+}
+
+/* ------------------------------------------------------------ SparseCore */
+
+/*
+ * Written for plainness, not speed: quadratic searches where the chip
+ * sorts.  Sums run in input order, as on the chip, so that results
+ * match it bit for bit.
+ */
+
+static float ref_sc_weight(const float *weights, uint32_t i)
+{
+	return weights ? weights[i] : 1.0f;
+}
+
+/* The first entry out of range, skipping TSR_SC_PAD samples if @pad. */
+static bool ref_sc_range(const uint32_t *rows, const uint32_t *cols,
+			 uint32_t count, uint32_t samples, uint32_t vocab,
+			 bool pad, uint32_t *where)
+{
+	uint32_t i;
+
+	for (i = 0; i < count; i++) {
+		if (pad && rows[i] == TSR_SC_PAD)
+			continue;
+		if (rows[i] >= samples || cols[i] >= vocab) {
+			*where = i;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Whether entry @i repeats an earlier (sample, id). */
+static bool ref_sc_duplicate(const uint32_t *rows, const uint32_t *cols,
+			     uint32_t i)
+{
+	uint32_t j;
+
+	for (j = 0; j < i; j++)
+		if (rows[j] == rows[i] && cols[j] == cols[i])
+			return true;
+	return false;
+}
+
+/* Entry @i deduped: its weight plus its later duplicates', in order. */
+static float ref_sc_merged(const uint32_t *rows, const uint32_t *cols,
+			   const float *weights, uint32_t count, uint32_t i)
+{
+	float w = ref_sc_weight(weights, i);
+	uint32_t j;
+
+	for (j = i + 1; j < count; j++)
+		if (rows[j] == rows[i] && cols[j] == cols[i])
+			w += ref_sc_weight(weights, j);
+	return w;
+}
+
+/* Whether a kept entry before @i, of those @in (NULL: all), has its id. */
+static bool ref_sc_seen(const uint32_t *rows, const uint32_t *cols,
+			const bool *in, uint32_t i)
+{
+	uint32_t j;
+
+	for (j = 0; j < i; j++)
+		if (cols[j] == cols[i] && (in ? in[j] :
+		    !ref_sc_duplicate(rows, cols, j)))
+			return true;
+	return false;
+}
+
+static int ref_sc_observe(const uint32_t *rows, const uint32_t *cols,
+			  uint32_t count, const struct accel_sc_limits *l,
+			  struct tsr_sc_counts *counts)
+{
+	uint32_t i;
+
+	memset(counts, 0, l->partitions * sizeof(*counts));
+	for (i = 0; i < count; i++) {
+		struct tsr_sc_counts *k = &counts[cols[i] % l->partitions];
+
+		if (ref_sc_duplicate(rows, cols, i))
+			continue;
+		k->ids++;
+		k->unique_ids += !ref_sc_seen(rows, cols, NULL, i);
+	}
+	return ACCEL_OK;
+}
+
+int accel_ref_sc_partition(const uint32_t *row_ids, const uint32_t *col_ids,
+			   const float *weights, uint32_t count,
+			   const struct accel_sc_limits *l, uint32_t *out_rows,
+			   uint32_t *out_cols, float *out_weights,
+			   struct tsr_sc_counts *counts, uint32_t *chip_error,
+			   uint32_t *where)
+{
+	uint32_t *taken_ids, *taken_unique, p, i;
+	bool *taken;
+	size_t slots;
+
+	if ((count && (!row_ids || !col_ids)) || !l || !out_rows ||
+	    !out_cols || !counts || !chip_error || !where || !l->partitions ||
+	    !l->max_ids || !l->max_unique_ids)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	*chip_error = TSR_ERR_NONE;
+	if (!ref_sc_range(row_ids, col_ids, count, l->samples, l->vocab, false,
+			  where)) {
+		*chip_error = TSR_ERR_ID_RANGE;
+		return ACCEL_OK;
+	}
+	ref_sc_observe(row_ids, col_ids, count, l, counts);
+	for (p = 0; !(l->flags & TSR_SC_DROP) && p < l->partitions; p++) {
+		*where = p;
+		if (counts[p].ids > l->max_ids) {
+			*chip_error = TSR_ERR_MAX_IDS;
+			return ACCEL_OK;
+		}
+		if (counts[p].unique_ids > l->max_unique_ids) {
+			*chip_error = TSR_ERR_MAX_UNIQUE_IDS;
+			return ACCEL_OK;
+		}
+	}
+	taken_ids = calloc(l->partitions, sizeof(*taken_ids));
+	taken_unique = calloc(l->partitions, sizeof(*taken_unique));
+	taken = calloc(count ? count : 1, sizeof(*taken));
+	if (!taken_ids || !taken_unique || !taken) {
+		free(taken_ids);
+		free(taken_unique);
+		free(taken);
+		return ACCEL_ERR_NO_MEMORY;
+	}
+	slots = (size_t)l->partitions * l->max_ids;
+	for (i = 0; i < slots; i++) {
+		out_rows[i] = TSR_SC_PAD;
+		out_cols[i] = 0;
+		if (out_weights)
+			out_weights[i] = 0.0f;
+	}
+	for (i = 0; i < count; i++) {
+		bool fresh = !ref_sc_seen(row_ids, col_ids, taken, i);
+		size_t slot;
+
+		p = col_ids[i] % l->partitions;
+		if (ref_sc_duplicate(row_ids, col_ids, i))
+			continue;
+		if (taken_ids[p] == l->max_ids ||
+		    (fresh && taken_unique[p] == l->max_unique_ids)) {
+			counts[p].dropped++;
+			continue;
+		}
+		taken[i] = true;
+		taken_unique[p] += fresh;
+		slot = (size_t)p * l->max_ids + taken_ids[p]++;
+		out_rows[slot] = row_ids[i];
+		out_cols[slot] = col_ids[i] / l->partitions;
+		if (out_weights)
+			out_weights[slot] = ref_sc_merged(row_ids, col_ids,
+							  weights, count, i);
+	}
+	free(taken_ids);
+	free(taken_unique);
+	free(taken);
+	return ACCEL_OK;
+}
+
+/* What entry @i's row is multiplied by (0 for a divisor of 0). */
+static float ref_sc_factor(enum tsr_sc_combiner combiner,
+			   const uint32_t *rows, const float *weights,
+			   uint32_t count, uint32_t i)
+{
+	float d = 0.0f;
+	uint32_t j;
+
+	if (combiner == TSR_SC_SUM)
+		return ref_sc_weight(weights, i);
+	for (j = 0; j < count; j++) {
+		float w = ref_sc_weight(weights, j);
+
+		if (rows[j] == rows[i])
+			d += combiner == TSR_SC_SQRTN ? w * w : w;
+	}
+	d = combiner == TSR_SC_SQRTN ? sqrtf(d) : d;
+	return d == 0.0f ? 0.0f : ref_sc_weight(weights, i) / d;
+}
+
+static int ref_sc_lookup_args(enum tsr_sc_combiner combiner,
+			      const uint32_t *row_ids, const uint32_t *col_ids,
+			      uint32_t count, const float *a, const float *b,
+			      uint32_t *chip_error, uint32_t *where)
+{
+	if ((count && (!row_ids || !col_ids)) || !a || !b || !chip_error ||
+	    !where || combiner < TSR_SC_SUM || combiner > TSR_SC_SQRTN)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	*chip_error = TSR_ERR_NONE;
+	return ACCEL_OK;
+}
+
+int accel_ref_sc_gather(enum tsr_sc_combiner combiner, const uint32_t *row_ids,
+			const uint32_t *col_ids, const float *weights,
+			uint32_t count, const float *table, uint32_t vocab,
+			uint32_t dim, float *out, uint32_t samples,
+			uint32_t *chip_error, uint32_t *where)
+{
+	uint32_t i, k;
+	int ret = ref_sc_lookup_args(combiner, row_ids, col_ids, count, table,
+				     out, chip_error, where);
+
+	if (ret)
+		return ret;
+	if (!ref_sc_range(row_ids, col_ids, count, samples, vocab, true,
+			  where)) {
+		*chip_error = TSR_ERR_ID_RANGE;
+		return ACCEL_OK;
+	}
+	memset(out, 0, (size_t)samples * dim * sizeof(*out));
+	for (i = 0; i < count; i++) {
+		float f;
+
+		if (row_ids[i] == TSR_SC_PAD)
+			continue;
+		f = ref_sc_factor(combiner, row_ids, weights, count, i);
+		for (k = 0; k < dim; k++)
+			out[(size_t)row_ids[i] * dim + k] +=
+				f * table[(size_t)col_ids[i] * dim + k];
+	}
+	return ACCEL_OK;
+}
+
+int accel_ref_sc_scatter_add(enum tsr_sc_combiner combiner,
+			     const uint32_t *row_ids, const uint32_t *col_ids,
+			     const float *weights, uint32_t count,
+			     const float *grad, uint32_t samples, uint32_t dim,
+			     float *dst, uint32_t vocab, float scale,
+			     uint32_t *chip_error, uint32_t *where)
+{
+	float *acc;
+	uint32_t i, j, k;
+	int ret = ref_sc_lookup_args(combiner, row_ids, col_ids, count, grad,
+				     dst, chip_error, where);
+
+	if (ret)
+		return ret;
+	if (!ref_sc_range(row_ids, col_ids, count, samples, vocab, true,
+			  where)) {
+		*chip_error = TSR_ERR_ID_RANGE;
+		return ACCEL_OK;
+	}
+	acc = malloc((dim ? dim : 1) * sizeof(*acc));
+	if (!acc)
+		return ACCEL_ERR_NO_MEMORY;
+	/* Each id once, at its first entry: its entries summed in order. */
+	for (i = 0; i < count; i++) {
+		bool first = row_ids[i] != TSR_SC_PAD;
+
+		for (j = 0; first && j < i; j++)
+			first = row_ids[j] == TSR_SC_PAD ||
+				col_ids[j] != col_ids[i];
+		if (!first)
+			continue;
+		memset(acc, 0, dim * sizeof(*acc));
+		for (j = i; j < count; j++) {
+			float f;
+
+			if (row_ids[j] == TSR_SC_PAD || col_ids[j] != col_ids[i])
+				continue;
+			f = ref_sc_factor(combiner, row_ids, weights, count, j);
+			for (k = 0; k < dim; k++)
+				acc[k] += f * grad[(size_t)row_ids[j] * dim + k];
+		}
+		for (k = 0; k < dim; k++)
+			dst[(size_t)col_ids[i] * dim + k] += scale * acc[k];
+	}
+	free(acc);
+	return ACCEL_OK;
 }

@@ -3,7 +3,7 @@
  * Tessera command processor: decodes each command, checks its size and
  * hands it to its engine: DMA (tessera-dma.c), MXU (tessera-mxu.c), VPU,
  * REDUCE, CAST and TRANSPOSE (tessera-vpu.c), semaphores, TIMESTAMP and
- * INTERRUPT (tessera-sync.c).
+ * INTERRUPT (tessera-sync.c), the SparseCore commands (tessera-sparse.c).
  *
  * Every field is checked before anything is touched; an invalid command
  * fails its job with a precise TSR_ERR_* code.
@@ -27,8 +27,11 @@ static uint32_t cmd_nop(const struct tsr_cmd_header *c, TsrCost *cost)
 
 /* ---------------------------------------------------------- dispatch */
 
-/* Command sizes in 8-byte words, indexed by opcode; 0 for unknown. */
-static uint32_t cmd_size_qw(uint8_t opcode)
+/*
+ * Command sizes in 8-byte words, indexed by opcode; 0 for unknown, as the
+ * SparseCore commands are on a chip without SparseCores.
+ */
+static uint32_t cmd_size_qw(const TsrConfig *cfg, uint8_t opcode)
 {
     switch (opcode) {
     case TSR_OP_NOP:
@@ -56,6 +59,13 @@ static uint32_t cmd_size_qw(uint8_t opcode)
         return sizeof(struct tsr_cmd_timestamp) / 8;
     case TSR_OP_ICI_WRITE:
         return sizeof(struct tsr_cmd_ici_write) / 8;
+    case TSR_OP_SC_PARTITION:
+        return cfg->sparsecores ? sizeof(struct tsr_cmd_sc_partition) / 8 : 0;
+    case TSR_OP_SC_GATHER:
+        return cfg->sparsecores ? sizeof(struct tsr_cmd_sc_gather) / 8 : 0;
+    case TSR_OP_SC_SCATTER_ADD:
+        return cfg->sparsecores ? sizeof(struct tsr_cmd_sc_scatter_add) / 8
+                                : 0;
     default:
         return 0;
     }
@@ -84,7 +94,7 @@ uint32_t tsr_cmd_execute(TsrMem *mem, const void *cmd, uint32_t size,
                          TsrCost *cost)
 {
     const struct tsr_cmd_header *hdr = cmd;
-    uint32_t want = cmd_size_qw(hdr->opcode);
+    uint32_t want = cmd_size_qw(&mem->core->cfg, hdr->opcode);
 
     if (!want) {
         return TSR_ERR_BAD_OPCODE;
@@ -123,6 +133,12 @@ uint32_t tsr_cmd_execute(TsrMem *mem, const void *cmd, uint32_t size,
         return tsr_cmd_interrupt(mem, hdr, cost);
     case TSR_OP_ICI_WRITE:
         return tsr_cmd_ici_write(mem, cmd, cost);
+    case TSR_OP_SC_PARTITION:
+        return tsr_cmd_sc_partition(mem, cmd, cost);
+    case TSR_OP_SC_GATHER:
+        return tsr_cmd_sc_gather(mem, cmd, cost);
+    case TSR_OP_SC_SCATTER_ADD:
+        return tsr_cmd_sc_scatter_add(mem, cmd, cost);
     default:
         return TSR_ERR_BAD_OPCODE;
     }

@@ -528,6 +528,29 @@ static uint32_t read_lo_latch(TsrCore *core, uint64_t value)
     return (uint32_t)value;
 }
 
+/* The SparseCore block: all zero on a chip without SparseCores. */
+static uint32_t sc_config_reg(const TsrConfig *cfg, uint32_t offset, bool *hit)
+{
+    bool present = cfg->sparsecores;
+
+    *hit = true;
+    switch (offset) {
+    case TSR_REG_SC_CORES:
+        return cfg->sparsecores;
+    case TSR_REG_SC_TILES:
+        return present ? cfg->sc_tiles : 0;
+    case TSR_REG_SC_SIMD_F32:
+        return present ? cfg->sc_simd_f32 : 0;
+    case TSR_REG_SC_SIMD_BF16:
+        return present ? cfg->sc_simd_bf16 : 0;
+    case TSR_REG_SC_SPMEM_KIB:
+        return present ? cfg->sc_spmem_kib : 0;
+    default:
+        *hit = false;
+        return 0;
+    }
+}
+
 static uint32_t config_reg(const TsrConfig *cfg, uint32_t offset, bool *hit)
 {
     *hit = true;
@@ -567,8 +590,7 @@ static uint32_t config_reg(const TsrConfig *cfg, uint32_t offset, bool *hit)
     case TSR_REG_ICI_LINK_LATENCY_NS:
         return cfg->ici_link_latency_ns;
     default:
-        *hit = false;
-        return 0;
+        return sc_config_reg(cfg, offset, hit);
     }
 }
 
@@ -832,6 +854,7 @@ static uint32_t global_reg_read(TsrCore *core, uint32_t offset)
     case TSR_REG_CAPS:
         return TSR_CAP_BF16 | TSR_CAP_INT8 | TSR_CAP_ICI | TSR_CAP_VPU_I32 |
                TSR_CAP_TRACE | TSR_CAP_SEM_ABORT |
+               (core->cfg.sparsecores ? TSR_CAP_SPARSECORE : 0) |
                (core->cfg.debug_regs ? TSR_CAP_DEBUG_REGS : 0);
     case TSR_REG_SCRATCH:
         return core->scratch;
@@ -891,6 +914,10 @@ uint32_t tsr_core_reg_read(TsrCore *core, uint32_t offset)
                        : read_lo_latch(core, core->counters[i]);
     } else if (offset >= TSR_BLOCK_DEBUG && offset < TSR_BLOCK_DEBUG + 0x1000) {
         v = debug_reg_read(core, offset);
+    } else if (offset >= TSR_BLOCK_SPARSECORE) {
+        bool hit;
+
+        v = sc_config_reg(&core->cfg, offset, &hit);
     }
     pthread_mutex_unlock(&core->lock);
     return v;

@@ -75,6 +75,11 @@ typedef struct TsrConfig {
     uint32_t ici_link_gbps;     /* one-way, per link */
     uint32_t ici_link_latency_ns;
     uint32_t num_queues;
+    uint32_t sparsecores;       /* 0: none */
+    uint32_t sc_tiles;          /* per SparseCore */
+    uint32_t sc_simd_f32;       /* SIMD lanes per tile, f32 */
+    uint32_t sc_simd_bf16;      /* and bf16 */
+    uint32_t sc_spmem_kib;      /* SPMEM per SparseCore */
     uint64_t hbm_size;          /* bytes; a power of two */
     bool debug_regs;            /* guest fault-injection block */
 } TsrConfig;

@@ -69,6 +69,7 @@ enum {
     TSR_CNT_ECC_CE,
     TSR_CNT_ECC_UE,
     TSR_CNT_RESETS,
+    TSR_CNT_SC_BUSY,
     TSR_CNT_COUNT
 };
 
@@ -313,12 +314,13 @@ typedef struct TsrCost {
     uint64_t mxu;
     uint64_t vpu;
     uint64_t dma;
+    uint64_t sc;        /* the SparseCores */
     uint64_t other;
 } TsrCost;
 
 static inline uint64_t tsr_cost_now(const TsrCost *c)
 {
-    return c->start + c->mxu + c->vpu + c->dma + c->other;
+    return c->start + c->mxu + c->vpu + c->dma + c->sc + c->other;
 }
 
 /*
@@ -377,6 +379,34 @@ uint32_t tsr_cmd_cast(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
                       TsrCost *cost);
 uint32_t tsr_cmd_transpose(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
                            TsrCost *cost);
+
+/*
+ * SparseCore timing (tessera-timing.c, Documentation/chip.md "SparseCore
+ * timing"): lanes working at once on @dtype, the bytes a row of @bytes
+ * moves in HBM granules, and each command's cycles from its work and
+ * the cycles of its other memory traffic (@stream).
+ */
+uint64_t tsr_sc_lanes(const TsrConfig *cfg, uint32_t dtype);
+uint64_t tsr_sc_row_bytes(uint64_t bytes);
+uint64_t tsr_sc_partition_cycles(const TsrConfig *cfg, uint64_t ids,
+                                 uint64_t stream);
+uint64_t tsr_sc_gather_cycles(const TsrConfig *cfg, uint32_t dtype,
+                              uint64_t ids, uint64_t samples, uint64_t dim,
+                              uint64_t stream);
+uint64_t tsr_sc_scatter_cycles(const TsrConfig *cfg, uint32_t dtype,
+                               uint32_t grad_dtype, uint64_t ids,
+                               uint64_t unique, uint64_t dim,
+                               uint64_t stream);
+
+/* SparseCore commands (tessera-sparse.c). */
+uint32_t tsr_cmd_sc_partition(TsrMem *mem,
+                              const struct tsr_cmd_sc_partition *c,
+                              TsrCost *cost);
+uint32_t tsr_cmd_sc_gather(TsrMem *mem, const struct tsr_cmd_sc_gather *c,
+                           TsrCost *cost);
+uint32_t tsr_cmd_sc_scatter_add(TsrMem *mem,
+                                const struct tsr_cmd_sc_scatter_add *c,
+                                TsrCost *cost);
 
 /* Remote writes (tessera-ici.c). */
 uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,

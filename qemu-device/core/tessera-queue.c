@@ -328,6 +328,7 @@ static unsigned int finish_job(TsrCore *core, const TsrSlot *slot,
     core->counters[TSR_CNT_MXU_BUSY] += cost->mxu;
     core->counters[TSR_CNT_VPU_BUSY] += cost->vpu;
     core->counters[TSR_CNT_DMA_BUSY] += cost->dma;
+    core->counters[TSR_CNT_SC_BUSY] += cost->sc;
     if (comp->error) {
         qu->jobs_failed++;
         qu->last_error = comp->error;
@@ -375,6 +376,10 @@ static const char *error_name(uint32_t error)
         [TSR_ERR_BAD_JOB] = "BAD_JOB",
         [TSR_ERR_ABORTED] = "ABORTED",
         [TSR_ERR_TOO_LARGE] = "TOO_LARGE",
+        [TSR_ERR_ID_RANGE] = "ID_RANGE",
+        [TSR_ERR_MAX_IDS] = "MAX_IDS",
+        [TSR_ERR_MAX_UNIQUE_IDS] = "MAX_UNIQUE_IDS",
+        [TSR_ERR_SPMEM] = "SPMEM",
     };
 
     return error < TSR_ERR_COUNT && names[error] ? names[error] : "?";

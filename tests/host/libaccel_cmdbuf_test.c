@@ -581,4 +581,193 @@ TEST(chip_error_codes_have_their_names)
 	}
 }
 
+/* ------------------------------------------------------------ SparseCore */
+
+static struct accel_sc_ids sc_ids(uint64_t va, uint32_t count, bool weighted)
+{
+	return (struct accel_sc_ids){
+		.row_ids = va, .col_ids = va + 0x10000,
+		.weights = weighted ? va + 0x20000 : ACCEL_SC_UNWEIGHTED,
+		.count = count,
+	};
+}
+
+static const struct accel_sc_limits sc_limits = {
+	.partitions = 4, .samples = 32, .vocab = 1000, .max_ids = 16,
+	.max_unique_ids = 8, .flags = TSR_SC_DROP,
+};
+
+TEST_F(cb, sc_partition_encodes_its_limits_ids_and_counts)
+{
+	struct accel_sc_ids in = sc_ids(VA, 100, false);
+	struct accel_sc_ids out = sc_ids(2 * VA, 64, true);
+	struct accel_region counts = { .offset = 3 * VA };
+	const struct tsr_cmd_sc_partition *c;
+
+	ASSERT_EQ(ACCEL_OK, accel_cmdbuf_sc_partition(self->cb, &sc_limits,
+						      &in, &out, &counts));
+	c = command(self->cb, 0);
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(TSR_OP_SC_PARTITION, c->hdr.opcode);
+	EXPECT_EQ(sizeof(*c) / 8, c->hdr.size_qw);
+	EXPECT_EQ(TSR_SC_DROP, c->hdr.flags);
+	EXPECT_EQ(100, c->count);
+	EXPECT_EQ(4, c->partitions);
+	EXPECT_EQ(32, c->samples);
+	EXPECT_EQ(1000, c->vocab);
+	EXPECT_EQ(16, c->max_ids);
+	EXPECT_EQ(8, c->max_unique_ids);
+	EXPECT_EQ(VA, c->in.row_ids);
+	EXPECT_EQ(VA + 0x10000, c->in.col_ids);
+	EXPECT_EQ(0, c->in.weights);
+	EXPECT_EQ(2 * VA + 0x20000, c->out.weights);
+	EXPECT_EQ(3 * VA, c->counts);
+	EXPECT_EQ(sizeof(*c), encoded_size(self->cb));
+}
+
+TEST_F(cb, sc_gather_and_scatter_add_encode_their_operands)
+{
+	struct accel_sc_ids in = sc_ids(VA, 10, true);
+	struct accel_tensor table = t2d(2 * VA, 100, 12, TSR_DTYPE_BF16);
+	struct accel_tensor rows = t2d(3 * VA, 4, 12, TSR_DTYPE_F32);
+	const struct tsr_cmd_sc_gather *g;
+	const struct tsr_cmd_sc_scatter_add *s;
+	float scale;
+
+	table.stride = 16;
+	ASSERT_EQ(ACCEL_OK, accel_cmdbuf_sc_gather(self->cb, TSR_SC_MEAN, &in,
+						   &table, &rows));
+	ASSERT_EQ(ACCEL_OK, accel_cmdbuf_sc_scatter_add(self->cb, TSR_SC_SQRTN,
+							&in, &rows, &table,
+							-0.5f));
+	g = command(self->cb, 0);
+	s = command(self->cb, sizeof(*g));
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(TSR_OP_SC_GATHER, g->hdr.opcode);
+	EXPECT_EQ(sizeof(*g) / 8, g->hdr.size_qw);
+	EXPECT_EQ(TSR_SC_MEAN, g->combiner);
+	EXPECT_EQ(10, g->count);
+	EXPECT_EQ(VA + 0x20000, g->in.weights);
+	EXPECT_EQ(0, memcmp(&g->table, &(struct tsr_tensor){
+		.va = 2 * VA, .rows = 100, .cols = 12, .stride = 16,
+		.dtype = TSR_DTYPE_BF16 }, sizeof(g->table)));
+	EXPECT_EQ(3 * VA, g->out.va);
+	EXPECT_EQ(TSR_OP_SC_SCATTER_ADD, s->hdr.opcode);
+	EXPECT_EQ(sizeof(*s) / 8, s->hdr.size_qw);
+	EXPECT_EQ(TSR_SC_SQRTN, s->combiner);
+	EXPECT_EQ(3 * VA, s->grad.va);
+	EXPECT_EQ(2 * VA, s->dst.va);
+	memcpy(&scale, &s->scale, sizeof(scale));
+	EXPECT_EQ(-0.5f, scale);
+	EXPECT_EQ(0, s->reserved);
+}
+
+TEST_F(cb, sc_partition_limits_are_checked)
+{
+	struct accel_sc_ids in = sc_ids(VA, 100, false);
+	struct accel_sc_ids out = sc_ids(2 * VA, 64, true);
+	struct accel_region counts = { .offset = 3 * VA };
+	struct accel_sc_limits l;
+
+#define PARTITION_REJECTS(err, what, field, value) do { \
+	l = sc_limits; \
+	l.field = (value); \
+	REJECTS(err, what, accel_cmdbuf_sc_partition(self->cb, &l, &in, \
+						     &out, &counts)); \
+} while (0)
+	PARTITION_REJECTS(ACCEL_ERR_BAD_FLAGS, "unknown bits 0x2", flags, 3);
+	PARTITION_REJECTS(ACCEL_ERR_BAD_SHAPE, "0 partitions", partitions, 0);
+	PARTITION_REJECTS(ACCEL_ERR_BAD_SHAPE, "4097 partitions", partitions,
+			  TSR_SC_MAX_PARTITIONS + 1);
+	PARTITION_REJECTS(ACCEL_ERR_BAD_SHAPE, "0 samples", samples, 0);
+	PARTITION_REJECTS(ACCEL_ERR_BAD_SHAPE, "vocab 0", vocab, 0);
+	PARTITION_REJECTS(ACCEL_ERR_BAD_SHAPE, "max_ids 0", max_ids, 0);
+	PARTITION_REJECTS(ACCEL_ERR_BAD_SHAPE, "max_unique_ids 17",
+			  max_unique_ids, 17);
+	PARTITION_REJECTS(ACCEL_ERR_BAD_SHAPE, "out has 64 slots; it must have partitions x max_ids = 60",
+			  max_ids, 15);
+	l = sc_limits;
+	l.partitions = 4096;
+	l.max_ids = 1024;
+	REJECTS(ACCEL_ERR_TOO_LARGE, "over 2097152 slots",
+		accel_cmdbuf_sc_partition(self->cb, &l, &in, &out, &counts));
+#undef PARTITION_REJECTS
+	in.count = TSR_SC_MAX_ENTRIES + 1;
+	REJECTS(ACCEL_ERR_TOO_LARGE, "in has 1048577 ids",
+		accel_cmdbuf_sc_partition(self->cb, &sc_limits, &in, &out,
+					  &counts));
+	in.count = 100;
+	in.col_ids += 2;
+	REJECTS(ACCEL_ERR_BAD_ALIGNMENT, "in.col_ids is at VA",
+		accel_cmdbuf_sc_partition(self->cb, &sc_limits, &in, &out,
+					  &counts));
+	in.col_ids -= 2;
+	out.weights = 0;
+	REJECTS(ACCEL_ERR_INVALID_ARGUMENT, "use ACCEL_SC_UNWEIGHTED",
+		accel_cmdbuf_sc_partition(self->cb, &sc_limits, &in, &out,
+					  &counts));
+	out.weights = ACCEL_SC_UNWEIGHTED;
+	counts.offset += 1;
+	REJECTS(ACCEL_ERR_BAD_ALIGNMENT, "counts is at VA",
+		accel_cmdbuf_sc_partition(self->cb, &sc_limits, &in, &out,
+					  &counts));
+	REJECTS(ACCEL_ERR_INVALID_ARGUMENT, "counts is missing",
+		accel_cmdbuf_sc_partition(self->cb, &sc_limits, &in, &out,
+					  NULL));
+	counts.offset -= 1;
+	EXPECT_EQ(ACCEL_OK, accel_cmdbuf_sc_partition(self->cb, &sc_limits,
+						      &in, &out, &counts));
+}
+
+TEST_F(cb, sc_lookups_are_checked)
+{
+	struct accel_sc_ids in = sc_ids(VA, 10, false);
+	struct accel_tensor table = t2d(2 * VA, 100, 8, TSR_DTYPE_F32);
+	struct accel_tensor rows = t2d(3 * VA, 4, 8, TSR_DTYPE_F32);
+	struct accel_tensor i32 = t2d(2 * VA, 100, 8, TSR_DTYPE_I32);
+	struct accel_tensor wide = t2d(2 * VA, 100, 2048, TSR_DTYPE_F32);
+	struct accel_tensor wide_rows = t2d(3 * VA, 4, 2048, TSR_DTYPE_F32);
+
+	REJECTS(ACCEL_ERR_BAD_OP, "combiner 4",
+		accel_cmdbuf_sc_gather(self->cb, 4, &in, &table, &rows));
+	REJECTS(ACCEL_ERR_INVALID_ARGUMENT, "in is missing",
+		accel_cmdbuf_sc_gather(self->cb, TSR_SC_SUM, NULL, &table,
+				       &rows));
+	REJECTS(ACCEL_ERR_BAD_DTYPE, "table.dtype is i32",
+		accel_cmdbuf_sc_gather(self->cb, TSR_SC_SUM, &in, &i32, &rows));
+	table.stride = 12;
+	REJECTS(ACCEL_ERR_BAD_STRIDE, "rows of 48 bytes",
+		accel_cmdbuf_sc_gather(self->cb, TSR_SC_SUM, &in, &table,
+				       &rows));
+	table.stride = 8;
+	table.offset += 16;
+	REJECTS(ACCEL_ERR_BAD_ALIGNMENT, "tables are 32-byte aligned",
+		accel_cmdbuf_sc_gather(self->cb, TSR_SC_SUM, &in, &table,
+				       &rows));
+	table.offset -= 16;
+	rows.cols = 7;
+	REJECTS(ACCEL_ERR_BAD_SHAPE, "out has 7 columns, table 8",
+		accel_cmdbuf_sc_gather(self->cb, TSR_SC_SUM, &in, &table,
+				       &rows));
+	REJECTS(ACCEL_ERR_BAD_SHAPE, "grad has 7 columns, dst 8",
+		accel_cmdbuf_sc_scatter_add(self->cb, TSR_SC_SUM, &in, &rows,
+					    &table, 1.0f));
+	rows.cols = 8;
+	in.count = 1u << 20;
+	REJECTS(ACCEL_ERR_TOO_LARGE, "over 2^30 multiply-adds",
+		accel_cmdbuf_sc_gather(self->cb, TSR_SC_SUM, &in, &wide,
+				       &wide_rows));
+	in.count = 10;
+	in.row_ids += 1;
+	REJECTS(ACCEL_ERR_BAD_ALIGNMENT, "in.row_ids is at VA",
+		accel_cmdbuf_sc_scatter_add(self->cb, TSR_SC_SUM, &in, &rows,
+					    &table, 1.0f));
+	in.row_ids -= 1;
+	EXPECT_EQ(ACCEL_OK, accel_cmdbuf_sc_gather(self->cb, TSR_SC_SUM, &in,
+						   &table, &rows));
+	EXPECT_EQ(ACCEL_OK, accel_cmdbuf_sc_scatter_add(self->cb, TSR_SC_SUM,
+							&in, &rows, &table,
+							1.0f));
+}
+
 TEST_HARNESS_MAIN

@@ -301,7 +301,8 @@ static inline void *host_ptr(struct test_chip *c, uint64_t addr)
     return c->sysmem + addr;
 }
 
-static inline struct test_chip *chip_new(const char *preset)
+/* A chip of configuration @cfg (its HBM size aside). */
+static inline struct test_chip *chip_new_config(const TsrConfig *cfg)
 {
     struct test_chip *c = calloc(1, sizeof(*c));
     unsigned int q;
@@ -310,9 +311,7 @@ static inline struct test_chip *chip_new(const char *preset)
     c->hbm = calloc(1, HBM_SIZE);
     pthread_mutex_init(&c->hold_lock, NULL);
     pthread_cond_init(&c->hold_cond, NULL);
-    if (tsr_preset_lookup(preset, &c->cfg)) {
-        abort();
-    }
+    c->cfg = *cfg;
     c->cfg.hbm_size = HBM_SIZE;
     c->core = tsr_core_new(&c->cfg, c->hbm, &chip_ops, c);
     if (!c->core) {
@@ -334,6 +333,16 @@ static inline struct test_chip *chip_new(const char *preset)
     }
     chip_context(c, 1);
     return c;
+}
+
+static inline struct test_chip *chip_new(const char *preset)
+{
+    TsrConfig cfg;
+
+    if (tsr_preset_lookup(preset, &cfg)) {
+        abort();
+    }
+    return chip_new_config(&cfg);
 }
 
 static inline void chip_free(struct test_chip *c)

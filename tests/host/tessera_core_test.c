@@ -29,7 +29,8 @@ TEST_F(core, identity_registers_read_their_documented_values)
 	EXPECT_EQ(TSR_VERSION(TSR_DEVICE_VERSION_MAJOR, TSR_DEVICE_VERSION_MINOR),
 		  rd(self->c, TSR_REG_DEVICE_VERSION));
 	EXPECT_EQ(TSR_CAP_BF16 | TSR_CAP_INT8 | TSR_CAP_ICI | TSR_CAP_VPU_I32 |
-		  TSR_CAP_TRACE | TSR_CAP_SEM_ABORT,
+		  TSR_CAP_TRACE | TSR_CAP_SEM_ABORT |
+		  TSR_CAP_SPARSECORE,
 		  rd(self->c, TSR_REG_CAPS));
 	EXPECT_EQ(TSR_STATUS_READY, rd(self->c, TSR_REG_STATUS));
 }
@@ -74,7 +75,8 @@ TEST_F(core, reserved_offsets_read_zero_and_ignore_writes)
 {
 	static const uint32_t offsets[] = {
 		0x0060, 0x0ffc, TSR_BLOCK_DEBUG, TSR_BLOCK_ICI,
-		TSR_BLOCK_SPARSECORE, TSR_QUEUE_BASE(5), TSR_BAR0_REGS_SIZE - 4,
+		TSR_BLOCK_SPARSECORE + 0x14, TSR_QUEUE_BASE(5),
+		TSR_BAR0_REGS_SIZE - 4,
 	};
 	unsigned int i;
 

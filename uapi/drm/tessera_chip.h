@@ -31,7 +31,7 @@
 
 /* Device model version reported in TSR_REG_DEVICE_VERSION. */
 #define TSR_DEVICE_VERSION_MAJOR	0
-#define TSR_DEVICE_VERSION_MINOR	4
+#define TSR_DEVICE_VERSION_MINOR	5
 #define TSR_VERSION(major, minor)	(((major) << 16) | (minor))
 #define TSR_VERSION_MAJOR(v)		(((v) >> 16) & 0xffff)
 #define TSR_VERSION_MINOR(v)		((v) & 0xffff)
@@ -60,7 +60,7 @@
 #define TSR_BLOCK_COUNTERS		0x4000
 #define TSR_BLOCK_DEBUG			0x5000
 #define TSR_BLOCK_ICI			0x8000	/* reserved for the ICI links */
-#define TSR_BLOCK_SPARSECORE		0xc000	/* reserved for SparseCore */
+#define TSR_BLOCK_SPARSECORE		0xc000	/* SparseCore */
 
 /* ------------------------------------------------------- global block */
 
@@ -108,6 +108,7 @@
 #define TSR_CAP_VPU_I32			0x00000010u	/* integer VPU ADD..MIN, 0.4 */
 #define TSR_CAP_TRACE			0x00000020u	/* TSR_JOB_TRACE */
 #define TSR_CAP_SEM_ABORT		0x00000040u	/* TSR_OP_SEM_WAIT_ABORT */
+#define TSR_CAP_SPARSECORE		0x00000080u	/* SparseCore block, TSR_OP_SC_* */
 
 /* Values of TSR_REG_PRESET. */
 #define TSR_PRESET_CUSTOM		0
@@ -330,6 +331,7 @@ struct tsr_context_entry {
 #define TSR_REG_CNT_ECC_CE_LO		(TSR_BLOCK_COUNTERS + 0x38)
 #define TSR_REG_CNT_ECC_UE_LO		(TSR_BLOCK_COUNTERS + 0x40)
 #define TSR_REG_CNT_RESETS_LO		(TSR_BLOCK_COUNTERS + 0x48)
+#define TSR_REG_CNT_SC_BUSY_LO		(TSR_BLOCK_COUNTERS + 0x50)
 
 /* -------------------------------------------------------- debug block */
 
@@ -396,6 +398,9 @@ enum tsr_opcode {
 	TSR_OP_TIMESTAMP = 0x40,
 	TSR_OP_INTERRUPT = 0x41,
 	TSR_OP_ICI_WRITE = 0x50,
+	TSR_OP_SC_PARTITION = 0x60,
+	TSR_OP_SC_GATHER = 0x61,
+	TSR_OP_SC_SCATTER_ADD = 0x62,
 };
 
 /* Element types. */
@@ -625,6 +630,10 @@ enum tsr_error {
 	TSR_ERR_REMOTE_ACCESS = 19,	/* refused by the target's windows */
 	TSR_ERR_NO_ROUTE = 20,		/* no such chip in the slice */
 	TSR_ERR_PEER_ABORT = 21,	/* SEM_WAIT_ABORT's abort semaphore set */
+	TSR_ERR_ID_RANGE = 22,		/* a sample or embedding id too large */
+	TSR_ERR_MAX_IDS = 23,		/* a partition over max_ids */
+	TSR_ERR_MAX_UNIQUE_IDS = 24,	/* a partition over max_unique_ids */
+	TSR_ERR_SPMEM = 25,		/* the limits do not fit in SPMEM */
 	TSR_ERR_COUNT
 };
 
@@ -649,6 +658,174 @@ static inline __u32 tsr_dtype_size(__u32 dtype)
 		return 0;
 	}
 }
+
+/* ----------------------------------------------------------- SparseCore */
+
+/*
+ * The SparseCore block: the chip's SparseCores, read-only, fixed by the
+ * preset and its overrides.  All zero, and TSR_CAP_SPARSECORE clear, on a
+ * chip without SparseCores; its TSR_OP_SC_* commands then fail with
+ * TSR_ERR_BAD_OPCODE.
+ */
+#define TSR_REG_SC_CORES		(TSR_BLOCK_SPARSECORE + 0x000)
+#define TSR_REG_SC_TILES		(TSR_BLOCK_SPARSECORE + 0x004)	/* per core */
+#define TSR_REG_SC_SIMD_F32		(TSR_BLOCK_SPARSECORE + 0x008)	/* lanes */
+#define TSR_REG_SC_SIMD_BF16		(TSR_BLOCK_SPARSECORE + 0x00c)	/* lanes */
+#define TSR_REG_SC_SPMEM_KIB		(TSR_BLOCK_SPARSECORE + 0x010)	/* per core */
+
+/* Largest COO input of one command, in entries (ids). */
+#define TSR_SC_MAX_ENTRIES		0x00100000u
+/* Most partitions of TSR_OP_SC_PARTITION, and partitions x max_ids. */
+#define TSR_SC_MAX_PARTITIONS		4096u
+#define TSR_SC_MAX_SLOTS		0x00200000u
+/* Bytes a partitioned id takes in SPMEM, and a unique id on top of it. */
+#define TSR_SC_SPMEM_ID_BYTES		12u
+#define TSR_SC_SPMEM_UNIQUE_BYTES	4u
+/* Table rows are padded to this many bytes (8 f32), and aligned to it. */
+#define TSR_SC_ROW_ALIGN		32u
+/* A gathered or scattered row moves whole HBM granules of this size. */
+#define TSR_SC_HBM_GRANULE		64u
+/* The sample id of an unused slot of a partition's output. */
+#define TSR_SC_PAD			0xffffffffu
+
+/**
+ * struct tsr_sc_coo - ids in coordinate (COO) form: entry i is embedding
+ * id @col_ids[i] of sample @row_ids[i], with weight @weights[i]
+ * @row_ids: VA of the __u32 sample ids (the rows of the sparse batch)
+ * @col_ids: VA of the __u32 embedding ids (the table rows)
+ * @weights: VA of the f32 weights, or 0 for a weight of 1 each
+ *
+ * Each array is 4-byte aligned.  An entry whose sample id is TSR_SC_PAD
+ * is an unused slot: TSR_OP_SC_GATHER and TSR_OP_SC_SCATTER_ADD skip it.
+ */
+struct tsr_sc_coo {
+	__u64 row_ids;
+	__u64 col_ids;
+	__u64 weights;
+};
+
+/**
+ * struct tsr_sc_counts - what TSR_OP_SC_PARTITION saw in one partition
+ * @ids: ids routed to it, after dedup within each sample
+ * @unique_ids: distinct embedding ids among them
+ * @dropped: ids dropped by TSR_SC_DROP (0 without it)
+ * @reserved: zero
+ */
+struct tsr_sc_counts {
+	__u32 ids;
+	__u32 unique_ids;
+	__u32 dropped;
+	__u32 reserved;
+};
+
+/* Bits of struct tsr_cmd_sc_partition's header flags. */
+#define TSR_SC_DROP			0x0001	/* drop ids over the limits */
+#define TSR_SC_PARTITION_FLAGS_ALL	TSR_SC_DROP
+
+/**
+ * struct tsr_cmd_sc_partition - TSR_OP_SC_PARTITION: dedup ids within each
+ * sample, then route each to partition (embedding id mod @partitions)
+ * @hdr: header; flags TSR_SC_DROP
+ * @count: entries of @in, 0 to TSR_SC_MAX_ENTRIES
+ * @partitions: 1 to TSR_SC_MAX_PARTITIONS: the SparseCores of the chip, or
+ *	the chips a table is sharded over
+ * @samples: sample ids must be below it, 1 to TSR_MAX_DIM
+ * @vocab: embedding ids must be below it (the table's rows), >= 1
+ * @max_ids: max_ids_per_partition, >= 1; also each partition's slots in @out
+ * @max_unique_ids: max_unique_ids_per_partition, 1 to @max_ids
+ * @in: the ids
+ * @out: @partitions sections of @max_ids slots: partition p's ids, in input
+ *	order, at slots [p x @max_ids, ...), each with its sample, its row in
+ *	the partition's shard (embedding id / @partitions) and its weight
+ *	(the sum of its duplicates' weights); the rest TSR_SC_PAD, 0, 0.
+ *	@out.weights is required
+ * @counts: VA of @partitions struct tsr_sc_counts, 4-byte aligned
+ *
+ * A partition over @max_ids or @max_unique_ids fails the command with
+ * TSR_ERR_MAX_IDS or TSR_ERR_MAX_UNIQUE_IDS; it has written @counts and
+ * nothing else, and the completion's fault_va is the VA of the first such
+ * partition's counts.  With TSR_SC_DROP, ids over a limit are dropped in
+ * input order instead, and counted.  @max_ids x TSR_SC_SPMEM_ID_BYTES +
+ * @max_unique_ids x TSR_SC_SPMEM_UNIQUE_BYTES must fit in one
+ * SparseCore's SPMEM (TSR_ERR_SPMEM), @partitions x @max_ids in
+ * TSR_SC_MAX_SLOTS (TSR_ERR_TOO_LARGE).
+ */
+struct tsr_cmd_sc_partition {
+	struct tsr_cmd_header hdr;
+	__u32 count;
+	__u32 partitions;
+	__u32 samples;
+	__u32 vocab;
+	__u32 max_ids;
+	__u32 max_unique_ids;
+	struct tsr_sc_coo in;
+	struct tsr_sc_coo out;
+	__u64 counts;
+};
+
+/*
+ * How the rows of one sample combine: their weighted sum, divided by 1,
+ * the sum of the weights or the square root of the sum of their squares.
+ */
+enum tsr_sc_combiner {
+	TSR_SC_SUM = 1,
+	TSR_SC_MEAN = 2,
+	TSR_SC_SQRTN = 3,
+};
+
+/**
+ * struct tsr_cmd_sc_gather - TSR_OP_SC_GATHER: embedding lookup,
+ * out[s] = combine(sum of weight x table[id] over the entries of sample s)
+ * @hdr: header; no flags defined
+ * @count: entries of @in, 0 to TSR_SC_MAX_ENTRIES
+ * @combiner: enum tsr_sc_combiner
+ * @in: the ids: sample ids below @out.rows, embedding ids below
+ *	@table.rows (or TSR_SC_PAD)
+ * @table: the embedding table, F32 or BF16, rows padded (stride x element
+ *	size a multiple of TSR_SC_ROW_ALIGN) and aligned to TSR_SC_ROW_ALIGN
+ * @out: samples x @table.cols, F32 or BF16; a sample without ids gets 0
+ *
+ * An id out of range fails the command with TSR_ERR_ID_RANGE before it
+ * writes anything; fault_va is the VA of the first such id.
+ */
+struct tsr_cmd_sc_gather {
+	struct tsr_cmd_header hdr;
+	__u32 count;
+	__u32 combiner;
+	struct tsr_sc_coo in;
+	struct tsr_tensor table;
+	struct tsr_tensor out;
+};
+
+/**
+ * struct tsr_cmd_sc_scatter_add - TSR_OP_SC_SCATTER_ADD: the gradient of
+ * a gather, added to a table: dst[id] += @scale x sum, over the entries
+ * of id, of weight / combiner's divisor of its sample x grad[sample]
+ * @hdr: header; no flags defined
+ * @count: entries of @in, 0 to TSR_SC_MAX_ENTRIES
+ * @combiner: enum tsr_sc_combiner, the gather's
+ * @in: the ids: sample ids below @grad.rows, embedding ids below
+ *	@dst.rows (or TSR_SC_PAD)
+ * @grad: samples x dim, F32 or BF16
+ * @dst: the table (or its gradient), rows x dim, F32 or BF16, padded and
+ *	aligned as a gather's table
+ * @scale: f32 bits, e.g. minus the learning rate
+ * @reserved: must be zero
+ *
+ * Each id's contributions are summed in f32 in input order, then added
+ * to its row once: results are the same run after run.  An id out of
+ * range fails the command before it writes anything (TSR_ERR_ID_RANGE).
+ */
+struct tsr_cmd_sc_scatter_add {
+	struct tsr_cmd_header hdr;
+	__u32 count;
+	__u32 combiner;
+	struct tsr_sc_coo in;
+	struct tsr_tensor grad;
+	struct tsr_tensor dst;
+	__u32 scale;
+	__u32 reserved;
+};
 
 /* ---------------------------------------------------------- ICI links */
 

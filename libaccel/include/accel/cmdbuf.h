@@ -3,7 +3,7 @@
  * libaccel command buffers: building the chip's command streams.
  *
  * One function per command of the chip (Documentation/chip.md,
- * "Commands"); ICI_WRITE's are in <accel/ici.h>.  Each checks what the
+ * "Commands" and "SparseCore"); ICI_WRITE's are in <accel/ici.h>.  Each checks what the
  * chip would check and returns the matching ACCEL_ERR_BAD_* code rather
  * than letting the job fail; it also checks that every tensor and region
  * lies inside its buffer (ACCEL_ERR_OUT_OF_BOUNDS).  A call that fails
@@ -229,6 +229,91 @@ ACCEL_API int accel_cmdbuf_timestamp(struct accel_cmdbuf *cb,
 
 /** accel_cmdbuf_interrupt() - INTERRUPT: raise the queue's user interrupt. */
 ACCEL_API int accel_cmdbuf_interrupt(struct accel_cmdbuf *cb);
+
+/* ------------------------------------------------------------ SparseCore */
+
+/* struct accel_sc_ids.weights of ids without weights: each weighs 1. */
+#define ACCEL_SC_UNWEIGHTED	UINT64_MAX
+
+/**
+ * struct accel_sc_ids - embedding ids in COO form in device memory:
+ * entry i is embedding id col_ids[i] of sample row_ids[i], weighing
+ * weights[i]
+ * @buffer: the buffer holding the three arrays, or NULL for raw VAs
+ * @row_ids: offset (or VA) of the u32 sample ids, 4-byte aligned
+ * @col_ids: offset of the u32 embedding ids
+ * @weights: offset of the f32 weights, or ACCEL_SC_UNWEIGHTED
+ * @count: entries
+ */
+struct accel_sc_ids {
+	struct accel_buffer *buffer;
+	uint64_t row_ids;
+	uint64_t col_ids;
+	uint64_t weights;
+	uint32_t count;
+};
+
+/**
+ * struct accel_sc_limits - how SC_PARTITION routes ids
+ * @partitions: embedding id mod @partitions picks the partition: the
+ *	chip's SparseCores, or the chips a table is sharded over
+ * @samples: sample ids are below it
+ * @vocab: embedding ids are below it
+ * @max_ids: max_ids_per_partition
+ * @max_unique_ids: max_unique_ids_per_partition, at most @max_ids
+ * @flags: TSR_SC_DROP to drop ids over the limits rather than fail
+ */
+struct accel_sc_limits {
+	uint32_t partitions;
+	uint32_t samples;
+	uint32_t vocab;
+	uint32_t max_ids;
+	uint32_t max_unique_ids;
+	uint32_t flags;
+};
+
+/**
+ * accel_cmdbuf_sc_partition() - SC_PARTITION: dedup the ids of @in within
+ * each sample and route them to @limits->partitions partitions of @out.
+ * @out: @limits->partitions x @limits->max_ids slots (@out->count must
+ *	be that); its weights may be ACCEL_SC_UNWEIGHTED, not to write them
+ * @counts: @limits->partitions struct tsr_sc_counts, 4-byte aligned
+ *
+ * The chip also checks that the limits fit in a SparseCore's SPMEM
+ * (TSR_ERR_SPMEM), which depends on the chip.
+ */
+ACCEL_API int accel_cmdbuf_sc_partition(struct accel_cmdbuf *cb,
+					const struct accel_sc_limits *limits,
+					const struct accel_sc_ids *in,
+					const struct accel_sc_ids *out,
+					const struct accel_region *counts);
+
+/**
+ * accel_cmdbuf_sc_gather() - SC_GATHER: @out[s] = the rows of @table that
+ * sample s names, weighted and combined with @combiner.
+ *
+ * @table is F32 or BF16, its rows padded to 32 bytes (@table->stride x
+ * element size a multiple of TSR_SC_ROW_ALIGN) and 32-byte aligned; @out
+ * is samples x @table->cols, F32 or BF16.
+ */
+ACCEL_API int accel_cmdbuf_sc_gather(struct accel_cmdbuf *cb,
+				     enum tsr_sc_combiner combiner,
+				     const struct accel_sc_ids *in,
+				     const struct accel_tensor *table,
+				     const struct accel_tensor *out);
+
+/**
+ * accel_cmdbuf_sc_scatter_add() - SC_SCATTER_ADD: the gradient of a
+ * gather with @combiner, @grad (samples x dim), times @scale, added to
+ * the rows of @dst (a table, padded and aligned as a gather's) that @in
+ * names.
+ */
+ACCEL_API int accel_cmdbuf_sc_scatter_add(struct accel_cmdbuf *cb,
+					  enum tsr_sc_combiner combiner,
+					  const struct accel_sc_ids *in,
+					  const struct accel_tensor *grad,
+					  const struct accel_tensor *dst,
+					  float scale);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <accel/cmdbuf.h>
 #include <accel/common.h>
 #include <accel/ops.h>
 #include <accel/tensor.h>
@@ -83,6 +84,58 @@ ACCEL_API int accel_ref_softmax_cross_entropy(const float *logits,
  */
 ACCEL_API int accel_ref_compare(const float *got, const float *want,
 				size_t count, float rel_tol, size_t *bad);
+
+/* ------------------------------------------------------------ SparseCore */
+
+/*
+ * The SparseCore commands on the CPU (Documentation/chip.md,
+ * "SparseCore").  Ids are host arrays of @count entries; @weights may be
+ * NULL (each weighs 1).  Each sets *@chip_error to TSR_ERR_NONE or the
+ * TSR_ERR_* code the chip fails with, and *@where to the entry (ID_RANGE)
+ * or the partition (MAX_IDS, MAX_UNIQUE_IDS) it fails at; on an error,
+ * outputs are left as the chip leaves them.  They return
+ * ACCEL_ERR_INVALID_ARGUMENT for NULL arrays or limits the chip refuses
+ * before reading any id.
+ */
+
+/**
+ * accel_ref_sc_partition() - SC_PARTITION: @out_rows, @out_cols and
+ * @out_weights (NULL not to write them) get @limits->partitions x
+ * @limits->max_ids slots, @counts @limits->partitions counts
+ */
+ACCEL_API int accel_ref_sc_partition(const uint32_t *row_ids,
+				     const uint32_t *col_ids,
+				     const float *weights, uint32_t count,
+				     const struct accel_sc_limits *limits,
+				     uint32_t *out_rows, uint32_t *out_cols,
+				     float *out_weights,
+				     struct tsr_sc_counts *counts,
+				     uint32_t *chip_error, uint32_t *where);
+
+/**
+ * accel_ref_sc_gather() - SC_GATHER: @out (@samples x @dim) from @table
+ * (@vocab x @dim, dense), combined with @combiner
+ */
+ACCEL_API int accel_ref_sc_gather(enum tsr_sc_combiner combiner,
+				  const uint32_t *row_ids,
+				  const uint32_t *col_ids,
+				  const float *weights, uint32_t count,
+				  const float *table, uint32_t vocab,
+				  uint32_t dim, float *out, uint32_t samples,
+				  uint32_t *chip_error, uint32_t *where);
+
+/**
+ * accel_ref_sc_scatter_add() - SC_SCATTER_ADD: @dst (@vocab x @dim) +=
+ * @scale x the gradient of a @combiner gather, from @grad (@samples x @dim)
+ */
+ACCEL_API int accel_ref_sc_scatter_add(enum tsr_sc_combiner combiner,
+				       const uint32_t *row_ids,
+				       const uint32_t *col_ids,
+				       const float *weights, uint32_t count,
+				       const float *grad, uint32_t samples,
+				       uint32_t dim, float *dst,
+				       uint32_t vocab, float scale,
+				       uint32_t *chip_error, uint32_t *where);
 
 #ifdef __cplusplus
 }
