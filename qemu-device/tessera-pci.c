@@ -577,6 +577,9 @@ static const MemoryRegionOps tessera_mmio_ops = {
 
 /* ------------------------------------------------------ configuration */
 
+/* The sparsecores property's default: as many as the preset has. */
+#define TESSERA_PRESET_SPARSECORES UINT32_MAX
+
 static bool tessera_config(TesseraState *s, TsrConfig *cfg, Error **errp)
 {
     const TsrConfig *o = &s->over;
@@ -602,7 +605,20 @@ static bool tessera_config(TesseraState *s, TsrConfig *cfg, Error **errp)
     OVERRIDE(ici_link_latency_ns);
     OVERRIDE(num_queues);
     OVERRIDE(hbm_size);
+    OVERRIDE(sc_tiles);
+    /* A new f32 width keeps the preset's bf16 packing unless given too. */
+    if (o->sc_simd_f32 && !o->sc_simd_bf16) {
+        cfg->sc_simd_bf16 = o->sc_simd_f32 *
+                            (cfg->sc_simd_bf16 / cfg->sc_simd_f32);
+    }
+    OVERRIDE(sc_simd_f32);
+    OVERRIDE(sc_simd_bf16);
+    OVERRIDE(sc_spmem_kib);
 #undef OVERRIDE
+    /* 0 is a valid count: the property's default means the preset's. */
+    if (o->sparsecores != TESSERA_PRESET_SPARSECORES) {
+        cfg->sparsecores = o->sparsecores;
+    }
     cfg->debug_regs = o->debug_regs;
     if (tsr_config_check(cfg, &why)) {
         error_setg(errp, "tessera: %s", why);
@@ -1103,6 +1119,12 @@ static const Property tessera_properties[] = {
                        over.ici_link_latency_ns, 0),
     DEFINE_PROP_UINT32("queues", TesseraState, over.num_queues, 0),
     DEFINE_PROP_SIZE("hbm-size", TesseraState, over.hbm_size, 0),
+    DEFINE_PROP_UINT32("sparsecores", TesseraState, over.sparsecores,
+                       TESSERA_PRESET_SPARSECORES),
+    DEFINE_PROP_UINT32("sc-tiles", TesseraState, over.sc_tiles, 0),
+    DEFINE_PROP_UINT32("sc-simd", TesseraState, over.sc_simd_f32, 0),
+    DEFINE_PROP_UINT32("sc-simd-bf16", TesseraState, over.sc_simd_bf16, 0),
+    DEFINE_PROP_UINT32("sc-spmem-kib", TesseraState, over.sc_spmem_kib, 0),
     DEFINE_PROP_BOOL("debug-regs", TesseraState, over.debug_regs, false),
     DEFINE_PROP_UINT32("slice-id", TesseraState, slice_id, 0),
     DEFINE_PROP_STRING("slice-dims", TesseraState, slice_dims),
