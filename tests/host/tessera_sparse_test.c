@@ -342,16 +342,25 @@ TEST_F(sc, partition_of_no_ids_pads_every_slot)
 	want_free(&w);
 }
 
-/* 40 distinct ids of partition 0 (of 2), then one of partition 1. */
-static void ids_crowded(struct ids *in)
+/*
+ * Partition 61 ids in 2 partitions: 60 of 40 distinct ids in partition
+ * @crowded, and one in the other.
+ */
+static struct tsr_completion *run_crowded(struct test_chip *c,
+					  const struct accel_sc_limits *l,
+					  uint32_t crowded, struct ids *in,
+					  struct part *p)
 {
 	uint32_t i;
 
+	*in = ids_new(c, 61);
 	for (i = 0; i < in->n; i++) {
 		in->r[i] = i % 3;
-		in->c[i] = 2 * (i % 40);
+		in->c[i] = 2 * (i % 40) + crowded;
 	}
-	in->c[in->n - 1] = 1;
+	in->c[in->n - 1] = !crowded;
+	*p = part_new(c, in, false, l);
+	return chip_run(c, &p->cmd, sizeof(p->cmd));
 }
 
 TEST_F(sc, partition_over_max_ids_fails_naming_the_limit_and_the_count)
@@ -360,15 +369,11 @@ TEST_F(sc, partition_over_max_ids_fails_naming_the_limit_and_the_count)
 		.partitions = 2, .samples = 3, .vocab = 100, .max_ids = 30,
 		.max_unique_ids = 30,
 	};
-	struct ids in = ids_new(self->c, 61);
-	struct tsr_completion *done;
+	struct ids in;
 	struct part p;
-	struct want w;
+	struct tsr_completion *done = run_crowded(self->c, &l, 0, &in, &p);
+	struct want w = part_ref(&p, &in, false);
 
-	ids_crowded(&in);
-	p = part_new(self->c, &in, false, &l);
-	w = part_ref(&p, &in, false);
-	done = chip_run(self->c, &p.cmd, sizeof(p.cmd));
 	ASSERT_EQ(TSR_ERR_MAX_IDS, w.error);
 	EXPECT_EQ(TSR_ERR_MAX_IDS, done->error);
 	/* fault_va names partition 0's counts: 60 ids seen, 40 unique. */
@@ -388,13 +393,10 @@ TEST_F(sc, partition_over_max_unique_ids_fails_naming_that_limit)
 		.partitions = 2, .samples = 3, .vocab = 100, .max_ids = 64,
 		.max_unique_ids = 39,
 	};
-	struct ids in = ids_new(self->c, 61);
-	struct tsr_completion *done;
+	struct ids in;
 	struct part p;
+	struct tsr_completion *done = run_crowded(self->c, &l, 0, &in, &p);
 
-	ids_crowded(&in);
-	p = part_new(self->c, &in, false, &l);
-	done = chip_run(self->c, &p.cmd, sizeof(p.cmd));
 	EXPECT_EQ(TSR_ERR_MAX_UNIQUE_IDS, done->error);
 	EXPECT_EQ(p.cmd.counts, done->fault_va);
 	EXPECT_EQ(40, p.counts[0].unique_ids);
@@ -407,16 +409,10 @@ TEST_F(sc, partition_limit_in_a_later_partition_names_that_partition)
 		.partitions = 2, .samples = 3, .vocab = 100, .max_ids = 30,
 		.max_unique_ids = 30,
 	};
-	struct ids in = ids_new(self->c, 61);
-	struct tsr_completion *done;
+	struct ids in;
 	struct part p;
-	uint32_t i;
+	struct tsr_completion *done = run_crowded(self->c, &l, 1, &in, &p);
 
-	ids_crowded(&in);
-	for (i = 0; i < in.n; i++)
-		in.c[i] ^= 1;
-	p = part_new(self->c, &in, false, &l);
-	done = chip_run(self->c, &p.cmd, sizeof(p.cmd));
 	EXPECT_EQ(TSR_ERR_MAX_IDS, done->error);
 	EXPECT_EQ(p.cmd.counts + 16, done->fault_va);
 	EXPECT_EQ(60, p.counts[1].ids);
@@ -428,14 +424,12 @@ TEST_F(sc, partition_drop_flag_drops_ids_in_order_and_counts_them)
 		.partitions = 2, .samples = 3, .vocab = 100, .max_ids = 30,
 		.max_unique_ids = 25, .flags = TSR_SC_DROP,
 	};
-	struct ids in = ids_new(self->c, 61);
+	struct ids in;
 	struct part p;
-	struct want w;
+	struct tsr_completion *done = run_crowded(self->c, &l, 0, &in, &p);
+	struct want w = part_ref(&p, &in, false);
 
-	ids_crowded(&in);
-	p = part_new(self->c, &in, false, &l);
-	w = part_ref(&p, &in, false);
-	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &p.cmd, sizeof(p.cmd))->error);
+	ASSERT_EQ(TSR_ERR_NONE, done->error);
 	/* 25 unique ids taken (the first 25), then 5 repeats of them. */
 	EXPECT_EQ(60, p.counts[0].ids);
 	EXPECT_EQ(40, p.counts[0].unique_ids);
@@ -992,6 +986,35 @@ TEST(gather_time_is_compute_bound_on_fast_memory_and_bf16_doubles_lanes)
 	EXPECT_GT(compute, rows + stream);
 	EXPECT_EQ(100 + compute, rd(c, TSR_REG_CNT_SC_BUSY_LO));
 	free(tb.dense);
+	chip_free(c);
+}
+
+TEST(partition_time_is_compute_bound_on_fast_memory)
+{
+	const uint32_t n = 1u << 16;
+	struct accel_sc_limits l = {
+		.partitions = 2, .samples = 1000, .vocab = 5000,
+		.max_ids = 1024, .max_unique_ids = 1024, .flags = TSR_SC_DROP,
+	};
+	struct test_chip *c;
+	struct ids in;
+	struct part p;
+	uint64_t lanes = 2 * 16 * 8, stream, compute;
+	TsrConfig cfg;
+
+	/* v6e partitions with its f32 lanes, whatever the table. */
+	ASSERT_EQ(0, tsr_preset_lookup("v6e", &cfg));
+	cfg.host_dma_gbps = 10000;
+	c = chip_new_config(&cfg);
+	in = ids_new(c, n);
+	ids_random(&in, l.samples, l.vocab, 5);
+	p = part_new(c, &in, false, &l);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(c, &p.cmd, sizeof(p.cmd))->error);
+	stream = div_up(((uint64_t)n * 8 + 3 * 2048 * 4 + 2 * 16) * 1750,
+			10000000);
+	compute = 3 * div_up(n, lanes);
+	EXPECT_GT(compute, stream);
+	EXPECT_EQ(100 + compute, rd(c, TSR_REG_CNT_SC_BUSY_LO));
 	chip_free(c);
 }
 
