@@ -1170,6 +1170,12 @@ static int sc_lookup(struct stage *st, enum tsr_sc_combiner combiner,
 					 "%s: %s has %u columns, %s %u: they must be equal",
 					 st->cmd, rows_name, enc_rows->cols,
 					 table_name, enc_table->cols);
+	if ((uint64_t)enc_rows->rows * enc_rows->cols > TSR_MAX_ELEMENTS)
+		return accel_cmdbuf_fail(st->cb, ACCEL_ERR_TOO_LARGE,
+					 "%s: %s is %ux%u, over %llu elements",
+					 st->cmd, rows_name, enc_rows->rows,
+					 enc_rows->cols,
+					 (unsigned long long)TSR_MAX_ELEMENTS);
 	if ((uint64_t)in->count * enc_table->cols > (1ull << 30))
 		return accel_cmdbuf_fail(st->cb, ACCEL_ERR_TOO_LARGE,
 					 "%s: %u ids of %u columns is over 2^30 multiply-adds",

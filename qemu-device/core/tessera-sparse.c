@@ -27,7 +27,7 @@
 /* Most multiply-adds (ids x row width) of one gather or scatter. */
 #define TSR_SC_MAX_WORK (1ull << 30)
 
-/* Rows between two looks at an abort. */
+/* Ids between two looks at an abort. */
 #define TSR_SC_ABORT_ROWS 4096
 
 /* A command's ids, read into host memory. */
@@ -488,7 +488,8 @@ static uint32_t sc_lookup_check(const struct tsr_cmd_header *hdr,
         return TSR_ERR_BAD_SHAPE;
     }
     if (count > TSR_SC_MAX_ENTRIES ||
-        (uint64_t)count * table->cols > TSR_SC_MAX_WORK) {
+        (uint64_t)count * table->cols > TSR_SC_MAX_WORK ||
+        (uint64_t)rows->rows * rows->cols > TSR_MAX_ELEMENTS) {
         return TSR_ERR_TOO_LARGE;
     }
     return sc_coo_check(in, count);
@@ -649,6 +650,9 @@ static uint32_t scatter_row(TsrMem *mem, const struct tsr_cmd_sc_scatter_add *c,
     for (; *next < used && order[*next] >> 32 == id; (*next)++) {
         uint32_t at = (uint32_t)order[*next];
 
+        if (*next % TSR_SC_ABORT_ROWS == 0 && tsr_mem_aborted(mem)) {
+            return TSR_ERR_ABORTED;
+        }
         if (sc_row_load(mem, &c->grad, ids->rows[at], row)) {
             return mem->error;
         }
@@ -682,10 +686,6 @@ static uint32_t scatter_run(TsrMem *mem,
         err = TSR_ERR_TOO_LARGE;
     }
     while (!err && next < *used) {
-        if (*unique % TSR_SC_ABORT_ROWS == 0 && tsr_mem_aborted(mem)) {
-            err = TSR_ERR_ABORTED;
-            break;
-        }
         err = scatter_row(mem, c, ids, f, order, *used, &next, acc, row);
         (*unique)++;
     }

@@ -758,6 +758,10 @@ TEST_F(cb, sc_lookups_are_checked)
 		accel_cmdbuf_sc_gather(self->cb, TSR_SC_SUM, &in, &wide,
 				       &wide_rows));
 	in.count = 10;
+	wide_rows.rows = 1u << 18;
+	REJECTS(ACCEL_ERR_TOO_LARGE, "out is 262144x2048, over 268435456 elements",
+		accel_cmdbuf_sc_gather(self->cb, TSR_SC_SUM, &in, &wide,
+				       &wide_rows));
 	in.row_ids += 1;
 	REJECTS(ACCEL_ERR_BAD_ALIGNMENT, "in.row_ids is at VA",
 		accel_cmdbuf_sc_scatter_add(self->cb, TSR_SC_SUM, &in, &rows,

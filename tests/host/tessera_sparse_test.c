@@ -784,6 +784,11 @@ TEST_F(sc, gather_checks_every_field)
 	g.out.cols = 7;
 	EXPECT_EQ(TSR_ERR_BAD_SHAPE, chip_run(self->c, &g, sizeof(g))->error);
 	g = ok;
+	g.out = tensor(out.va, 1u << 19, 1u << 10, TSR_DTYPE_F32);
+	g.table.cols = g.table.stride = 1u << 10;
+	g.table.rows = 1;
+	EXPECT_EQ(TSR_ERR_TOO_LARGE, chip_run(self->c, &g, sizeof(g))->error);
+	g = ok;
 	g.count = TSR_SC_MAX_ENTRIES + 1;
 	EXPECT_EQ(TSR_ERR_TOO_LARGE, chip_run(self->c, &g, sizeof(g))->error);
 	g = ok;

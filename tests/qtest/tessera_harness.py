@@ -467,6 +467,32 @@ def unary(op, src, out):
     return hdr(C["TSR_OP_" + op], 56) + src + out
 
 
+def sc_coo(va, count, weighted=True):
+    """struct tsr_sc_coo: the three arrays of @count ids, back to back."""
+    return struct.pack("<QQQ", va, va + 4 * count,
+                       va + 8 * count if weighted else 0)
+
+
+def sc_partition(count, partitions, samples, vocab, max_ids, max_unique,
+                 coo_in, coo_out, counts, flags=0):
+    return (hdr(C["TSR_OP_SC_PARTITION"], 88, flags) +
+            struct.pack("<6I", count, partitions, samples, vocab, max_ids,
+                        max_unique) + coo_in + coo_out +
+            struct.pack("<Q", counts))
+
+
+def sc_gather(count, combiner, coo, table, out):
+    return (hdr(C["TSR_OP_SC_GATHER"], 88) +
+            struct.pack("<II", count, C["TSR_SC_" + combiner]) + coo +
+            table + out)
+
+
+def sc_scatter_add(count, combiner, coo, grad, dst, scale):
+    return (hdr(C["TSR_OP_SC_SCATTER_ADD"], 96) +
+            struct.pack("<II", count, C["TSR_SC_" + combiner]) + coo +
+            grad + dst + struct.pack("<fI", scale, 0))
+
+
 # Far above guest RAM: operands mapped onto a little HBM (map_aliased).
 HUGE_VA = 4 << 30
 

@@ -15,7 +15,8 @@ import time
 
 from tessera_harness import (BAR0, BAR2, C, CTX_TABLE, FENCES, HUGE_VA,
                              billion_row_dma, check, dma, hdr, huge_matmul,
-                             matmul, reduce, sem, tensor, unary, vpu)
+                             matmul, reduce, sc_coo, sc_gather, sc_partition,
+                             sc_scatter_add, sem, tensor, unary, vpu)
 
 VCPU_LIMIT_S = 0.1
 # QEMU may grow by less than this running the largest commands.
@@ -245,7 +246,19 @@ def maximal_commands():
     n = 1 << 14
     va = [HUGE_VA + (i << 30) for i in range(8)]
     square = lambda v, d: tensor(v, n, n, d)  # noqa: E731
+    ids = 1 << 20
+    wide = lambda v: tensor(v, 1 << 18, 1 << 10, "F32")  # noqa: E731
+    # The SparseCore first, while the ids (HBM's zeros) are in range: all
+    # of one sample and one embedding id, the longest run there is.
     return [
+        ("sc gather 2^20 ids x 1024", sc_gather(
+            ids, "SQRTN", sc_coo(va[0], ids), wide(va[1]), wide(va[2]))),
+        ("sc scatter-add 2^20 ids x 1024", sc_scatter_add(
+            ids, "MEAN", sc_coo(va[0], ids), wide(va[2]), wide(va[1]),
+            -1.0)),
+        ("sc partition 2^20 ids to 4096 x 512", sc_partition(
+            ids, 4096, 1 << 20, 1 << 30, 512, 512, sc_coo(va[0], ids),
+            sc_coo(va[3], 1 << 21), va[4])),
         ("dma copy 4 GiB", dma(C["TSR_OP_DMA_COPY"], va[0], va[4],
                                (1 << 20, 1 << 12, 1), (1 << 20, 0),
                                (1 << 20, 0))),
