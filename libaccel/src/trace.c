@@ -372,6 +372,12 @@ static const char *opcode_name(uint8_t opcode, char *buf, size_t len)
 		return "INTERRUPT";
 	case TSR_OP_ICI_WRITE:
 		return "ICI_WRITE";
+	case TSR_OP_SC_PARTITION:
+		return "SC_PARTITION";
+	case TSR_OP_SC_GATHER:
+		return "SC_GATHER";
+	case TSR_OP_SC_SCATTER_ADD:
+		return "SC_SCATTER_ADD";
 	default:
 		snprintf(buf, len, "opcode 0x%02x", opcode);
 		return buf;
@@ -383,6 +389,7 @@ static const char *const engine_names[TSR_ENGINE_COUNT] = {
 	[TSR_ENGINE_DMA] = "DMA",
 	[TSR_ENGINE_MXU] = "MXU",
 	[TSR_ENGINE_VPU] = "VPU",
+	[TSR_ENGINE_SC] = "SparseCore",
 };
 
 /*

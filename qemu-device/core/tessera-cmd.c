@@ -85,6 +85,10 @@ uint8_t tsr_cmd_engine(uint8_t opcode)
     case TSR_OP_CAST:
     case TSR_OP_TRANSPOSE:
         return TSR_ENGINE_VPU;
+    case TSR_OP_SC_PARTITION:
+    case TSR_OP_SC_GATHER:
+    case TSR_OP_SC_SCATTER_ADD:
+        return TSR_ENGINE_SC;
     default:
         return TSR_ENGINE_CP;
     }

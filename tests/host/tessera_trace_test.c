@@ -294,4 +294,31 @@ TEST_F(trace, an_untraced_job_has_the_same_timing_as_a_traced_one)
 	EXPECT_EQ(plain.mxu_cycles, traced.mxu_cycles);
 }
 
+TEST_F(trace, sparsecore_commands_are_traced_on_their_engine)
+{
+	uint64_t table = chip_buffer(self->c, 1, 4 * 8 * 4);
+	uint64_t out = chip_buffer(self->c, 1, 2 * 8 * 4);
+	uint64_t va = chip_buffer(self->c, 1, trace_bytes(1));
+	const struct tsr_trace_header *h = host_ptr(self->c, va);
+	const struct tsr_trace_record *r = (const void *)(h + 1);
+	/* No ids: two samples of zeros. */
+	struct tsr_cmd_sc_gather g = {
+		.hdr = HDR(TSR_OP_SC_GATHER, struct tsr_cmd_sc_gather),
+		.combiner = TSR_SC_SUM,
+		.table = tensor(table, 4, 8, TSR_DTYPE_F32),
+		.out = tensor(out, 2, 8, TSR_DTYPE_F32),
+	};
+	struct tsr_completion *comp;
+
+	comp = chip_run_traced(self->c, &g, sizeof(g), va, trace_bytes(1));
+	ASSERT_EQ(TSR_ERR_NONE, comp->error);
+	ASSERT_EQ(1, h->records);
+	EXPECT_EQ(TSR_OP_SC_GATHER, r[0].opcode);
+	EXPECT_EQ(TSR_ENGINE_SC, r[0].engine);
+	EXPECT_EQ(2 * 8 * 4, r[0].mem_bytes);
+	EXPECT_EQ(rd(self->c, TSR_REG_CNT_SC_BUSY_LO),
+		  r[0].end_cycle - r[0].start_cycle);
+	EXPECT_EQ(0, comp->mxu_cycles + comp->vpu_cycles + comp->dma_cycles);
+}
+
 TEST_HARNESS_MAIN

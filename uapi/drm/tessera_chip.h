@@ -1163,15 +1163,17 @@ struct tsr_trace_header {
 /*
  * The unit a command keeps busy: the command processor itself (NOP,
  * semaphores, TIMESTAMP, INTERRUPT), the DMA engines (DMA_COPY, DMA_FILL,
- * ICI_WRITE), the MXUs (MATMUL) or the VPU (VPU, REDUCE, CAST, TRANSPOSE).
- * A command's cycles count towards its engine's busy cycles of the
- * completion record.
+ * ICI_WRITE), the MXUs (MATMUL), the VPU (VPU, REDUCE, CAST, TRANSPOSE)
+ * or the SparseCores (SC_PARTITION, SC_GATHER, SC_SCATTER_ADD).  A
+ * command's cycles count towards its engine's busy cycles of the
+ * completion record; the SparseCores' only in TSR_REG_CNT_SC_BUSY_LO.
  */
 enum tsr_engine {
 	TSR_ENGINE_CP = 0,
 	TSR_ENGINE_DMA = 1,
 	TSR_ENGINE_MXU = 2,
 	TSR_ENGINE_VPU = 3,
+	TSR_ENGINE_SC = 4,
 	TSR_ENGINE_COUNT
 };
 
