@@ -383,20 +383,21 @@ uint32_t tsr_cmd_transpose(TsrMem *mem, const struct tsr_cmd_unary_copy *c,
 /*
  * SparseCore timing (tessera-timing.c, Documentation/chip.md "SparseCore
  * timing"): lanes working at once on @dtype, the bytes a row of @bytes
- * moves in HBM granules, and each command's cycles from its work and
- * the cycles of its other memory traffic (@stream).
+ * moves in HBM granules, the bytes of the rows a gather or scatter-add
+ * moves, and each command's cycles from its work and the cycles of its
+ * other memory traffic (@stream).  A gather combines @rows samples, a
+ * scatter-add @rows distinct ids.
  */
 uint64_t tsr_sc_lanes(const TsrConfig *cfg, uint32_t dtype);
 uint64_t tsr_sc_row_bytes(uint64_t bytes);
+uint64_t tsr_sc_gather_bytes(uint32_t dtype, uint64_t ids, uint64_t dim);
+uint64_t tsr_sc_scatter_bytes(uint32_t dtype, uint32_t grad_dtype,
+                              uint64_t ids, uint64_t unique, uint64_t dim);
 uint64_t tsr_sc_partition_cycles(const TsrConfig *cfg, uint64_t ids,
                                  uint64_t stream);
-uint64_t tsr_sc_gather_cycles(const TsrConfig *cfg, uint32_t dtype,
-                              uint64_t ids, uint64_t samples, uint64_t dim,
-                              uint64_t stream);
-uint64_t tsr_sc_scatter_cycles(const TsrConfig *cfg, uint32_t dtype,
-                               uint32_t grad_dtype, uint64_t ids,
-                               uint64_t unique, uint64_t dim,
-                               uint64_t stream);
+uint64_t tsr_sc_lookup_cycles(const TsrConfig *cfg, uint32_t dtype,
+                              uint64_t ids, uint64_t rows, uint64_t dim,
+                              uint64_t row_bytes, uint64_t stream);
 
 /* SparseCore commands (tessera-sparse.c). */
 uint32_t tsr_cmd_sc_partition(TsrMem *mem,

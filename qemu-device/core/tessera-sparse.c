@@ -535,17 +535,35 @@ static float *sc_factors(const ScIds *ids, uint32_t combiner,
     return f;
 }
 
-/* Row @row of @t, widened to f32, read without counting its bytes. */
-static int sc_row_load(TsrMem *mem, const struct tsr_tensor *t, uint32_t row,
-                       float *buf)
+/*
+ * Move row @row of @t, widened to f32, out of @buf or into it.  Rows are
+ * timed as whole HBM granules (tsr_sc_gather_bytes()), so the job's
+ * memory traffic leaves them out until the command is charged.
+ */
+static int sc_row(TsrMem *mem, const struct tsr_tensor *t, uint32_t row,
+                  float *buf, bool store)
 {
     struct tsr_tensor r = tsr_tensor_block(t, row, 1, 0, t->cols);
-    int ret;
+    uint64_t host = mem->host_bytes, hbm = mem->hbm_bytes;
+    int ret = store ? tsr_tensor_store_f32(mem, &r, buf)
+                    : tsr_tensor_load_f32(mem, &r, buf);
 
-    mem->reread = true;
-    ret = tsr_tensor_load_f32(mem, &r, buf);
-    mem->reread = false;
+    mem->host_bytes = host;
+    mem->hbm_bytes = hbm;
     return ret;
+}
+
+/*
+ * Charge a gather or scatter-add; then count its rows' @row_bytes with
+ * its traffic, for the job's trace.
+ */
+static void sc_lookup_charge(TsrMem *mem, TsrCost *cost, uint32_t dtype,
+                             uint64_t ids, uint64_t rows, uint64_t dim,
+                             uint64_t row_bytes)
+{
+    cost->sc += tsr_sc_lookup_cycles(&mem->core->cfg, dtype, ids, rows, dim,
+                                     row_bytes, tsr_mem_cycles(mem));
+    mem->hbm_bytes += row_bytes;
 }
 
 static void sc_axpy(float *acc, float f, const float *x, uint32_t n)
@@ -574,7 +592,7 @@ static uint32_t gather_block(TsrMem *mem, const struct tsr_cmd_sc_gather *c,
         if (*next % TSR_SC_ABORT_ROWS == 0 && tsr_mem_aborted(mem)) {
             return TSR_ERR_ABORTED;
         }
-        if (sc_row_load(mem, &c->table, ids->cols[at], row)) {
+        if (sc_row(mem, &c->table, ids->cols[at], row, false)) {
             return mem->error;
         }
         sc_axpy(acc + (uint64_t)(ids->rows[at] - s0) * dim, f[at], row, dim);
@@ -626,9 +644,9 @@ uint32_t tsr_cmd_sc_gather(TsrMem *mem, const struct tsr_cmd_sc_gather *c,
         err = gather_run(mem, c, &ids, &used);
     }
     sc_ids_free(&ids);
-    cost->sc += tsr_sc_gather_cycles(&mem->core->cfg, c->table.dtype, used,
-                                     c->out.rows, c->table.cols,
-                                     tsr_mem_cycles(mem));
+    sc_lookup_charge(mem, cost, c->table.dtype, used, c->out.rows,
+                     c->table.cols,
+                     tsr_sc_gather_bytes(c->table.dtype, used, c->table.cols));
     return err;
 }
 
@@ -642,7 +660,6 @@ static uint32_t scatter_row(TsrMem *mem, const struct tsr_cmd_sc_scatter_add *c,
                             uint32_t *next, float *acc, float *row)
 {
     uint32_t dim = c->dst.cols, id = order[*next] >> 32;
-    struct tsr_tensor out = tsr_tensor_block(&c->dst, id, 1, 0, dim);
     float scale = tsr_bits_f32(c->scale);
     uint32_t k;
 
@@ -653,22 +670,18 @@ static uint32_t scatter_row(TsrMem *mem, const struct tsr_cmd_sc_scatter_add *c,
         if (*next % TSR_SC_ABORT_ROWS == 0 && tsr_mem_aborted(mem)) {
             return TSR_ERR_ABORTED;
         }
-        if (sc_row_load(mem, &c->grad, ids->rows[at], row)) {
+        if (sc_row(mem, &c->grad, ids->rows[at], row, false)) {
             return mem->error;
         }
         sc_axpy(acc, f[at], row, dim);
     }
-    if (sc_row_load(mem, &c->dst, id, row)) {
+    if (sc_row(mem, &c->dst, id, row, false)) {
         return mem->error;
     }
     for (k = 0; k < dim; k++) {
         row[k] += scale * acc[k];
     }
-    /* Counted by the formula, as the gathered rows are. */
-    mem->reread = true;
-    k = tsr_tensor_store_f32(mem, &out, row);
-    mem->reread = false;
-    return k ? mem->error : TSR_ERR_NONE;
+    return sc_row(mem, &c->dst, id, row, true) ? mem->error : TSR_ERR_NONE;
 }
 
 static uint32_t scatter_run(TsrMem *mem,
@@ -717,8 +730,8 @@ uint32_t tsr_cmd_sc_scatter_add(TsrMem *mem,
         err = scatter_run(mem, c, &ids, &used, &unique);
     }
     sc_ids_free(&ids);
-    cost->sc += tsr_sc_scatter_cycles(&mem->core->cfg, c->dst.dtype,
-                                      c->grad.dtype, used, unique,
-                                      c->dst.cols, tsr_mem_cycles(mem));
+    sc_lookup_charge(mem, cost, c->dst.dtype, used, unique, c->dst.cols,
+                     tsr_sc_scatter_bytes(c->dst.dtype, c->grad.dtype, used,
+                                          unique, c->dst.cols));
     return err;
 }

@@ -68,28 +68,25 @@ uint64_t tsr_sc_partition_cycles(const TsrConfig *cfg, uint64_t ids,
     return sc_cycles(compute, stream);
 }
 
-uint64_t tsr_sc_gather_cycles(const TsrConfig *cfg, uint32_t dtype,
-                              uint64_t ids, uint64_t samples, uint64_t dim,
-                              uint64_t stream)
+uint64_t tsr_sc_gather_bytes(uint32_t dtype, uint64_t ids, uint64_t dim)
 {
-    uint64_t lanes = tsr_sc_lanes(cfg, dtype);
-    uint64_t rows = ids * tsr_sc_row_bytes(dim * tsr_dtype_size(dtype));
-    uint64_t compute = div_up(ids * dim, lanes) + div_up(samples * dim, lanes);
-
-    return sc_cycles(compute, tsr_cycles_for_bytes(cfg, rows, cfg->hbm_gbps) +
-                              stream);
+    return ids * tsr_sc_row_bytes(dim * tsr_dtype_size(dtype));
 }
 
-uint64_t tsr_sc_scatter_cycles(const TsrConfig *cfg, uint32_t dtype,
-                               uint32_t grad_dtype, uint64_t ids,
-                               uint64_t unique, uint64_t dim,
-                               uint64_t stream)
+uint64_t tsr_sc_scatter_bytes(uint32_t dtype, uint32_t grad_dtype,
+                              uint64_t ids, uint64_t unique, uint64_t dim)
+{
+    return tsr_sc_gather_bytes(grad_dtype, ids, dim) +
+           2 * tsr_sc_gather_bytes(dtype, unique, dim);
+}
+
+uint64_t tsr_sc_lookup_cycles(const TsrConfig *cfg, uint32_t dtype,
+                              uint64_t ids, uint64_t rows, uint64_t dim,
+                              uint64_t row_bytes, uint64_t stream)
 {
     uint64_t lanes = tsr_sc_lanes(cfg, dtype);
-    uint64_t rows = ids * tsr_sc_row_bytes(dim * tsr_dtype_size(grad_dtype)) +
-                    2 * unique * tsr_sc_row_bytes(dim * tsr_dtype_size(dtype));
-    uint64_t compute = div_up(ids * dim, lanes) + div_up(unique * dim, lanes);
+    uint64_t compute = div_up(ids * dim, lanes) + div_up(rows * dim, lanes);
 
-    return sc_cycles(compute, tsr_cycles_for_bytes(cfg, rows, cfg->hbm_gbps) +
-                              stream);
+    return sc_cycles(compute, tsr_cycles_for_bytes(cfg, row_bytes,
+                                                   cfg->hbm_gbps) + stream);
 }

@@ -298,24 +298,29 @@ TEST_F(trace, sparsecore_commands_are_traced_on_their_engine)
 {
 	uint64_t table = chip_buffer(self->c, 1, 4 * 8 * 4);
 	uint64_t out = chip_buffer(self->c, 1, 2 * 8 * 4);
+	uint64_t ids = chip_buffer(self->c, 1, 2 * 3 * 4);
 	uint64_t va = chip_buffer(self->c, 1, trace_bytes(1));
 	const struct tsr_trace_header *h = host_ptr(self->c, va);
 	const struct tsr_trace_record *r = (const void *)(h + 1);
-	/* No ids: two samples of zeros. */
+	static const uint32_t rows_cols[] = { 0, 1, 1, 0, 3, 3 };
 	struct tsr_cmd_sc_gather g = {
 		.hdr = HDR(TSR_OP_SC_GATHER, struct tsr_cmd_sc_gather),
-		.combiner = TSR_SC_SUM,
+		.count = 3, .combiner = TSR_SC_SUM,
+		.in = { .row_ids = ids, .col_ids = ids + 12 },
 		.table = tensor(table, 4, 8, TSR_DTYPE_F32),
 		.out = tensor(out, 2, 8, TSR_DTYPE_F32),
 	};
 	struct tsr_completion *comp;
+
+	memcpy(host_ptr(self->c, ids), rows_cols, sizeof(rows_cols));
 
 	comp = chip_run_traced(self->c, &g, sizeof(g), va, trace_bytes(1));
 	ASSERT_EQ(TSR_ERR_NONE, comp->error);
 	ASSERT_EQ(1, h->records);
 	EXPECT_EQ(TSR_OP_SC_GATHER, r[0].opcode);
 	EXPECT_EQ(TSR_ENGINE_SC, r[0].engine);
-	EXPECT_EQ(2 * 8 * 4, r[0].mem_bytes);
+	/* The ids, the output, and three 32-byte rows in 64-byte granules. */
+	EXPECT_EQ(2 * 3 * 4 + 2 * 8 * 4 + 3 * 64, r[0].mem_bytes);
 	EXPECT_EQ(rd(self->c, TSR_REG_CNT_SC_BUSY_LO),
 		  r[0].end_cycle - r[0].start_cycle);
 	EXPECT_EQ(0, comp->mxu_cycles + comp->vpu_cycles + comp->dma_cycles);
