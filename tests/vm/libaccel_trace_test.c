@@ -175,8 +175,10 @@ static void check_job(struct __test_metadata *_metadata,
 			continue;
 		}
 		for (e = 0; e < TSR_ENGINE_COUNT; e++) {
-			static const char *const names[] = {
-				"CP", "DMA", "MXU", "VPU",
+			static const char *const names[TSR_ENGINE_COUNT] = {
+				[TSR_ENGINE_CP] = "CP", [TSR_ENGINE_DMA] = "DMA",
+				[TSR_ENGINE_MXU] = "MXU", [TSR_ENGINE_VPU] = "VPU",
+				[TSR_ENGINE_SC] = "SparseCore",
 			};
 			char engine_track[32];
 
