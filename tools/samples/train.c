@@ -78,7 +78,8 @@ static const char usage[] =
 	"  -h, --help          show this text\n"
 	"\n"
 	"Exit status: 0 trained (and reached --target), 1 failure (device\n"
-	"error, chips that disagree, accuracy below target), 2 bad arguments.\n";
+	"error, chips that disagree, accuracy below target), 2 bad arguments\n"
+	"(a --batch that does not split across the slice's chips too).\n";
 
 struct options {
 	uint32_t chips;
@@ -279,10 +280,14 @@ static int load_data(const char *path, struct data *d)
 		s->label[s->n++] = label;
 	}
 	fclose(f);
-	if (r != 0 || line != DIGITS_ROWS) {
-		fprintf(stderr, PROG ": %s, line %u: %s\n", path, line + 1,
-			r < 0 ? "not 64 pixels from 0 to 16 and a label from 0 to 9" :
-			"more lines than the 1797 digits");
+	if (r < 0) {
+		fprintf(stderr, PROG ": %s, line %u: not 64 pixels from 0 to 16 and a label from 0 to 9\n",
+			path, line + 1);
+		return -1;
+	}
+	if (line != DIGITS_ROWS || r != 0) {
+		fprintf(stderr, PROG ": %s has %s lines than the %u digits\n", path,
+			line < DIGITS_ROWS ? "fewer" : "more", DIGITS_ROWS);
 		return -1;
 	}
 	return 0;
@@ -1146,7 +1151,7 @@ static int set_up_chips(struct trainer *t, const struct data *d, const float *pa
 	if (t->o->batch % t->size) {
 		fprintf(stderr, PROG ": --batch %u does not split across the slice's %u chips; give a multiple of %u\n",
 			t->o->batch, t->size, t->size);
-		return ACCEL_ERR_INVALID_ARGUMENT;
+		return ACCEL_ERR_BAD_SHAPE;
 	}
 	t->rows = t->o->batch / t->size;
 	t->test_rows = d->test.n;
@@ -1194,6 +1199,7 @@ int main(int argc, char **argv)
 	struct layout l;
 	struct options o;
 	FILE *log = NULL;
+	int status = EXIT_FAILURE;
 	float *params;
 	int ret;
 
@@ -1219,8 +1225,13 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		memcpy(cpu.params, params, (size_t)l.params * sizeof(*params));
-	} else if (set_up_chips(&t, &d, params)) {
-		goto out;
+	} else {
+		ret = set_up_chips(&t, &d, params);
+		if (ret) {
+			status = ret == ACCEL_ERR_BAD_SHAPE ? EXIT_USAGE : EXIT_FAILURE;
+			goto out;
+		}
+		ret = -1;
 	}
 	if (o.log && t.prints) {
 		log = strcmp(o.log, "-") ? fopen(o.log, "w") : stdout;
@@ -1246,5 +1257,5 @@ out:
 	cpu_free(&cpu_test);
 	free(params);
 	free_data(&d);
-	return ret ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ret ? status : EXIT_SUCCESS;
 }
