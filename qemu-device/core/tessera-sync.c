@@ -18,8 +18,14 @@
 #define TSR_SEM_CYCLES 100
 #define TSR_MISC_CYCLES 10
 
-/* How often a semaphore wait re-reads memory the CPU may have written. */
-#define TSR_SEM_POLL_NS 200000
+/*
+ * How often a semaphore wait re-reads memory the CPU may have written
+ * (the chip's own semaphore commands and remote writes wake it at once):
+ * after 200 us, then twice as long each time, up to 10 ms, so that a
+ * slice of many waiting queues does not spin the host.
+ */
+#define TSR_SEM_POLL_MIN_NS 200000
+#define TSR_SEM_POLL_MAX_NS 10000000
 
 /* ------------------------------------------------------- semaphores */
 
@@ -134,6 +140,7 @@ static uint32_t sem_wait(TsrMem *mem, uint64_t va, uint64_t value,
                          uint64_t abort_va, TsrCost *cost)
 {
     TsrCore *core = mem->core;
+    long poll_ns = TSR_SEM_POLL_MIN_NS;
     uint64_t v;
 
     cost->other += TSR_SEM_CYCLES;
@@ -165,13 +172,17 @@ static uint32_t sem_wait(TsrMem *mem, uint64_t va, uint64_t value,
         }
         /* Woken by another queue's signal, or re-read for the CPU's. */
         clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += TSR_SEM_POLL_NS;
+        until.tv_nsec += poll_ns;
         if (until.tv_nsec >= 1000000000) {
             until.tv_nsec -= 1000000000;
             until.tv_sec++;
         }
         pthread_mutex_lock(&core->wake_lock);
-        pthread_cond_timedwait(&core->sem_cond, &core->wake_lock, &until);
+        if (pthread_cond_timedwait(&core->sem_cond, &core->wake_lock,
+                                   &until) == ETIMEDOUT &&
+            poll_ns < TSR_SEM_POLL_MAX_NS) {
+            poll_ns *= 2;
+        }
         pthread_mutex_unlock(&core->wake_lock);
     }
 }
