@@ -322,6 +322,25 @@ TEST_F_TIMEOUT(coll, all_reduce_in_place_and_of_several_mib, COLL_TEST_TIMEOUT)
 }
 
 /* Integers past f32's 24 bits: a float path would round them. */
+/*
+ * The largest messages the tests use: 1 MiB slots.  On a 4x4 slice in one
+ * VM, a 16 MiB all-reduce of them once ran into the ICI answer timeout:
+ * the chips' 64 waiting queues polled their semaphores 5000 times a
+ * second each and starved the host (make check-slices runs this on 4x4).
+ */
+TEST_F_TIMEOUT(coll, all_reduce_with_one_mib_slots_is_exact, COLL_TEST_TIMEOUT)
+{
+	struct accel_comm_opts opts = {
+		.window_id = WINDOW_BASE + 14, .slot_bytes = 1u << 20,
+	};
+
+	ASSERT_EQ(ACCEL_OK, accel_comm_create(self->dev, self->n, &opts,
+					      &self->comm));
+	self->size = accel_comm_size(self->comm);
+	EXPECT_TRUE(all_reduce_once(_metadata, self, TSR_DTYPE_F32,
+				    ACCEL_REDUCE_SUM, (1u << 20) + 3, 82, true));
+}
+
 TEST_F(coll, i32_sums_are_exact_beyond_what_f32_holds)
 {
 	const uint64_t count = 4099;
