@@ -824,11 +824,11 @@ static int ici_write_check(struct stage *st, const struct accel_ici_write *w,
 	uint64_t total = (uint64_t)c->rows * c->row_bytes;
 	int ret;
 
-	if (w->flags & ~TSR_ICI_WRITE_SEM)
+	if (w->flags & ~TSR_ICI_WRITE_FLAGS_ALL)
 		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_FLAGS,
 					 "%s: flags 0x%x has unknown bits 0x%x",
 					 st->cmd, w->flags,
-					 w->flags & ~TSR_ICI_WRITE_SEM);
+					 w->flags & ~TSR_ICI_WRITE_FLAGS_ALL);
 	if (!c->rows != !c->row_bytes || (!c->rows && !sem))
 		return accel_cmdbuf_fail(cb, ACCEL_ERR_BAD_SHAPE,
 					 "%s: %u rows of %u bytes; both must be at least 1, or both 0 with TSR_ICI_WRITE_SEM (the increment alone)",

@@ -496,11 +496,13 @@ static int op_send(struct exec *x, const struct coll_op *op)
 				       op->dir, op->dim);
 	uint64_t m = x->chip->sent[ch]++, need = coll_credit_needed(m, COMM_SLOTS);
 	const struct vmap *src = vmap_of(x, op->buf);
+	/* A ring of 2 has two links between its chips: one per direction. */
+	uint32_t way = op->dir == COLL_MINUS ? TSR_ICI_WRITE_MINUS : 0;
 	struct accel_ici_write w = {
 		.dst = neighbour(comm, x->chip, op->dim, op->dir),
 		.window = comm->window_id, .key = comm->key,
 		.src_buffer = src->buf, .offset = slot_offset(comm, ch, m),
-		.rows = 1,
+		.rows = 1, .flags = way,
 	};
 	uint64_t v = op->start, len = op->len;
 	int ret = room(x);
@@ -514,7 +516,7 @@ static int op_send(struct exec *x, const struct coll_op *op)
 		w.src_offset = src->base + i * src->size;
 		w.row_bytes = (uint32_t)(n * src->size);
 		if (n == len) {
-			w.flags = TSR_ICI_WRITE_SEM;
+			w.flags = way | TSR_ICI_WRITE_SEM;
 			w.sem_offset = SEM_DATA(ch);
 			w.sem_add = 1;
 		}

@@ -156,12 +156,15 @@ static uint64_t depart(IciPort *p, uint64_t ready, size_t payload)
 /* ------------------------------------------------------------ routing */
 
 /*
- * The port towards @dst, TSR_ROUTE_HERE, or TSR_ROUTE_NONE with *err set
- * (NO_ROUTE, or LINK_DOWN when the port is not up).
+ * The port towards @dst (ties round a ring the minus way if @minus),
+ * TSR_ROUTE_HERE, or TSR_ROUTE_NONE with *err set (NO_ROUTE, or
+ * LINK_DOWN when the port is not up).
  */
-static int route(TsrIci *ici, const uint8_t dst[3], uint32_t *err)
+static int route(TsrIci *ici, const uint8_t dst[3], bool minus,
+                 uint32_t *err)
 {
-    int port = tsr_route_port(&ici->slice.topo, ici->slice.coords, dst);
+    int port = tsr_route_port_way(&ici->slice.topo, ici->slice.coords, dst,
+                                  minus);
 
     if (port == TSR_ROUTE_HERE) {
         return port;
@@ -430,7 +433,8 @@ static bool deliver(void *opaque, unsigned int vc, const void *payload,
     if (m.len != len - sizeof(m)) {
         return true;
     }
-    port = tsr_route_port(&ici->slice.topo, ici->slice.coords, m.dst);
+    port = tsr_route_port_way(&ici->slice.topo, ici->slice.coords, m.dst,
+                              m.flags & TSR_ICI_MSG_MINUS);
     if (port == TSR_ROUTE_HERE) {
         return take_local(ici, &m, (const uint8_t *)payload + sizeof(m));
     }
@@ -925,7 +929,7 @@ static uint32_t write_check(const struct tsr_cmd_ici_write *c,
 {
     uint64_t span;
 
-    if (c->hdr.flags & ~TSR_ICI_WRITE_SEM) {
+    if (c->hdr.flags & ~TSR_ICI_WRITE_FLAGS_ALL) {
         return TSR_ERR_BAD_FLAGS;
     }
     if (c->hdr.reserved || c->reserved0) {
@@ -996,7 +1000,7 @@ static uint32_t send_chunk(TsrIci *ici, TsrMem *mem, struct tsr_ici_msg *m,
     uint32_t err = TSR_ERR_NONE;
 
     for (;;) {
-        int port = route(ici, m->dst, &err);
+        int port = route(ici, m->dst, m->flags & TSR_ICI_MSG_MINUS, &err);
 
         if (port == TSR_ROUTE_HERE) {
             struct tsr_ici_msg copy = *m;
@@ -1022,13 +1026,14 @@ static uint32_t send_chunk(TsrIci *ici, TsrMem *mem, struct tsr_ici_msg *m,
 
 /* Wait for @r's answer; under the lock. */
 static uint32_t await_answer(TsrIci *ici, TsrMem *mem, IciReq *r,
-                             const uint8_t dst[3], uint64_t *arrival)
+                             const uint8_t dst[3], bool minus,
+                             uint64_t *arrival)
 {
     uint64_t deadline = now_ns() + ICI_ANSWER_TIMEOUT_NS;
     uint32_t err = TSR_ERR_NONE;
 
     while (!r->answered) {
-        if (route(ici, dst, &err) == TSR_ROUTE_NONE &&
+        if (route(ici, dst, minus, &err) == TSR_ROUTE_NONE &&
             err == TSR_ERR_LINK_DOWN) {
             return err;
         }
@@ -1066,8 +1071,11 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
     memcpy(m.src, ici->slice.coords, sizeof(m.src));
     memcpy(m.dst, c->dst, sizeof(m.dst));
     /* Every chunk names the semaphore, so that each is checked whole. */
+    if (c->hdr.flags & TSR_ICI_WRITE_MINUS) {
+        m.flags = TSR_ICI_MSG_MINUS;
+    }
     if (c->hdr.flags & TSR_ICI_WRITE_SEM) {
-        m.flags = TSR_ICI_MSG_SEM;
+        m.flags |= TSR_ICI_MSG_SEM;
         m.sem_offset = c->sem_offset;
         m.sem_add = c->sem_add;
     }
@@ -1076,7 +1084,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
                              c->dst_stride + c->row_bytes : 0);
 
     pthread_mutex_lock(&ici->lock);
-    port = route(ici, c->dst, &err);
+    port = route(ici, c->dst, m.flags & TSR_ICI_MSG_MINUS, &err);
     if (port == TSR_ROUTE_NONE) {
         pthread_mutex_unlock(&ici->lock);
         return err;
@@ -1118,7 +1126,8 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
         }
     }
     if (!err) {
-        err = await_answer(ici, mem, r, c->dst, &arrival);
+        err = await_answer(ici, mem, r, c->dst, m.flags & TSR_ICI_MSG_MINUS,
+                           &arrival);
     }
     r->busy = false;
     pthread_cond_broadcast(&ici->cond);

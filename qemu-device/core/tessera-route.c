@@ -31,9 +31,12 @@ bool tsr_topology_has(const TsrTopology *topo, const uint8_t c[3])
     return true;
 }
 
-/* Along dimension @d from @from to @to: +1, -1, and the hops needed. */
+/*
+ * Along dimension @d from @from to @to: +1, -1, and the hops needed; a
+ * tie round a ring goes -1 if @minus.
+ */
 static int direction(const TsrTopology *topo, unsigned int d, uint8_t from,
-                     uint8_t to, unsigned int *hops)
+                     uint8_t to, bool minus, unsigned int *hops)
 {
     unsigned int n = topo->dims[d], fwd, back;
 
@@ -48,11 +51,20 @@ static int direction(const TsrTopology *topo, unsigned int d, uint8_t from,
     fwd = (to + n - from) % n;
     back = n - fwd;
     *hops = fwd <= back ? fwd : back;
-    return fwd <= back ? 1 : -1;
+    if (fwd == back) {
+        return minus ? -1 : 1;
+    }
+    return fwd < back ? 1 : -1;
 }
 
 int tsr_route_port(const TsrTopology *topo, const uint8_t here[3],
                    const uint8_t dst[3])
+{
+    return tsr_route_port_way(topo, here, dst, false);
+}
+
+int tsr_route_port_way(const TsrTopology *topo, const uint8_t here[3],
+                       const uint8_t dst[3], bool minus)
 {
     unsigned int d, hops;
 
@@ -61,7 +73,7 @@ int tsr_route_port(const TsrTopology *topo, const uint8_t here[3],
         return TSR_ROUTE_NONE;
     }
     for (d = 0; d < TSR_ICI_MAX_DIMS; d++) {
-        int dir = direction(topo, d, here[d], dst[d], &hops);
+        int dir = direction(topo, d, here[d], dst[d], minus, &hops);
 
         if (dir) {
             return TSR_ICI_PORT(d, dir < 0);
@@ -116,7 +128,7 @@ unsigned int tsr_route_hops(const TsrTopology *topo, const uint8_t src[3],
     unsigned int d, hops, total = 0;
 
     for (d = 0; d < TSR_ICI_MAX_DIMS; d++) {
-        direction(topo, d, src[d], dst[d], &hops);
+        direction(topo, d, src[d], dst[d], false, &hops);
         total += hops;
     }
     return total;

@@ -38,6 +38,13 @@ bool tsr_topology_has(const TsrTopology *topo, const uint8_t c[3]);
 int tsr_route_port(const TsrTopology *topo, const uint8_t here[3],
                    const uint8_t dst[3]);
 
+/*
+ * The same, but where both ways round a ring are equally short, the
+ * minus way if @minus (tsr_route_port() goes the plus way).
+ */
+int tsr_route_port_way(const TsrTopology *topo, const uint8_t here[3],
+                       const uint8_t dst[3], bool minus);
+
 /* The chip on the other side of @port of @here; false if there is none. */
 bool tsr_route_neighbour(const TsrTopology *topo, const uint8_t here[3],
                          unsigned int port, uint8_t out[3]);

@@ -413,6 +413,40 @@ TEST(a_traced_write_names_its_first_port_its_target_and_its_bytes)
 	slice_free(s);
 }
 
+/*
+ * A ring of 2 has two links between its chips: a write goes the plus way,
+ * or with TSR_ICI_WRITE_MINUS the minus way, whose link alone carries it;
+ * its answer comes back.  Unknown flags are refused.
+ */
+TEST(a_write_asked_to_go_the_minus_way_takes_the_other_link)
+{
+	struct slice *s = slice_new(2, true);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	uint8_t dst[3] = { 1, 0, 0 };
+	struct tsr_cmd_ici_write c = ici_write(dst, s->src[0], 0, 1, 100000);
+	unsigned int plus = TSR_ICI_PORT(0, 0), minus = TSR_ICI_PORT(0, 1);
+	uint64_t plus0, minus0;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	fill(host_ptr(a, s->src[0]), 100000, 9);
+	plus0 = port_counter(a, plus, TSR_ICI_CNT_BYTES_TX);
+	minus0 = port_counter(a, minus, TSR_ICI_CNT_BYTES_TX);
+	c.hdr.flags = TSR_ICI_WRITE_MINUS;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
+	EXPECT_EQ(0, memcmp(host_ptr(a, s->src[0]), host_ptr(b, s->win[1]), 100000));
+	EXPECT_LT(minus0 + 100000, port_counter(a, minus, TSR_ICI_CNT_BYTES_TX));
+	/* The plus link carried only acknowledgements. */
+	EXPECT_GT(plus0 + 10000, port_counter(a, plus, TSR_ICI_CNT_BYTES_TX));
+	plus0 = port_counter(a, plus, TSR_ICI_CNT_BYTES_TX);
+	c.hdr.flags = 0;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
+	EXPECT_LT(plus0 + 100000, port_counter(a, plus, TSR_ICI_CNT_BYTES_TX));
+	c.hdr.flags = TSR_ICI_WRITE_FLAGS_ALL + 1;
+	EXPECT_EQ(TSR_ERR_BAD_FLAGS, chip_run(a, &c, sizeof(c))->error);
+	slice_free(s);
+}
+
 TEST(what_a_window_does_not_allow_is_refused_and_nothing_written)
 {
 	struct slice *s = slice_new(2, false);

@@ -68,11 +68,12 @@ static unsigned int channel(const TsrTopology *t, const uint8_t c[3],
 }
 
 /*
- * Walk every route of @t; check each one and fill the dependency graph.
- * Returns the number of routes that went wrong.
+ * Walk every route of @t, with ties round rings the minus way if @minus;
+ * check each one and fill the dependency graph.  Returns the number of
+ * routes that went wrong.
  */
 static int check_routes(struct __test_metadata *_metadata,
-			const TsrTopology *t, struct graph *g)
+			const TsrTopology *t, bool minus, struct graph *g)
 {
 	unsigned int n = chips(t), s, d, bad = 0;
 
@@ -87,7 +88,8 @@ static int check_routes(struct __test_metadata *_metadata,
 			coords_of(t, s, src);
 			coords_of(t, d, dst);
 			memcpy(here, src, 3);
-			while ((port = tsr_route_port(t, here, dst)) >= 0) {
+			while ((port = tsr_route_port_way(t, here, dst,
+							  minus)) >= 0) {
 				unsigned int dim = TSR_ICI_PORT_DIM(port);
 				unsigned int vc = tsr_route_vc(t, here, port,
 							       in_dim, in_vc);
@@ -158,7 +160,9 @@ static void check(struct __test_metadata *_metadata, const TsrTopology *t)
 	unsigned int c;
 
 	ASSERT_NE(NULL, g);
-	EXPECT_EQ(0, check_routes(_metadata, t, g));
+	/* Both ways of breaking ties at once: writes may mix them. */
+	EXPECT_EQ(0, check_routes(_metadata, t, false, g));
+	EXPECT_EQ(0, check_routes(_metadata, t, true, g));
 	EXPECT_EQ(0, check_lengths(t));
 	for (c = 0; c < CHANNELS; c++)
 		EXPECT_FALSE(has_cycle_from(g, c)) TH_LOG("cycle through channel %u", c);
@@ -250,6 +254,30 @@ TEST(ties_go_the_positive_way_and_meshes_never_wrap)
 	EXPECT_EQ(TSR_ICI_PORT(0, 0), tsr_route_port(&mesh, a, c));
 	EXPECT_EQ(3, tsr_route_hops(&mesh, a, c));
 	EXPECT_EQ(1, tsr_route_hops(&torus, a, c));
+}
+
+TEST(ties_go_the_minus_way_when_asked_and_nothing_else_changes)
+{
+	TsrTopology pair = { .dims = { 2, 2, 1 }, .wrap = { true, true } };
+	TsrTopology torus = { .dims = { 4, 1, 1 }, .wrap = { true } };
+	TsrTopology mesh = { .dims = { 2, 1, 1 } };
+	uint8_t a[3] = { 0, 0, 0 }, b[3] = { 1, 0, 0 }, c[3] = { 0, 1, 0 };
+	uint8_t half[3] = { 2, 0, 0 }, next[3];
+
+	/* The two links between the chips of a ring of 2. */
+	EXPECT_EQ(TSR_ICI_PORT(0, 0), tsr_route_port_way(&pair, a, b, false));
+	EXPECT_EQ(TSR_ICI_PORT(0, 1), tsr_route_port_way(&pair, a, b, true));
+	EXPECT_EQ(TSR_ICI_PORT(1, 1), tsr_route_port_way(&pair, a, c, true));
+	EXPECT_EQ(TSR_ICI_PORT(0, 1), tsr_route_port_way(&pair, b, a, true));
+	/* Half way round a ring of 4: the minus way, at every hop. */
+	EXPECT_EQ(TSR_ICI_PORT(0, 1), tsr_route_port_way(&torus, a, half, true));
+	ASSERT_TRUE(tsr_route_neighbour(&torus, a, TSR_ICI_PORT(0, 1), next));
+	EXPECT_EQ(3, next[0]);
+	EXPECT_EQ(TSR_ICI_PORT(0, 1), tsr_route_port_way(&torus, next, half, true));
+	/* No tie, no change; a line has one way. */
+	EXPECT_EQ(TSR_ICI_PORT(0, 0), tsr_route_port_way(&torus, a, b, true));
+	EXPECT_EQ(TSR_ICI_PORT(0, 0), tsr_route_port_way(&mesh, a, b, true));
+	EXPECT_EQ(TSR_ROUTE_HERE, tsr_route_port_way(&pair, a, a, true));
 }
 
 TEST_HARNESS_MAIN

@@ -1042,6 +1042,7 @@ enum tsr_ici_msg_type {
 
 #define TSR_ICI_MSG_LAST		0x01
 #define TSR_ICI_MSG_SEM			0x02
+#define TSR_ICI_MSG_MINUS		0x04	/* ties go the minus way round */
 
 /**
  * struct tsr_ici_msg - the header of a chip-to-chip message
@@ -1084,6 +1085,13 @@ struct tsr_ici_msg {
 
 /* Bits of struct tsr_cmd_ici_write's header flags. */
 #define TSR_ICI_WRITE_SEM		0x0001	/* add @sem_add at @sem_offset */
+/*
+ * Where both ways round a wrapped dimension are equally short (the two
+ * links between the chips of a ring of 2, or half way round an even
+ * ring), go the minus way instead of the plus way, at every hop.
+ */
+#define TSR_ICI_WRITE_MINUS		0x0002
+#define TSR_ICI_WRITE_FLAGS_ALL		(TSR_ICI_WRITE_SEM | TSR_ICI_WRITE_MINUS)
 
 /**
  * struct tsr_cmd_ici_write - TSR_OP_ICI_WRITE: write to another chip

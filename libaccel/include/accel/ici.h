@@ -221,7 +221,9 @@ ACCEL_API uint64_t accel_window_device_va(const struct accel_window *win);
  * @row_bytes: bytes per row; @rows and @row_bytes both 0 with
  *	TSR_ICI_WRITE_SEM is the semaphore increment alone
  * @flags: TSR_ICI_WRITE_SEM: add @sem_add to the semaphore once all the
- *	data is there
+ *	data is there; TSR_ICI_WRITE_MINUS: where both ways round a ring are
+ *	equally short (the two links between the chips of a ring of 2), go
+ *	the minus way
  * @sem_offset: with TSR_ICI_WRITE_SEM, the 64-bit semaphore in the
  *	window, 8-aligned; else 0
  * @sem_add: with TSR_ICI_WRITE_SEM, the value added; else 0
