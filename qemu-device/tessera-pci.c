@@ -109,6 +109,9 @@ struct TesseraState {
     char *coords;
     char *wrap;
     uint32_t ici_retransmit_us; /* 0: the chip's own */
+
+    /* The chip in trace events: its id, or its QOM name without one. */
+    char *trace_name;
 };
 
 /* ------------------------------------------------------- core callbacks */
@@ -192,6 +195,31 @@ static size_t tessera_ici_write(void *opaque, unsigned int port,
     return len;
 }
 
+static void tessera_trace_command(void *opaque, unsigned int queue,
+                                  uint32_t context,
+                                  const struct tsr_trace_record *r)
+{
+    TesseraState *s = opaque;
+    uint64_t start = le64_to_cpu(r->start_cycle);
+    uint64_t end = le64_to_cpu(r->end_cycle);
+
+    trace_tessera_command(s->trace_name, queue, context,
+                          le32_to_cpu(r->index), r->opcode,
+                          le32_to_cpu(r->error), start, end, end - start,
+                          le64_to_cpu(r->mem_bytes));
+}
+
+static void tessera_trace_job(void *opaque, unsigned int queue, uint32_t slot,
+                              uint32_t context,
+                              const struct tsr_completion *comp)
+{
+    TesseraState *s = opaque;
+
+    trace_tessera_job(s->trace_name, queue, slot, context, comp->fence,
+                      comp->error, comp->start_cycle, comp->end_cycle,
+                      comp->end_cycle - comp->start_cycle);
+}
+
 static const TsrCoreOps tessera_core_ops = {
     .dma_read = tessera_dma_read,
     .dma_write = tessera_dma_write,
@@ -200,6 +228,8 @@ static const TsrCoreOps tessera_core_ops = {
     .kick_queue = tessera_kick_queue,
     .guest_error = tessera_guest_error,
     .ici_write = tessera_ici_write,
+    .trace_command = tessera_trace_command,
+    .trace_job = tessera_trace_job,
 };
 
 static void tessera_irq_bh(void *opaque)
@@ -691,6 +721,8 @@ static void tessera_realize(PCIDevice *pdev, Error **errp)
         tessera_core_free(s);
         return;
     }
+    s->trace_name = g_strdup(DEVICE(s)->id ? DEVICE(s)->id :
+                             object_get_canonical_path_component(OBJECT(s)));
     tessera_workers_start(s);
 }
 
@@ -703,6 +735,8 @@ static void tessera_exit(PCIDevice *pdev)
     tessera_ici_unrealize(s);
     msix_uninit(pdev, &s->bar0, &s->bar0);
     tessera_core_free(s);
+    g_free(s->trace_name);
+    s->trace_name = NULL;
 }
 
 static void tessera_write_config(PCIDevice *pdev, uint32_t addr,

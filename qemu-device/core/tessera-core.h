@@ -26,6 +26,8 @@
 #include <stdint.h>
 
 typedef struct TsrCore TsrCore;
+struct tsr_completion;
+struct tsr_trace_record;
 
 typedef struct TsrCoreOps {
     /*
@@ -57,6 +59,18 @@ typedef struct TsrCoreOps {
      */
     size_t (*ici_write)(void *opaque, unsigned int port, const void *buf,
                         size_t len);
+    /*
+     * For the host's trace events; either may be NULL.  Called from the
+     * queue's worker with no core lock held, for every job, traced
+     * (TSR_JOB_TRACE) or not.  @trace_command: a command of a job in
+     * @context ran; @r is its record as a job trace has it (little-endian).
+     * @trace_job: the job in ring slot @slot ended with @comp (host byte
+     * order); @context is 0 when its descriptor could not be read.
+     */
+    void (*trace_command)(void *opaque, unsigned int queue, uint32_t context,
+                          const struct tsr_trace_record *r);
+    void (*trace_job)(void *opaque, unsigned int queue, uint32_t slot,
+                      uint32_t context, const struct tsr_completion *comp);
 } TsrCoreOps;
 
 /* What the chip is: a preset, then any overrides.  See tessera-preset.c. */

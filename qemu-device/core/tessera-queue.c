@@ -122,18 +122,22 @@ static int trace_command(TsrMem *mem, TsrTrace *trace,
         .mem_bytes = htole64(mem->host_bytes + mem->hbm_bytes),
         .link_bytes = htole64(mem->link_bytes),
     };
+    const TsrCore *core = mem->core;
     uint64_t va;
 
+    if (hdr->opcode == TSR_OP_ICI_WRITE) {
+        memcpy(r.dst, ((const struct tsr_cmd_ici_write *)hdr)->dst,
+               sizeof(r.dst));
+    }
+    if (core->ops->trace_command) {
+        core->ops->trace_command(core->opaque, mem->queue, mem->context, &r);
+    }
     if (!trace->va) {
         return 0;
     }
     if (trace->records == trace->capacity) {
         trace->dropped++;
         return 0;
-    }
-    if (hdr->opcode == TSR_OP_ICI_WRITE) {
-        memcpy(r.dst, ((const struct tsr_cmd_ici_write *)hdr)->dst,
-               sizeof(r.dst));
     }
     va = trace->va + sizeof(struct tsr_trace_header) +
          (uint64_t)trace->records * sizeof(r);
@@ -473,6 +477,10 @@ static void process_one(TsrCore *core, const TsrSlot *slot)
                          &published);
     if (published && comp.error) {
         report_failure(core, slot, &comp);
+    }
+    if (core->ops->trace_job) {
+        core->ops->trace_job(core->opaque, slot->queue, slot->index,
+                             d.context, &comp);
     }
     for (v = 0; v < TSR_MSIX_VECTORS; v++) {
         if (vectors & (1u << v)) {
