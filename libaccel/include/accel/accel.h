@@ -8,6 +8,7 @@
 #include <accel/collective.h>
 #include <accel/common.h>
 #include <accel/device.h>
+#include <accel/embedding.h>
 #include <accel/error.h>
 #include <accel/ici.h>
 #include <accel/job.h>
