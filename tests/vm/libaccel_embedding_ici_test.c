@@ -84,30 +84,6 @@ static struct accel_embedding_desc desc_of(enum tsr_sc_combiner combiner)
 	};
 }
 
-/* The communicator on @window, a plan for @d and an output per chip. */
-static int open_plan(FIXTURE_DATA(emb) *self, uint32_t window,
-		     const struct accel_embedding_desc *d)
-{
-	struct accel_comm_opts opts = { .window_id = window };
-	unsigned int i;
-	int ret;
-
-	ret = accel_comm_create(self->dev, self->n, &opts, &self->comm);
-	if (ret)
-		return ret;
-	self->chips = accel_comm_size(self->comm);
-	for (i = 0; !ret && i < self->n; i++)
-		ret = accel_buffer_create(self->dev[i], SAMPLES * DIM * 4,
-					  ACCEL_PLACEMENT_HBM, &self->out[i]);
-	return ret ? ret : accel_embedding_create(self->comm, self->dev,
-						  self->n, d, &self->emb);
-}
-
-static struct accel_tensor out_of(FIXTURE_DATA(emb) *self, unsigned int i)
-{
-	return tensor_at(self->out[i], 0, SAMPLES, DIM, 0, TSR_DTYPE_F32);
-}
-
 static float table_value(uint32_t id, uint32_t col, unsigned int salt)
 {
 	return (float)((id * 7 + col * 3 + salt) % 23) - 11.0f;
@@ -120,6 +96,38 @@ static void table_fill(float *t, unsigned int salt)
 	for (id = 0; id < VOCAB; id++)
 		for (col = 0; col < DIM; col++)
 			t[id * DIM + col] = table_value(id, col, salt);
+}
+
+/*
+ * The communicator on @window, a plan for @d, an output per chip and, with
+ * @table, a table salted by @window in the shards.
+ */
+static int open_plan(FIXTURE_DATA(emb) *self, uint32_t window,
+		     const struct accel_embedding_desc *d, float *table)
+{
+	struct accel_comm_opts opts = { .window_id = window };
+	unsigned int i;
+	int ret;
+
+	ret = accel_comm_create(self->dev, self->n, &opts, &self->comm);
+	if (ret)
+		return ret;
+	self->chips = accel_comm_size(self->comm);
+	for (i = 0; !ret && i < self->n; i++)
+		ret = accel_buffer_create(self->dev[i], SAMPLES * DIM * 4,
+					  ACCEL_PLACEMENT_HBM, &self->out[i]);
+	if (!ret)
+		ret = accel_embedding_create(self->comm, self->dev, self->n, d,
+					     &self->emb);
+	if (ret || !table)
+		return ret;
+	table_fill(table, window);
+	return accel_embedding_upload(self->emb, table);
+}
+
+static struct accel_tensor out_of(FIXTURE_DATA(emb) *self, unsigned int i)
+{
+	return tensor_at(self->out[i], 0, SAMPLES, DIM, 0, TSR_DTYPE_F32);
 }
 
 /*
@@ -157,6 +165,17 @@ static void batch_make(struct batch *b, unsigned int rank, bool weighted,
 		.weights = weighted ? b->w : NULL,
 		.count = b->count, .samples = SAMPLES,
 	};
+}
+
+/* Every local chip's batch_make(). */
+static void batches_make(FIXTURE_DATA(emb) *self, struct batch *batches,
+			 bool weighted, unsigned int salt)
+{
+	unsigned int i;
+
+	for (i = 0; i < self->n; i++)
+		batch_make(&batches[i], accel_comm_rank(self->comm, i),
+			   weighted, salt);
 }
 
 /*
@@ -224,18 +243,13 @@ TEST_F_TIMEOUT(emb, sum_lookup_matches_one_table, EMB_TEST_TIMEOUT)
 	struct accel_embedding_desc d = desc_of(TSR_SC_SUM);
 	static struct batch batches[MAX_CHIPS];
 	float table[VOCAB * DIM];
-	unsigned int i;
 
-	ASSERT_EQ(ACCEL_OK, open_plan(self, WINDOW_BASE + 0, &d));
-	table_fill(table, 0);
-	ASSERT_EQ(ACCEL_OK, accel_embedding_upload(self->emb, table));
-	for (i = 0; i < self->n; i++)
-		batch_make(&batches[i], accel_comm_rank(self->comm, i), true, 0);
+	ASSERT_EQ(ACCEL_OK, open_plan(self, WINDOW_BASE + 0, &d, table));
+	batches_make(self, batches, true, 0);
 	run_forward(_metadata, self, batches);
 	expect_forward(_metadata, self, TSR_SC_SUM, batches, table);
 	/* A second step, other batches without weights, the same plan. */
-	for (i = 0; i < self->n; i++)
-		batch_make(&batches[i], accel_comm_rank(self->comm, i), false, 3);
+	batches_make(self, batches, false, 3);
 	run_forward(_metadata, self, batches);
 	expect_forward(_metadata, self, TSR_SC_SUM, batches, table);
 }
@@ -247,9 +261,7 @@ TEST_F_TIMEOUT(emb, mean_lookup_divides_by_the_whole_sample, EMB_TEST_TIMEOUT)
 	float table[VOCAB * DIM];
 	unsigned int i;
 
-	ASSERT_EQ(ACCEL_OK, open_plan(self, WINDOW_BASE + 1, &d));
-	table_fill(table, 1);
-	ASSERT_EQ(ACCEL_OK, accel_embedding_upload(self->emb, table));
+	ASSERT_EQ(ACCEL_OK, open_plan(self, WINDOW_BASE + 1, &d, table));
 	for (i = 0; i < self->n; i++)
 		batch_make_mean(&batches[i], accel_comm_rank(self->comm, i));
 	run_forward(_metadata, self, batches);
@@ -276,12 +288,9 @@ TEST_F_TIMEOUT(emb, backward_adds_every_chips_gradient_into_the_owners,
 	uint32_t err, where, id;
 	unsigned int i, r;
 
-	ASSERT_EQ(ACCEL_OK, open_plan(self, WINDOW_BASE + 2, &d));
-	table_fill(table, 2);
+	ASSERT_EQ(ACCEL_OK, open_plan(self, WINDOW_BASE + 2, &d, table));
 	memcpy(want, table, sizeof(table));
-	ASSERT_EQ(ACCEL_OK, accel_embedding_upload(self->emb, table));
-	for (i = 0; i < self->n; i++)
-		batch_make(&batches[i], accel_comm_rank(self->comm, i), true, 1);
+	batches_make(self, batches, true, 1);
 	run_forward(_metadata, self, batches);
 	expect_forward(_metadata, self, TSR_SC_SUM, batches, table);
 	/* The gradients go into the forward's outputs, now free. */
@@ -327,9 +336,7 @@ TEST_F_TIMEOUT(emb, an_id_out_of_range_is_named_and_nothing_is_written,
 	struct accel_embedding_fault f;
 	unsigned int i;
 
-	ASSERT_EQ(ACCEL_OK, open_plan(self, WINDOW_BASE + 3, &d));
-	table_fill(table, 3);
-	ASSERT_EQ(ACCEL_OK, accel_embedding_upload(self->emb, table));
+	ASSERT_EQ(ACCEL_OK, open_plan(self, WINDOW_BASE + 3, &d, table));
 	memset(rows, 0x5a, sizeof(rows));
 	for (i = 0; i < self->n; i++) {
 		batch_make(&batches[i], accel_comm_rank(self->comm, i), true, 0);
@@ -386,7 +393,7 @@ TEST_F_TIMEOUT(emb, too_many_ids_for_one_owner_are_named, EMB_TEST_TIMEOUT)
 
 	d.max_ids_per_chip = 4;
 	d.max_unique_ids_per_chip = 3;
-	ASSERT_EQ(ACCEL_OK, open_plan(self, WINDOW_BASE + 4, &d));
+	ASSERT_EQ(ACCEL_OK, open_plan(self, WINDOW_BASE + 4, &d, NULL));
 	for (i = 0; i < self->n; i++) {
 		/* Five ids of owner 1 in five samples: one over its limit. */
 		for (k = 0; k < 5; k++) {
@@ -427,7 +434,7 @@ TEST_F(emb, bad_arguments_are_refused)
 	static struct batch batches[MAX_CHIPS];
 	unsigned int i;
 
-	ASSERT_EQ(ACCEL_OK, open_plan(self, WINDOW_BASE + 5, &d));
+	ASSERT_EQ(ACCEL_OK, open_plan(self, WINDOW_BASE + 5, &d, NULL));
 	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
 		  accel_embedding_create(NULL, self->dev, self->n, &d, &e));
 	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
