@@ -113,13 +113,13 @@ static int cmp_action(const void *x, const void *y)
  */
 static unsigned int halves(uint32_t n, bool wrap)
 {
-	return wrap && n > 2 && n % 2 == 0 ? 2 : 1;
+	return wrap && n % 2 == 0 ? 2 : 1;
 }
 
 static void spans(uint32_t n, bool wrap, uint32_t c, unsigned int h,
 		  uint32_t *l, uint32_t *r)
 {
-	if (!wrap || n <= 2)
+	if (!wrap)
 		*l = c;
 	else if (n % 2)
 		*l = (n - 1) / 2;

@@ -597,8 +597,9 @@ TEST(broadcast_brings_the_roots_vector_to_every_chip)
 
 /*
  * Elements an all-reduce sends from chip @me along @dim towards @dir, by
- * Documentation/collectives.md: a wrapped ring of n > 2 carries
- * (n - 1) / 2n of a phase's vector each way, in each of its two halves
+ * Documentation/collectives.md: a wrapped ring carries (n - 1) / 2n of a
+ * phase's vector each way (a ring of 2 over its two links), in each of
+ * its two halves
  * (reduce-scatter, all-gather); a line carries, from position p, the
  * chunks beyond p.
  */
@@ -621,7 +622,7 @@ static uint64_t expected_load(const struct sim *s, uint32_t me,
 			uint32_t d = active[(k + i) % nactive], n = s->p.dims[d];
 			uint32_t p = c[d];
 
-			if (d == dim && (s->p.wrap & 1u << d) && n > 2)
+			if (d == dim && (s->p.wrap & 1u << d))
 				load += 2 * len * (n - 1) / (2 * n);
 			else if (d == dim && dir == COLL_PLUS)
 				load += len / n * ((n - 1 - p) + (p + 1 < n ? p + 1 : 0));
