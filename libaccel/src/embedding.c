@@ -281,21 +281,26 @@ void accel_embedding_fault(const struct accel_embedding *emb,
 		memset(fault, 0, sizeof(*fault));
 }
 
-/* Three arrays of one exchange buffer set, as SparseCore ids by VA. */
-static struct accel_sc_ids emb_exch_ids(struct accel_cmdbuf *cb,
-					struct accel_buffer *const *bufs,
-					uint32_t count, uint32_t use)
+/*
+ * The three arrays of one exchange buffer set as SparseCore ids, by VA
+ * (they are three buffers, as the all-to-alls need), listed for @use.
+ */
+static int emb_exch_ids(struct accel_cmdbuf *cb,
+			struct accel_buffer *const *bufs, uint32_t count,
+			uint32_t use, struct accel_sc_ids *ids)
 {
 	unsigned int a;
+	int ret = ACCEL_OK;
 
-	for (a = 0; a < EMB_ARRAYS; a++)
-		accel_cmdbuf_use_buffer(cb, bufs[a], use);
-	return (struct accel_sc_ids) {
+	for (a = 0; !ret && a < EMB_ARRAYS; a++)
+		ret = accel_cmdbuf_use_buffer(cb, bufs[a], use);
+	*ids = (struct accel_sc_ids) {
 		.row_ids = accel_buffer_device_va(bufs[EMB_ROWS]),
 		.col_ids = accel_buffer_device_va(bufs[EMB_COLS]),
 		.weights = accel_buffer_device_va(bufs[EMB_WEIGHTS]),
 		.count = count,
 	};
+	return ret;
 }
 
 /* An exchange buffer of padded rows as a table of exch_samples rows. */
@@ -450,13 +455,15 @@ static int emb_build_partition(struct accel_embedding *emb, unsigned int i,
 		.weights = emb_in_array(l, EMB_WEIGHTS),
 		.count = b[i].count,
 	};
-	struct accel_sc_ids out = emb_exch_ids(c->cb, c->send, l->exch_ids,
-					       ACCEL_USE_WRITE);
 	struct accel_region counts = {
 		.buffer = c->in, .offset = emb_in_counts(l),
 	};
+	struct accel_sc_ids out;
+	int ret = emb_exch_ids(c->cb, c->send, l->exch_ids, ACCEL_USE_WRITE,
+			       &out);
 
-	return accel_cmdbuf_sc_partition(c->cb, &limits, &in, &out, &counts);
+	return ret ? ret : accel_cmdbuf_sc_partition(c->cb, &limits, &in, &out,
+						     &counts);
 }
 
 /* SC_GATHER on the owner: every source's ids, into its block of rows. */
@@ -465,13 +472,15 @@ static int emb_build_lookup(struct accel_embedding *emb, unsigned int i,
 {
 	const struct emb_layout *l = &emb->l;
 	struct emb_chip *c = &emb->chip[i];
-	struct accel_sc_ids in = emb_exch_ids(c->cb, c->recv, l->exch_ids,
-					      ACCEL_USE_READ);
 	struct accel_tensor shard, out = emb_rows_tensor(l, c->rows_send);
+	struct accel_sc_ids in;
+	int ret = emb_exch_ids(c->cb, c->recv, l->exch_ids, ACCEL_USE_READ,
+			       &in);
 
 	(void)arg;
 	accel_embedding_shard(emb, i, &shard);
-	return accel_cmdbuf_sc_gather(c->cb, TSR_SC_SUM, &in, &shard, &out);
+	return ret ? ret : accel_cmdbuf_sc_gather(c->cb, TSR_SC_SUM, &in,
+						  &shard, &out);
 }
 
 /* SC_GATHER adding up each sample's partial rows, owners in rank order. */
@@ -598,13 +607,15 @@ static int emb_build_update(struct accel_embedding *emb, unsigned int i,
 {
 	const struct emb_layout *l = &emb->l;
 	struct emb_chip *c = &emb->chip[i];
-	struct accel_sc_ids in = emb_exch_ids(c->cb, c->recv, l->exch_ids,
-					      ACCEL_USE_READ);
 	struct accel_tensor shard, grad = emb_rows_tensor(l, c->rows_recv);
+	struct accel_sc_ids in;
+	int ret = emb_exch_ids(c->cb, c->recv, l->exch_ids, ACCEL_USE_READ,
+			       &in);
 
 	accel_embedding_shard(emb, i, &shard);
-	return accel_cmdbuf_sc_scatter_add(c->cb, TSR_SC_SUM, &in, &grad,
-					   &shard, *(const float *)arg);
+	return ret ? ret : accel_cmdbuf_sc_scatter_add(c->cb, TSR_SC_SUM, &in,
+						       &grad, &shard,
+						       *(const float *)arg);
 }
 
 int accel_embedding_backward(struct accel_embedding *emb,

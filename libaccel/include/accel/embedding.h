@@ -12,8 +12,11 @@
  * A plan is made once for a table's shape and the batch limits: it holds
  * the shards and every buffer a step needs, so a step allocates nothing.
  * Every host process of the slice makes its plan over its own chips and
- * runs the same steps in the same order, as with the collectives.
- * Documentation/libaccel.md describes the algorithm and its cost.
+ * runs the same steps in the same order, as with the collectives.  A plan
+ * is used by one thread at a time.  A step whose all-to-all fails leaves
+ * the communicator unusable, as any collective does: destroy the plan,
+ * then the communicator.  Documentation/libaccel.md describes the
+ * algorithm and its cost.
  */
 #ifndef ACCEL_EMBEDDING_H
 #define ACCEL_EMBEDDING_H
