@@ -7,6 +7,7 @@
  *
  * Copyright (C) 2026 The Tessera Authors
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,7 +128,7 @@ TEST(check_names_the_entry_out_of_range)
 	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT, emb_check(&l, &b, &f));
 }
 
-TEST(prepare_moves_samples_to_the_sources_block_and_divides_for_mean)
+TEST(prepare_moves_samples_to_the_sources_block_and_divides_for_mean_and_sqrtn)
 {
 	struct accel_embedding_desc d = desc(10, 5, 3, 4);
 	uint32_t rows[] = { 0, 2, 0, 2 }, ids[] = { 1, 2, 3, 4 };
@@ -153,6 +154,21 @@ TEST(prepare_moves_samples_to_the_sources_block_and_divides_for_mean)
 	EXPECT_EQ(0.75f, x[2]);
 	EXPECT_EQ(0.25f, x[1]);
 	EXPECT_EQ(0.75f, x[3]);
+	/* Sample 0 weighs 1 and 3: sqrt(10); sample 2, 2 and 6: sqrt(40). */
+	d.combiner = TSR_SC_SQRTN;
+	ASSERT_EQ(ACCEL_OK, emb_layout_init(&l, &d, 4));
+	emb_prepare(&l, 2, &b, r, c, x, d_s);
+	EXPECT_EQ(1.0f / sqrtf(10.0f), x[0]);
+	EXPECT_EQ(3.0f / sqrtf(10.0f), x[2]);
+	EXPECT_EQ(6.0f / sqrtf(40.0f), x[3]);
+	/* A sample whose weights add up to 0 weighs nothing. */
+	w[1] = 0.0f;
+	w[3] = 0.0f;
+	d.combiner = TSR_SC_MEAN;
+	ASSERT_EQ(ACCEL_OK, emb_layout_init(&l, &d, 4));
+	emb_prepare(&l, 2, &b, r, c, x, d_s);
+	EXPECT_EQ(0.0f, x[1]);
+	EXPECT_EQ(0.0f, x[3]);
 }
 
 TEST(combine_ids_visit_the_owners_in_rank_order)

@@ -10,8 +10,8 @@
  * split across VMs: each test's communicator spans the whole slice and
  * opens a window id of its own.  Every chip's batch is a function of its
  * rank, so each host computes the whole slice's answer.  The data are
- * small integers (and MEAN's divisors powers of two), so sums are exact
- * in any order and comparing bits is meaningful.
+ * small integers (and the samples of MEAN and SQRTN chosen for it), so
+ * sums are exact in any order and comparing bits is meaningful.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -179,8 +179,9 @@ static void batches_make(FIXTURE_DATA(emb) *self, struct batch *batches,
 }
 
 /*
- * MEAN with divisors that are powers of two: sample s has 1, 2 or 4
- * unweighted entries, so every f_e is exact.
+ * MEAN and SQRTN, exact: sample s has 1, 2 or 4 unweighted entries, the
+ * two of a pair one id (their factors, even 1 / sqrt(2), add up exactly
+ * when SC_PARTITION merges them), so every row's sum is exact.
  */
 static void batch_make_mean(struct batch *b, unsigned int rank)
 {
@@ -254,7 +255,8 @@ TEST_F_TIMEOUT(emb, sum_lookup_matches_one_table, EMB_TEST_TIMEOUT)
 	expect_forward(_metadata, self, TSR_SC_SUM, batches, table);
 }
 
-TEST_F_TIMEOUT(emb, mean_lookup_divides_by_the_whole_sample, EMB_TEST_TIMEOUT)
+TEST_F_TIMEOUT(emb, mean_and_sqrtn_lookups_divide_by_the_whole_sample,
+	       EMB_TEST_TIMEOUT)
 {
 	struct accel_embedding_desc d = desc_of(TSR_SC_MEAN);
 	static struct batch batches[MAX_CHIPS];
@@ -266,6 +268,15 @@ TEST_F_TIMEOUT(emb, mean_lookup_divides_by_the_whole_sample, EMB_TEST_TIMEOUT)
 		batch_make_mean(&batches[i], accel_comm_rank(self->comm, i));
 	run_forward(_metadata, self, batches);
 	expect_forward(_metadata, self, TSR_SC_MEAN, batches, table);
+	/* A second plan on the same communicator. */
+	accel_embedding_destroy(self->emb);
+	self->emb = NULL;
+	d = desc_of(TSR_SC_SQRTN);
+	ASSERT_EQ(ACCEL_OK, accel_embedding_create(self->comm, self->dev,
+						   self->n, &d, &self->emb));
+	ASSERT_EQ(ACCEL_OK, accel_embedding_upload(self->emb, table));
+	run_forward(_metadata, self, batches);
+	expect_forward(_metadata, self, TSR_SC_SQRTN, batches, table);
 }
 
 /* Chip @rank's gradient of the forward's output. */
