@@ -101,6 +101,11 @@ static int tessera_ioctl_get_info(struct drm_device *drm, void *data,
 	info->ici_link_gbps = tessera_reg_read(tdev, TSR_REG_ICI_LINK_GBPS);
 	tessera_ici_fill_info(tdev, info);
 	info->context_id = tfile->ctx->id;
+	info->sparsecores = tessera_reg_read(tdev, TSR_REG_SC_CORES);
+	info->sc_tiles = tessera_reg_read(tdev, TSR_REG_SC_TILES);
+	info->sc_simd_f32 = tessera_reg_read(tdev, TSR_REG_SC_SIMD_F32);
+	info->sc_simd_bf16 = tessera_reg_read(tdev, TSR_REG_SC_SIMD_BF16);
+	info->sc_spmem_kib = tessera_reg_read(tdev, TSR_REG_SC_SPMEM_KIB);
 
 	drm_dev_exit(idx);
 	return 0;
@@ -151,6 +156,7 @@ static int tessera_ioctl_get_counters(struct drm_device *drm, void *data,
 	c->hbm_read_bytes = tessera_reg_read64(tdev, TSR_REG_CNT_HBM_READ_LO);
 	c->hbm_write_bytes = tessera_reg_read64(tdev, TSR_REG_CNT_HBM_WRITE_LO);
 	c->clock_cycles = tessera_reg_read64(tdev, TSR_REG_CLOCK_LO);
+	c->sc_busy_cycles = tessera_reg_read64(tdev, TSR_REG_CNT_SC_BUSY_LO);
 	drm_dev_exit(idx);
 
 	c->jobs_submitted = tessera_counter(tdev, TESSERA_CNT_JOBS_SUBMITTED);

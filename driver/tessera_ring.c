@@ -116,6 +116,13 @@ static int tessera_errno_of(u32 error)
 		return -EHOSTUNREACH;
 	case TSR_ERR_PEER_ABORT:
 		return -ECONNABORTED;
+	case TSR_ERR_ID_RANGE:
+		return -ERANGE;
+	case TSR_ERR_MAX_IDS:
+	case TSR_ERR_MAX_UNIQUE_IDS:
+		return -EOVERFLOW;
+	case TSR_ERR_SPMEM:
+		return -ENOSPC;
 	default:
 		return -EINVAL;
 	}

@@ -24,8 +24,10 @@ extern "C" {
  *   3  ICI: the slice and the ports in GET_INFO; WINDOW_OPEN,
  *      WINDOW_CLOSE, LINK_INFO; link errors of jobs
  *   4  job traces: DRM_TESSERA_SUBMIT_TRACE and SUBMIT's trace fields
+ *   5  SparseCore: its configuration in GET_INFO, its busy cycles in
+ *      GET_COUNTERS; the errnos of its chip errors
  */
-#define DRM_TESSERA_UAPI_VERSION	4
+#define DRM_TESSERA_UAPI_VERSION	5
 
 #define DRM_TESSERA_GET_INFO		0x00
 #define DRM_TESSERA_PING		0x01
@@ -174,6 +176,21 @@ struct drm_tessera_info {
 	__u32 pad3;
 	/** @ports: each port; entries from @ici_ports on are zero. */
 	struct drm_tessera_port ports[DRM_TESSERA_MAX_PORTS];
+
+	/* Version 5: the SparseCores (TSR_REG_SC_*), all zero without them. */
+
+	/** @sparsecores: SparseCores on the chip. */
+	__u32 sparsecores;
+	/** @sc_tiles: tiles per SparseCore. */
+	__u32 sc_tiles;
+	/** @sc_simd_f32: SIMD lanes of a tile for f32. */
+	__u32 sc_simd_f32;
+	/** @sc_simd_bf16: SIMD lanes of a tile for bf16. */
+	__u32 sc_simd_bf16;
+	/** @sc_spmem_kib: SPMEM per SparseCore, KiB. */
+	__u32 sc_spmem_kib;
+	/** @pad4: reserved, written as zero. */
+	__u32 pad4;
 };
 
 /**
@@ -470,6 +487,9 @@ struct drm_tessera_counters {
 	__u64 link_downs;
 	/** @link_ups: out, driver: times a port was seen coming up. */
 	__u64 link_ups;
+	/* Version 5. */
+	/** @sc_busy_cycles: out, chip: modeled SparseCore busy cycles. */
+	__u64 sc_busy_cycles;
 };
 
 /* Windows a chip has, and ids WINDOW_OPEN hands out: 0 to this minus 1. */
