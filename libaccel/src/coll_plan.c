@@ -107,19 +107,29 @@ static int cmp_action(const void *x, const void *y)
 }
 
 /*
- * The hops of a chunk's two flows on a ring of @n: @l chips send towards
- * + before the owner, @r towards -.  On a wrapped ring of even length the
- * chunk's two halves split the odd chip out between the two directions.
+ * The halves a chunk of a ring of @n goes in, @len the phase's elements
+ * and @piece a message's.  On a wrapped ring of even length the chunk's
+ * two halves split the odd chip out between the two directions; on a
+ * ring of 2 they go over its two links, but only when each half still
+ * fills two messages: below that the extra messages cost more time than
+ * the second link saves, and the ring works as a line.
  */
-static unsigned int halves(uint32_t n, bool wrap)
+static unsigned int halves(uint32_t n, bool wrap, uint64_t len,
+			   uint64_t piece)
 {
-	return wrap && n % 2 == 0 ? 2 : 1;
+	if (!wrap || n % 2)
+		return 1;
+	return n > 2 || len / n >= 4 * piece ? 2 : 1;
 }
 
-static void spans(uint32_t n, bool wrap, uint32_t c, unsigned int h,
-		  uint32_t *l, uint32_t *r)
+/*
+ * The hops of a chunk's two flows on a ring of @n: @l chips send towards
+ * + before the owner, @r towards -.
+ */
+static void spans(uint32_t n, bool wrap, unsigned int nh, uint32_t c,
+		  unsigned int h, uint32_t *l, uint32_t *r)
 {
-	if (!wrap)
+	if (!wrap || (n == 2 && nh == 1))
 		*l = c;
 	else if (n % 2)
 		*l = (n - 1) / 2;
@@ -178,7 +188,8 @@ static void ring_phase(struct builder *b, bool rs, unsigned int dim,
 	const struct coll_params *p = b->p;
 	uint32_t n = p->dims[dim], me = p->coords[dim], c, l, rr;
 	bool wrap = p->wrap & (1u << dim);
-	unsigned int h, nh = halves(n, wrap);
+	unsigned int h, nh = halves(n, wrap, r.len,
+				    rs ? p->acc_piece : p->out_piece);
 
 	for (c = 0; c < n; c++) {
 		if (only < n && c != only)
@@ -188,7 +199,7 @@ static void ring_phase(struct builder *b, bool rs, unsigned int dim,
 						    nh, h);
 			uint32_t kp, km;
 
-			spans(n, wrap, c, h, &l, &rr);
+			spans(n, wrap, nh, c, h, &l, &rr);
 			if (rs) {
 				/* + flow: from c - l up to c; - flow: c + rr down. */
 				kp = (me + n - c + l) % n;

@@ -598,8 +598,9 @@ TEST(broadcast_brings_the_roots_vector_to_every_chip)
 /*
  * Elements an all-reduce sends from chip @me along @dim towards @dir, by
  * Documentation/collectives.md: a wrapped ring carries (n - 1) / 2n of a
- * phase's vector each way (a ring of 2 over its two links), in each of
- * its two halves
+ * phase's vector each way (a ring of 2 over its two links once each half
+ * of a chunk fills two messages, else as a line), in each of its two
+ * halves
  * (reduce-scatter, all-gather); a line carries, from position p, the
  * chunks beyond p.
  */
@@ -622,7 +623,8 @@ static uint64_t expected_load(const struct sim *s, uint32_t me,
 			uint32_t d = active[(k + i) % nactive], n = s->p.dims[d];
 			uint32_t p = c[d];
 
-			if (d == dim && (s->p.wrap & 1u << d))
+			if (d == dim && (s->p.wrap & 1u << d) &&
+			    (n > 2 || len / n >= 4 * s->p.acc_piece))
 				load += 2 * len * (n - 1) / (2 * n);
 			else if (d == dim && dir == COLL_PLUS)
 				load += len / n * ((n - 1 - p) + (p + 1 < n ? p + 1 : 0));
@@ -666,6 +668,40 @@ TEST(every_link_carries_the_load_of_the_formula)
 						       sh->wrap, colours, me, dim, dir);
 				}
 			}
+			sim_free(&s);
+		}
+	}
+}
+
+/*
+ * A ring of 2 carries a large vector over both its links, half each way,
+ * and a small one as a line, each by the formula (above).
+ */
+TEST(a_ring_of_two_uses_both_links_for_a_large_vector)
+{
+	static const uint64_t counts[] = { 40000, 3000 };
+	unsigned int k, colours, me, dim, dir;
+
+	for (k = 0; k < ARRAY_SIZE(counts); k++) {
+		for (colours = 1; colours <= 2; colours++) {
+			struct sim s = {
+				.p = { .dims = { 2, 2, 1 }, .wrap = 3,
+				       .count = counts[k], .colours = colours,
+				       .acc_piece = 1000, .out_piece = 1000 },
+				.slots = 2,
+			};
+
+			ASSERT_TRUE(simulate(&s, 100 + k)) TH_LOG("%s", s.why);
+			for (me = 0; me < 4; me++)
+				for (dim = 0; dim < 2; dim++)
+					for (dir = 0; dir < COLL_DIRS; dir++)
+						EXPECT_EQ(expected_load(&s, me, dim, dir),
+							  s.chip[me].load[dim][dir])
+						TH_LOG("count %llu colours %u chip %u dim %u dir %u",
+						       (unsigned long long)counts[k], colours,
+						       me, dim, dir);
+			/* Both directions busy exactly when the vector is large. */
+			EXPECT_EQ(k == 0, s.chip[0].load[0][COLL_MINUS] > 0);
 			sim_free(&s);
 		}
 	}
