@@ -565,6 +565,30 @@ static struct accel_tensor tensor(struct accel_buffer *buf, uint64_t offset,
 	return (struct accel_tensor){ buf, offset, rows, cols, 0, TSR_DTYPE_F32 };
 }
 
+/*
+ * The forward pass of @x (rows x PIXELS) to the logits @z2, through the
+ * hidden sums @z1 and activations @a1, with the chip's weights.
+ */
+static int build_forward(struct accel_cmdbuf *cb, const struct layout *l,
+			 struct accel_buffer *params,
+			 const struct accel_tensor *x,
+			 const struct accel_tensor *z1,
+			 const struct accel_tensor *a1,
+			 const struct accel_tensor *z2)
+{
+	uint32_t h = l->hidden;
+	struct accel_tensor w1 = tensor(params, l->w1 * 4, PIXELS, h);
+	struct accel_tensor b1 = tensor(params, l->b1 * 4, 1, h);
+	struct accel_tensor w2 = tensor(params, l->w2 * 4, h, CLASSES);
+	struct accel_tensor b2 = tensor(params, l->b2 * 4, 1, CLASSES);
+
+	return accel_op_matmul(cb, NULL, x, &w1, z1, 0) ?:
+	       accel_op_elementwise(cb, TSR_VPU_ADD, z1, &b1, NULL, z1) ?:
+	       accel_op_elementwise(cb, TSR_VPU_RELU, z1, NULL, NULL, a1) ?:
+	       accel_op_matmul(cb, NULL, a1, &w2, z2, 0) ?:
+	       accel_op_elementwise(cb, TSR_VPU_ADD, z2, &b2, NULL, z2);
+}
+
 /* The forward and backward passes of the chip's share: job 1 of a step. */
 static int build_step(struct trainer *t, struct chip *c)
 {
@@ -573,10 +597,7 @@ static int build_step(struct trainer *t, struct chip *c)
 	uint32_t b = t->rows, h = l->hidden;
 	struct accel_tensor x = tensor(c->batch, cl->x, b, PIXELS);
 	struct accel_tensor y = tensor(c->batch, cl->y, b, CLASSES);
-	struct accel_tensor w1 = tensor(c->params, l->w1 * 4, PIXELS, h);
-	struct accel_tensor b1 = tensor(c->params, l->b1 * 4, 1, h);
 	struct accel_tensor w2 = tensor(c->params, l->w2 * 4, h, CLASSES);
-	struct accel_tensor b2 = tensor(c->params, l->b2 * 4, 1, CLASSES);
 	struct accel_tensor gw1 = tensor(c->grad, l->w1 * 4, PIXELS, h);
 	struct accel_tensor gb1 = tensor(c->grad, l->b1 * 4, 1, h);
 	struct accel_tensor gw2 = tensor(c->grad, l->w2 * 4, h, CLASSES);
@@ -593,11 +614,7 @@ static int build_step(struct trainer *t, struct chip *c)
 	/* Each chip scales by the whole batch: the all-reduce adds up means. */
 	float scale = 1.0f / ((float)b * t->size);
 
-	return accel_op_matmul(cb, NULL, &x, &w1, &z1, 0) ?:
-	       accel_op_elementwise(cb, TSR_VPU_ADD, &z1, &b1, NULL, &z1) ?:
-	       accel_op_elementwise(cb, TSR_VPU_RELU, &z1, NULL, NULL, &a1) ?:
-	       accel_op_matmul(cb, NULL, &a1, &w2, &z2, 0) ?:
-	       accel_op_elementwise(cb, TSR_VPU_ADD, &z2, &b2, NULL, &z2) ?:
+	return build_forward(cb, l, c->params, &x, &z1, &a1, &z2) ?:
 	       accel_op_softmax_cross_entropy(cb, c->scratch, &z2, &y, &probs,
 					      &dz2, &loss, scale) ?:
 	       accel_op_matmul(cb, NULL, &a1, &dz2, &gw2, TSR_MATMUL_TRANSPOSE_A) ?:
@@ -626,26 +643,16 @@ static int build_update(struct trainer *t, struct chip *c)
 /* The test set's probabilities, with the chip's current weights. */
 static int build_eval(struct trainer *t, struct chip *c)
 {
-	const struct layout *l = t->l;
 	const struct chip_layout *cl = &t->cl;
-	uint32_t n = t->test_rows, h = l->hidden;
+	uint32_t n = t->test_rows, h = t->l->hidden;
 	struct accel_tensor x = tensor(c->eval, cl->test_x, n, PIXELS);
 	struct accel_tensor z1 = tensor(c->eval, cl->test_z1, n, h);
 	struct accel_tensor a1 = tensor(c->eval, cl->test_a1, n, h);
 	struct accel_tensor z2 = tensor(c->eval, cl->test_z2, n, CLASSES);
-	struct accel_tensor w1 = tensor(c->params, l->w1 * 4, PIXELS, h);
-	struct accel_tensor b1 = tensor(c->params, l->b1 * 4, 1, h);
-	struct accel_tensor w2 = tensor(c->params, l->w2 * 4, h, CLASSES);
-	struct accel_tensor b2 = tensor(c->params, l->b2 * 4, 1, CLASSES);
 	struct accel_tensor probs = tensor(c->probs, 0, n, CLASSES);
-	struct accel_cmdbuf *cb = c->eval_cb;
 
-	return accel_op_matmul(cb, NULL, &x, &w1, &z1, 0) ?:
-	       accel_op_elementwise(cb, TSR_VPU_ADD, &z1, &b1, NULL, &z1) ?:
-	       accel_op_elementwise(cb, TSR_VPU_RELU, &z1, NULL, NULL, &a1) ?:
-	       accel_op_matmul(cb, NULL, &a1, &w2, &z2, 0) ?:
-	       accel_op_elementwise(cb, TSR_VPU_ADD, &z2, &b2, NULL, &z2) ?:
-	       accel_op_softmax(cb, c->scratch, &z2, &probs);
+	return build_forward(c->eval_cb, t->l, c->params, &x, &z1, &a1, &z2) ?:
+	       accel_op_softmax(c->eval_cb, c->scratch, &z2, &probs);
 }
 
 static int fail(const char *what, int ret)
