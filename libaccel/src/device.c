@@ -322,6 +322,11 @@ static void info_from_driver(const struct accel_device *dev,
 	info->ici_link_latency_ns = ti->ici_link_latency_ns;
 	for (p = 0; p < TSR_ICI_MAX_PORTS; p++)
 		accel_port_from_driver(&ti->ports[p], &info->ports[p]);
+	info->sparsecores = ti->sparsecores;
+	info->sc_tiles = ti->sc_tiles;
+	info->sc_simd_f32 = ti->sc_simd_f32;
+	info->sc_simd_bf16 = ti->sc_simd_bf16;
+	info->sc_spmem_kib = ti->sc_spmem_kib;
 	snprintf(info->driver_name, sizeof(info->driver_name), "%s",
 		 version->name);
 	info->driver_major = version->version_major;
@@ -383,6 +388,7 @@ int accel_device_get_counters_sized(struct accel_device *dev,
 		.remote_access_refused = tc.remote_access_refused,
 		.link_downs = tc.link_downs,
 		.link_ups = tc.link_ups,
+		.sc_busy_cycles = tc.sc_busy_cycles,
 	};
 	return accel_copy_sized(c, size, &ours, sizeof(ours), COUNTERS_SIZE_0_2);
 }

@@ -34,6 +34,9 @@ static int result_of(int fence_error)
 	case EIO:
 	case EINVAL:
 	case E2BIG:
+	case ERANGE:
+	case EOVERFLOW:
+	case ENOSPC:
 		return ACCEL_ERR_JOB_FAILED;
 	case ETIMEDOUT:
 		return ACCEL_ERR_JOB_HUNG;

@@ -83,6 +83,15 @@ struct accel_device_info {
 	uint32_t max_windows;		/* window ids: 0 ... max_windows - 1 */
 	uint32_t ici_link_latency_ns;	/* modeled latency of one hop */
 	struct accel_ici_port ports[TSR_ICI_MAX_PORTS];	/* ici_ports used */
+	/*
+	 * The SparseCores (Documentation/chip.md, "SparseCore"): all zero on
+	 * a chip without them, and from drivers older than uapi version 5.
+	 */
+	uint32_t sparsecores;
+	uint32_t sc_tiles;		/* per SparseCore */
+	uint32_t sc_simd_f32;		/* SIMD lanes of a tile */
+	uint32_t sc_simd_bf16;
+	uint32_t sc_spmem_kib;		/* SPMEM per SparseCore */
 };
 
 /**
@@ -120,6 +129,8 @@ struct accel_device_counters {
 	uint64_t remote_access_refused;	/* writes this chip's windows refused */
 	uint64_t link_downs;		/* ports seen going down */
 	uint64_t link_ups;		/* ports seen coming up */
+	/* The chip's; zero from drivers older than uapi version 5. */
+	uint64_t sc_busy_cycles;	/* SparseCore busy cycles */
 };
 
 /** accel_device_count() - number of Tessera devices on this system. */
