@@ -321,6 +321,11 @@ TEST_F(smi, json_lists_every_device_with_its_identity)
 		EXPECT_EQ(info.tensorcores, jint(d, "config.tensorcores"));
 		EXPECT_EQ(info.num_queues, jint(d, "config.num_queues"));
 		EXPECT_EQ(info.clock_mhz, jint(d, "config.clock_mhz"));
+		EXPECT_EQ(info.sparsecores, jint(d, "config.sparsecores"));
+		EXPECT_EQ(info.sc_tiles, jint(d, "config.sc_tiles"));
+		EXPECT_EQ(info.sc_simd_f32, jint(d, "config.sc_simd_f32"));
+		EXPECT_EQ(info.sc_simd_bf16, jint(d, "config.sc_simd_bf16"));
+		EXPECT_EQ(info.sc_spmem_kib, jint(d, "config.sc_spmem_kib"));
 	}
 	json_object_put(report);
 }
@@ -473,6 +478,26 @@ TEST_F(smi, human_output_has_a_line_per_wired_port)
 	if (!self->info.ports_wired) {
 		EXPECT_NE(NULL, strstr(r.out, "no ICI port is wired"));
 	}
+	smi_free(&r);
+}
+
+/* A chip with SparseCores has a line in their table; none, no table. */
+TEST_F(smi, human_output_shows_the_sparsecores)
+{
+	const char *args[] = { "-i", "0", "-d", self->pci, NULL };
+	const struct accel_device_info *i = &self->info;
+	struct smi_run r;
+	char simd[24], line[96];
+
+	smi_run(args, &r);
+	EXPECT_EQ(0, r.status) TH_LOG("stderr: %s", r.err);
+	snprintf(simd, sizeof(simd), "%u/%u", i->sc_simd_f32, i->sc_simd_bf16);
+	snprintf(line, sizeof(line), "\n  0  %11u  %5u  %13s  ", i->sparsecores,
+		 i->sc_tiles, simd);
+	EXPECT_EQ(i->sparsecores != 0,
+		  strstr(r.out, "SPARSECORES  TILES") != NULL) TH_LOG("%s", r.out);
+	EXPECT_EQ(i->sparsecores != 0, strstr(r.out, line) != NULL)
+		TH_LOG("no \"%s\" in:\n%s", line + 1, r.out);
 	smi_free(&r);
 }
 

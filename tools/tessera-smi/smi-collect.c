@@ -34,6 +34,7 @@ const struct chip_counter chip_counters[] = {
 	{ "commands", offsetof(struct accel_device_counters, chip_commands) },
 	{ "hbm_read_bytes", offsetof(struct accel_device_counters, hbm_read_bytes) },
 	{ "hbm_write_bytes", offsetof(struct accel_device_counters, hbm_write_bytes) },
+	{ "sc_busy_cycles", offsetof(struct accel_device_counters, sc_busy_cycles) },
 };
 
 #define LINK_COUNTER(name) { #name, offsetof(struct accel_link_info, name) }

@@ -197,6 +197,11 @@ static json_object *json_config(const struct accel_device_info *info)
 	add_u64(o, "max_contexts", info->max_contexts);
 	add_u64(o, "caps", info->caps);
 	add_fixed(o, "peak_bf16_tflops", info->peak_bf16_flops / 1e12, 1);
+	add_u64(o, "sparsecores", info->sparsecores);
+	add_u64(o, "sc_tiles", info->sc_tiles);
+	add_u64(o, "sc_simd_f32", info->sc_simd_f32);
+	add_u64(o, "sc_simd_bf16", info->sc_simd_bf16);
+	add_u64(o, "sc_spmem_kib", info->sc_spmem_kib);
 	return o;
 }
 
@@ -494,6 +499,30 @@ static void print_devices(const struct device_status *st, size_t n,
 	}
 }
 
+/* A line per chip with SparseCores; none when no chip has them. */
+static void print_sparsecores(const struct device_status *st, size_t n)
+{
+	bool header = false;
+	char simd[24], spmem[24];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct accel_device_info *info = &st[i].info;
+
+		if (st[i].error[0] || !info->sparsecores)
+			continue;
+		if (!header)
+			printf("\nDEV  SPARSECORES  TILES  SIMD F32/BF16  SPMEM EACH\n");
+		header = true;
+		snprintf(simd, sizeof(simd), "%u/%u", info->sc_simd_f32,
+			 info->sc_simd_bf16);
+		format_bytes((uint64_t)info->sc_spmem_kib * 1024, spmem,
+			     sizeof(spmem));
+		printf("%3d  %11u  %5u  %13s  %10s\n", st[i].device->index,
+		       info->sparsecores, info->sc_tiles, simd, spmem);
+	}
+}
+
 static void print_versions_and_slice(const struct device_status *st, size_t n)
 {
 	size_t i;
@@ -653,6 +682,7 @@ void print_tables(const char *timestamp, const struct device_status *st,
 	else
 		printf("   utilization not sampled\n\n");
 	print_devices(st, n, clients);
+	print_sparsecores(st, n);
 	print_versions_and_slice(st, n);
 	print_links(st, n);
 	print_counters(st, n);

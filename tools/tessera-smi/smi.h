@@ -56,7 +56,7 @@ struct chip_counter {
 	size_t offset;
 };
 
-#define CHIP_COUNTERS 8
+#define CHIP_COUNTERS 9
 extern const struct chip_counter chip_counters[CHIP_COUNTERS];
 
 #define LINK_COUNTERS 12
