@@ -343,6 +343,19 @@ $(DIGITS): $(DEPS_STAMP)
 	gzip -dc $(DIGITS_GZ) > $@.tmp
 	mv $@.tmp $@
 
+# The embedding-bag sample's data: four licence texts of base-files, as
+# windows of 12 lowercase words, each after its licence's class (0-3)
+# and a comma: CSV, which mk/initramfs copies to /tessera/share.
+LICENSES := $(addprefix /usr/share/common-licenses/,GPL-3 Apache-2.0 Artistic MPL-2.0)
+LICENSE_WORDS := $(B)/share/licenses.csv
+
+$(LICENSE_WORDS): $(LICENSES)
+	@mkdir -p $(@D)
+	c=0; for f in $(LICENSES); do tr 'A-Z' 'a-z' < $$f | tr -cs 'a-z' '\n' | \
+		grep . | paste -d ' ' - - - - - - - - - - - - | grep -v ' $$' | \
+		sed "s/^/$$c,/"; c=$$((c + 1)); done > $@.tmp
+	mv $@.tmp $@
+
 # ---------------------------------------------------------------- tools
 tools: $(TOOLS)
 
@@ -369,7 +382,7 @@ initramfs: $(INITRAMFS)
 
 GUEST_FILES := $(VM_TESTS) $(B)/tests/vm/run-tests $(SAMPLES) $(TOOLS) $(GUEST_BENCHES) \
 	$(GUEST_PROGS) $(SLICE_PROGS) $(CONSUMERS) $(TUTORIAL) $(B)/lib/$(LIBACCEL_SONAME) $(LIBACCEL_SO) \
-	$(DIGITS)
+	$(DIGITS) $(LICENSE_WORDS)
 
 $(INITRAMFS): mk/initramfs tools/guest/init $(TESSERA_KO) $(GUEST_FILES) $(DEPS_STAMP)
 	@mkdir -p $(@D)
