@@ -102,23 +102,6 @@ struct options {
 	float target;
 };
 
-static int parse_float(const char *what, const char *s, float min, float max,
-		       float *out)
-{
-	char *end;
-	float v;
-
-	errno = 0;
-	v = strtof(s, &end);
-	if (end == s || *end || errno || !(v >= min && v <= max)) {
-		fprintf(stderr, PROG ": %s must be a number from %g to %g, not '%s' (see '"
-			PROG " --help')\n", what, min, max, s);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_CHIPS = 256, OPT_CPU, OPT_DATA, OPT_STEPS, OPT_DIM,
@@ -409,21 +392,6 @@ static void init_model(const struct layout *l, uint32_t seed, float *table,
 		params[l->w + i] = uniform(&seed, s);
 }
 
-/* The order of the training samples in @epoch: a shuffle from the seed. */
-static void shuffle(uint32_t *order, uint32_t n, uint32_t seed, uint32_t epoch)
-{
-	uint32_t state = seed * 2654435761u + epoch + 1, i, j, t;
-
-	for (i = 0; i < n; i++)
-		order[i] = i;
-	for (i = n - 1; i > 0; i--) {
-		j = xorshift32(&state) % (i + 1);
-		t = order[i];
-		order[i] = order[j];
-		order[j] = t;
-	}
-}
-
 /* A batch of @rows samples in COO form, and their one-hot labels. */
 struct bags {
 	uint32_t *sample_ids, *ids;
@@ -593,11 +561,6 @@ struct trainer {
 	float *host_rows, *host_params, *logits;
 };
 
-static uint64_t align256(uint64_t v)
-{
-	return (v + 255) / 256 * 256;
-}
-
 static void chip_lay_out(struct chip_layout *c, const struct layout *l,
 			 uint32_t rows)
 {
@@ -617,29 +580,23 @@ static void chip_lay_out(struct chip_layout *c, const struct layout *l,
 	c->bytes = at;
 }
 
-static struct accel_tensor tensor(struct accel_buffer *buf, uint64_t offset,
-				  uint32_t rows, uint32_t cols)
-{
-	return (struct accel_tensor){ buf, offset, rows, cols, 0, TSR_DTYPE_F32 };
-}
-
 /* The dense layer's passes on the chip's share of bags: job 1 of a step. */
 static int build_step(struct trainer *t, struct chip *c)
 {
 	const struct layout *l = t->l;
 	const struct chip_layout *cl = &t->cl;
 	uint32_t r = t->rows, d = l->dim;
-	struct accel_tensor emb = tensor(c->act, cl->emb, r, d);
-	struct accel_tensor y = tensor(c->act, cl->y, r, CLASSES);
-	struct accel_tensor z = tensor(c->act, cl->z, r, CLASSES);
-	struct accel_tensor probs = tensor(c->act, cl->probs, r, CLASSES);
-	struct accel_tensor dz = tensor(c->act, cl->dz, r, CLASSES);
-	struct accel_tensor demb = tensor(c->act, cl->demb, r, d);
-	struct accel_tensor w = tensor(c->params, l->w * 4, d, CLASSES);
-	struct accel_tensor b = tensor(c->params, l->b * 4, 1, CLASSES);
-	struct accel_tensor gw = tensor(c->grad, l->w * 4, d, CLASSES);
-	struct accel_tensor gb = tensor(c->grad, l->b * 4, 1, CLASSES);
-	struct accel_tensor loss = tensor(c->grad, l->loss * 4, 1, 1);
+	struct accel_tensor emb = f32_tensor(c->act, cl->emb, r, d);
+	struct accel_tensor y = f32_tensor(c->act, cl->y, r, CLASSES);
+	struct accel_tensor z = f32_tensor(c->act, cl->z, r, CLASSES);
+	struct accel_tensor probs = f32_tensor(c->act, cl->probs, r, CLASSES);
+	struct accel_tensor dz = f32_tensor(c->act, cl->dz, r, CLASSES);
+	struct accel_tensor demb = f32_tensor(c->act, cl->demb, r, d);
+	struct accel_tensor w = f32_tensor(c->params, l->w * 4, d, CLASSES);
+	struct accel_tensor b = f32_tensor(c->params, l->b * 4, 1, CLASSES);
+	struct accel_tensor gw = f32_tensor(c->grad, l->w * 4, d, CLASSES);
+	struct accel_tensor gb = f32_tensor(c->grad, l->b * 4, 1, CLASSES);
+	struct accel_tensor loss = f32_tensor(c->grad, l->loss * 4, 1, 1);
 	struct accel_cmdbuf *cb = c->step_cb;
 	/* Each chip scales by the whole batch: the all-reduce adds up means. */
 	float scale = 1.0f / ((float)r * t->size);
@@ -658,20 +615,14 @@ static int build_step(struct trainer *t, struct chip *c)
 static int build_update(struct trainer *t, struct chip *c)
 {
 	uint32_t p = t->l->params;
-	struct accel_tensor params = tensor(c->params, 0, p, 1);
-	struct accel_tensor grad = tensor(c->grad, 0, p, 1);
-	struct accel_tensor lr = tensor(c->act, t->cl.lr, 1, 1);
-	struct accel_tensor tmp = tensor(c->act, t->cl.tmp, p, 1);
+	struct accel_tensor params = f32_tensor(c->params, 0, p, 1);
+	struct accel_tensor grad = f32_tensor(c->grad, 0, p, 1);
+	struct accel_tensor lr = f32_tensor(c->act, t->cl.lr, 1, 1);
+	struct accel_tensor tmp = f32_tensor(c->act, t->cl.tmp, p, 1);
 
 	return accel_op_elementwise(c->update_cb, TSR_VPU_MUL, &grad, &lr, NULL, &tmp) ?:
 	       accel_op_elementwise(c->update_cb, TSR_VPU_SUB, &params, &tmp, NULL,
 				    &params);
-}
-
-static int fail(const char *what, int ret)
-{
-	fprintf(stderr, PROG ": %s: %s\n", what, accel_error_string(ret));
-	return ret;
 }
 
 /* The chips to train on: this host's chips of the slice, or its first. */
@@ -705,12 +656,6 @@ static int open_chips(struct trainer *t)
 			return fail("opening a chip of the slice", ret);
 	}
 	return ACCEL_OK;
-}
-
-static int build_error(const char *job, struct accel_cmdbuf *cb, int ret)
-{
-	fprintf(stderr, PROG ": building %s: %s\n", job, accel_cmdbuf_last_error(cb));
-	return ret;
 }
 
 static int set_up_chip(struct trainer *t, struct chip *c, const float *params,
@@ -804,8 +749,8 @@ static int chip_step(struct trainer *t, const struct dataset *train,
 		batch[i] = (struct accel_embedding_batch){
 			b->sample_ids, b->ids, NULL, t->rows * WINDOW, t->rows,
 		};
-		out[i] = tensor(c->act, t->cl.emb, t->rows, t->l->dim);
-		demb[i] = tensor(c->act, t->cl.demb, t->rows, t->l->dim);
+		out[i] = f32_tensor(c->act, t->cl.emb, t->rows, t->l->dim);
+		demb[i] = f32_tensor(c->act, t->cl.demb, t->rows, t->l->dim);
 		grad[i] = c->grad;
 		ret = accel_buffer_upload(c->act, t->cl.y, b->y,
 					  (uint64_t)t->rows * CLASSES * 4);
@@ -856,7 +801,7 @@ static int chip_eval(struct trainer *t, const struct dataset *test, float *acc)
 			t->test_bags.sample_ids, t->test_bags.ids, NULL,
 			test->n * WINDOW, test->n,
 		};
-		out[i] = tensor(t->chip[i].test_emb, 0, test->n, t->l->dim);
+		out[i] = f32_tensor(t->chip[i].test_emb, 0, test->n, t->l->dim);
 	}
 	ret = accel_embedding_forward(t->emb, batch, out);
 	if (ret)
@@ -978,7 +923,7 @@ static int train(struct trainer *t, const struct data *d, struct cpu_model *cpu,
 		double t0 = now_s(), loss_sum = 0;
 		uint32_t s, steps = 0;
 
-		shuffle(order, d->train.n, o->seed, epoch);
+		shuffle_order(order, d->train.n, o->seed, epoch);
 		for (s = 0; s < steps_per_epoch && step < total && !ret; s++) {
 			float loss;
 

@@ -159,4 +159,65 @@ static inline float *widen(const uint16_t *v, uint64_t count)
 	return f;
 }
 
+/* A decimal number from @min to @max named @what, or -1 with a message. */
+static inline int parse_float(const char *what, const char *s, float min,
+			      float max, float *out)
+{
+	char *end;
+	float v;
+
+	errno = 0;
+	v = strtof(s, &end);
+	if (end == s || *end || errno || !(v >= min && v <= max)) {
+		fprintf(stderr, PROG ": %s must be a number from %g to %g, not '%s' (see '"
+			PROG " --help')\n", what, min, max, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* A failed call named @what: say so with libaccel's words; @ret back. */
+static inline int fail(const char *what, int ret)
+{
+	fprintf(stderr, PROG ": %s: %s\n", what, accel_error_string(ret));
+	return ret;
+}
+
+/* A job that could not be built: the command buffer says why; @ret back. */
+static inline int build_error(const char *job, struct accel_cmdbuf *cb, int ret)
+{
+	fprintf(stderr, PROG ": building %s: %s\n", job, accel_cmdbuf_last_error(cb));
+	return ret;
+}
+
+/* A dense f32 tensor at @offset of @buf. */
+static inline struct accel_tensor f32_tensor(struct accel_buffer *buf,
+					     uint64_t offset, uint32_t rows,
+					     uint32_t cols)
+{
+	return (struct accel_tensor){ buf, offset, rows, cols, 0, TSR_DTYPE_F32 };
+}
+
+static inline uint64_t align256(uint64_t v)
+{
+	return (v + 255) / 256 * 256;
+}
+
+/* The order of @n training samples in @epoch: a shuffle from @seed. */
+static inline void shuffle_order(uint32_t *order, uint32_t n, uint32_t seed,
+				 uint32_t epoch)
+{
+	uint32_t state = seed * 2654435761u + epoch + 1, i, j, t;
+
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	for (i = n - 1; i > 0; i--) {
+		j = xorshift32(&state) % (i + 1);
+		t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+}
+
 #endif /* TESSERA_SAMPLE_H */

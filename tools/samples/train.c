@@ -97,23 +97,6 @@ struct options {
 	uint32_t trace_step;
 };
 
-static int parse_float(const char *what, const char *s, float min, float max,
-		       float *out)
-{
-	char *end;
-	float v;
-
-	errno = 0;
-	v = strtof(s, &end);
-	if (end == s || *end || errno || !(v >= min && v <= max)) {
-		fprintf(stderr, PROG ": %s must be a number from %g to %g, not '%s' (see '"
-			PROG " --help')\n", what, min, max, s);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_CHIPS = 256, OPT_CPU, OPT_DATA, OPT_STEPS, OPT_HIDDEN,
@@ -340,21 +323,6 @@ static void init_params(const struct layout *l, uint32_t seed, float *p)
 		p[l->w2 + i] = s2 * (2.0f * (xorshift32(&seed) >> 8) / (1u << 24) - 1.0f);
 }
 
-/* The order of the training samples in @epoch: a shuffle from the seed. */
-static void shuffle(uint32_t *order, uint32_t n, uint32_t seed, uint32_t epoch)
-{
-	uint32_t state = seed * 2654435761u + epoch + 1, i, j, t;
-
-	for (i = 0; i < n; i++)
-		order[i] = i;
-	for (i = n - 1; i > 0; i--) {
-		j = xorshift32(&state) % (i + 1);
-		t = order[i];
-		order[i] = order[j];
-		order[j] = t;
-	}
-}
-
 /* Rows @first ... @first + @rows - 1 of a batch: pixels and one-hot labels. */
 static void batch_rows(const struct dataset *d, const uint32_t *order,
 		       uint32_t first, uint32_t rows, float *x, float *y)
@@ -523,11 +491,6 @@ struct trainer {
 	float *host_x, *host_y, *host_params, *host_check;
 };
 
-static uint64_t align256(uint64_t v)
-{
-	return (v + 255) / 256 * 256;
-}
-
 static void chip_lay_out(struct chip_layout *c, const struct layout *l,
 			 uint32_t rows, uint32_t test_rows)
 {
@@ -559,12 +522,6 @@ static void chip_lay_out(struct chip_layout *c, const struct layout *l,
 #undef PLACE
 }
 
-static struct accel_tensor tensor(struct accel_buffer *buf, uint64_t offset,
-				  uint32_t rows, uint32_t cols)
-{
-	return (struct accel_tensor){ buf, offset, rows, cols, 0, TSR_DTYPE_F32 };
-}
-
 /*
  * The forward pass of @x (rows x PIXELS) to the logits @z2, through the
  * hidden sums @z1 and activations @a1, with the chip's weights.
@@ -577,10 +534,10 @@ static int build_forward(struct accel_cmdbuf *cb, const struct layout *l,
 			 const struct accel_tensor *z2)
 {
 	uint32_t h = l->hidden;
-	struct accel_tensor w1 = tensor(params, l->w1 * 4, PIXELS, h);
-	struct accel_tensor b1 = tensor(params, l->b1 * 4, 1, h);
-	struct accel_tensor w2 = tensor(params, l->w2 * 4, h, CLASSES);
-	struct accel_tensor b2 = tensor(params, l->b2 * 4, 1, CLASSES);
+	struct accel_tensor w1 = f32_tensor(params, l->w1 * 4, PIXELS, h);
+	struct accel_tensor b1 = f32_tensor(params, l->b1 * 4, 1, h);
+	struct accel_tensor w2 = f32_tensor(params, l->w2 * 4, h, CLASSES);
+	struct accel_tensor b2 = f32_tensor(params, l->b2 * 4, 1, CLASSES);
 
 	return accel_op_matmul(cb, NULL, x, &w1, z1, 0) ?:
 	       accel_op_elementwise(cb, TSR_VPU_ADD, z1, &b1, NULL, z1) ?:
@@ -595,21 +552,21 @@ static int build_step(struct trainer *t, struct chip *c)
 	const struct layout *l = t->l;
 	const struct chip_layout *cl = &t->cl;
 	uint32_t b = t->rows, h = l->hidden;
-	struct accel_tensor x = tensor(c->batch, cl->x, b, PIXELS);
-	struct accel_tensor y = tensor(c->batch, cl->y, b, CLASSES);
-	struct accel_tensor w2 = tensor(c->params, l->w2 * 4, h, CLASSES);
-	struct accel_tensor gw1 = tensor(c->grad, l->w1 * 4, PIXELS, h);
-	struct accel_tensor gb1 = tensor(c->grad, l->b1 * 4, 1, h);
-	struct accel_tensor gw2 = tensor(c->grad, l->w2 * 4, h, CLASSES);
-	struct accel_tensor gb2 = tensor(c->grad, l->b2 * 4, 1, CLASSES);
-	struct accel_tensor loss = tensor(c->grad, l->loss * 4, 1, 1);
-	struct accel_tensor z1 = tensor(c->act, cl->z1, b, h);
-	struct accel_tensor a1 = tensor(c->act, cl->a1, b, h);
-	struct accel_tensor da1 = tensor(c->act, cl->da1, b, h);
-	struct accel_tensor dz1 = tensor(c->act, cl->dz1, b, h);
-	struct accel_tensor z2 = tensor(c->act, cl->z2, b, CLASSES);
-	struct accel_tensor probs = tensor(c->act, cl->probs, b, CLASSES);
-	struct accel_tensor dz2 = tensor(c->act, cl->dz2, b, CLASSES);
+	struct accel_tensor x = f32_tensor(c->batch, cl->x, b, PIXELS);
+	struct accel_tensor y = f32_tensor(c->batch, cl->y, b, CLASSES);
+	struct accel_tensor w2 = f32_tensor(c->params, l->w2 * 4, h, CLASSES);
+	struct accel_tensor gw1 = f32_tensor(c->grad, l->w1 * 4, PIXELS, h);
+	struct accel_tensor gb1 = f32_tensor(c->grad, l->b1 * 4, 1, h);
+	struct accel_tensor gw2 = f32_tensor(c->grad, l->w2 * 4, h, CLASSES);
+	struct accel_tensor gb2 = f32_tensor(c->grad, l->b2 * 4, 1, CLASSES);
+	struct accel_tensor loss = f32_tensor(c->grad, l->loss * 4, 1, 1);
+	struct accel_tensor z1 = f32_tensor(c->act, cl->z1, b, h);
+	struct accel_tensor a1 = f32_tensor(c->act, cl->a1, b, h);
+	struct accel_tensor da1 = f32_tensor(c->act, cl->da1, b, h);
+	struct accel_tensor dz1 = f32_tensor(c->act, cl->dz1, b, h);
+	struct accel_tensor z2 = f32_tensor(c->act, cl->z2, b, CLASSES);
+	struct accel_tensor probs = f32_tensor(c->act, cl->probs, b, CLASSES);
+	struct accel_tensor dz2 = f32_tensor(c->act, cl->dz2, b, CLASSES);
 	struct accel_cmdbuf *cb = c->step_cb;
 	/* Each chip scales by the whole batch: the all-reduce adds up means. */
 	float scale = 1.0f / ((float)b * t->size);
@@ -630,10 +587,10 @@ static int build_step(struct trainer *t, struct chip *c)
 static int build_update(struct trainer *t, struct chip *c)
 {
 	uint32_t p = t->l->params;
-	struct accel_tensor params = tensor(c->params, 0, p, 1);
-	struct accel_tensor grad = tensor(c->grad, 0, p, 1);
-	struct accel_tensor lr = tensor(c->consts, t->cl.lr, 1, 1);
-	struct accel_tensor tmp = tensor(c->consts, t->cl.tmp, p, 1);
+	struct accel_tensor params = f32_tensor(c->params, 0, p, 1);
+	struct accel_tensor grad = f32_tensor(c->grad, 0, p, 1);
+	struct accel_tensor lr = f32_tensor(c->consts, t->cl.lr, 1, 1);
+	struct accel_tensor tmp = f32_tensor(c->consts, t->cl.tmp, p, 1);
 
 	return accel_op_elementwise(c->update_cb, TSR_VPU_MUL, &grad, &lr, NULL, &tmp) ?:
 	       accel_op_elementwise(c->update_cb, TSR_VPU_SUB, &params, &tmp, NULL,
@@ -645,20 +602,14 @@ static int build_eval(struct trainer *t, struct chip *c)
 {
 	const struct chip_layout *cl = &t->cl;
 	uint32_t n = t->test_rows, h = t->l->hidden;
-	struct accel_tensor x = tensor(c->eval, cl->test_x, n, PIXELS);
-	struct accel_tensor z1 = tensor(c->eval, cl->test_z1, n, h);
-	struct accel_tensor a1 = tensor(c->eval, cl->test_a1, n, h);
-	struct accel_tensor z2 = tensor(c->eval, cl->test_z2, n, CLASSES);
-	struct accel_tensor probs = tensor(c->probs, 0, n, CLASSES);
+	struct accel_tensor x = f32_tensor(c->eval, cl->test_x, n, PIXELS);
+	struct accel_tensor z1 = f32_tensor(c->eval, cl->test_z1, n, h);
+	struct accel_tensor a1 = f32_tensor(c->eval, cl->test_a1, n, h);
+	struct accel_tensor z2 = f32_tensor(c->eval, cl->test_z2, n, CLASSES);
+	struct accel_tensor probs = f32_tensor(c->probs, 0, n, CLASSES);
 
 	return build_forward(c->eval_cb, t->l, c->params, &x, &z1, &a1, &z2) ?:
 	       accel_op_softmax(c->eval_cb, c->scratch, &z2, &probs);
-}
-
-static int fail(const char *what, int ret)
-{
-	fprintf(stderr, PROG ": %s: %s\n", what, accel_error_string(ret));
-	return ret;
 }
 
 /* The chips to train on: this host's chips of the slice, or one. */
@@ -716,12 +667,6 @@ static int create_buffers(struct trainer *t, struct chip *c, int evaluates)
 						 ACCEL_PLACEMENT_HOST, &c->probs);
 	}
 #undef HBM
-	return ret;
-}
-
-static int build_error(const char *job, struct accel_cmdbuf *cb, int ret)
-{
-	fprintf(stderr, PROG ": building %s: %s\n", job, accel_cmdbuf_last_error(cb));
 	return ret;
 }
 
@@ -1087,7 +1032,7 @@ static int train(struct trainer *t, const struct data *d, struct cpu_model *cpu,
 		e.steps = 0;
 		e.loss_sum = 0;
 		e.cost = (struct step_cost){ 0 };
-		shuffle(order, d->train.n, o->seed, e.number);
+		shuffle_order(order, d->train.n, o->seed, e.number);
 		for (s = 0; s < steps_per_epoch && step < total && !ret; s++) {
 			struct step_cost cost = { 0 };
 			float loss;
