@@ -300,10 +300,11 @@ $(B)/bench/vm/%: tests/bench/vm/%.c tests/vm/tessera_util.h $(USER_HEADERS) $(DE
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(UAPI_CFLAGS) $(DRM_CFLAGS) -Itests/vm -o $@ $< $(DRM_LIBS)
 
-# ... except the one that measures libaccel itself.
-$(B)/bench/vm/libaccel_bench: tests/bench/vm/libaccel_bench.c $(LIBACCEL_SO) $(USER_HEADERS)
+# ... except those that go through libaccel.
+$(B)/bench/vm/libaccel_bench $(B)/bench/vm/sc_bench: $(B)/bench/vm/%: tests/bench/vm/%.c \
+		$(LIBACCEL_SO) $(USER_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< -L$(B)/lib -laccel
+	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< -L$(B)/lib -laccel -lm
 
 $(B)/tests/vm/progs/%: tests/vm/progs/%.c tests/vm/tessera_util.h $(USER_HEADERS) $(DEPS_STAMP)
 	@mkdir -p $(@D)
