@@ -37,13 +37,34 @@
 #define ICI_PENDING_ANSWERS 2048
 /* How long a waiting sender sleeps before checking for an abort again. */
 #define ICI_WAIT_SLICE_NS 1000000ull
+/* Busy spans of a link's modeled timeline remembered (see book()). */
+#define ICI_SPANS 32
+/*
+ * The orders a link keeps its messages in, on the modeled clock: one per
+ * queue of this chip, for the messages it sends, and a few for the
+ * messages it forwards, by their source chip.
+ */
+#define ICI_TRANSIT_ORDERS 8
+#define ICI_ORDERS (TSR_MAX_QUEUES + ICI_TRANSIT_ORDERS)
+
+typedef struct IciSpan {
+    uint64_t start;
+    uint64_t end;
+} IciSpan;
 
 typedef struct IciPort {
     TsrLink *link;
     TsrIci *ici;
     unsigned int index;
-    /* Modeled timeline of the outgoing direction, in cycles. */
-    uint64_t free_at;
+    /*
+     * Modeled timeline of the outgoing direction, in cycles: the busy
+     * spans, in order, and before @horizon busy all along.
+     */
+    IciSpan span[ICI_SPANS + 1];
+    unsigned int spans;
+    uint64_t horizon;
+    /* Per order, the latest arrival at the next chip of its messages. */
+    uint64_t order[ICI_ORDERS];
     /* Bytes of faulted frames already charged to the timeline. */
     uint64_t charged_faults;
 } IciPort;
@@ -53,7 +74,6 @@ typedef struct IciReq {
     bool answered;
     uint32_t number;
     uint32_t status;
-    uint64_t arrival;
 } IciReq;
 
 struct TsrIci {
@@ -130,27 +150,114 @@ static uint64_t hop_cycles(TsrIci *ici)
 }
 
 /*
- * A message of @payload bytes leaves by @p when it is ready at cycle
- * @ready: it waits for the link, which it then holds for its frame.
- * Returns when it arrives at the next chip.  Frames the link layer sent
- * again since the last call hold the link too.
+ * Hold @p's link for @len cycles from @ready on, or from the first gap
+ * that long after it (frames of several streams interleave, and one
+ * that is ready earlier on the modeled clock may be sent later by the
+ * host); returns when the hold starts.
  */
-static uint64_t depart(IciPort *p, uint64_t ready, size_t payload)
+static uint64_t book(IciPort *p, uint64_t ready, uint64_t len)
 {
-    uint64_t wire = sizeof(struct tsr_ici_frame_hdr) + payload + 4;
-    uint64_t faults = tsr_link_fault_bytes(p->link), start;
+    uint64_t t = ready > p->horizon ? ready : p->horizon;
+    unsigned int i;
 
-    /* A lost frame costs its resend and the NAK's round trip. */
+    for (i = 0; i < p->spans && p->span[i].start < t + len; i++) {
+        if (p->span[i].end > t) {
+            t = p->span[i].end;
+        }
+    }
+    /* Every span before i ends by t, every one from i starts after. */
+    if (i && p->span[i - 1].end == t) {
+        p->span[i - 1].end = t + len;
+        if (i < p->spans && p->span[i].start == t + len) {
+            p->span[i - 1].end = p->span[i].end;
+            memmove(&p->span[i], &p->span[i + 1],
+                    (p->spans - i - 1) * sizeof(p->span[0]));
+            p->spans--;
+        }
+        return t;
+    }
+    if (i < p->spans && p->span[i].start == t + len) {
+        p->span[i].start = t;
+        return t;
+    }
+    memmove(&p->span[i + 1], &p->span[i], (p->spans - i) * sizeof(p->span[0]));
+    p->span[i] = (IciSpan){ t, t + len };
+    if (++p->spans > ICI_SPANS) {
+        /* Forget the oldest: the link counts as busy until its end. */
+        p->horizon = p->span[0].end;
+        memmove(&p->span[0], &p->span[1], ICI_SPANS * sizeof(p->span[0]));
+        p->spans--;
+    }
+    return t;
+}
+
+/* How long a frame ready at @ready waits for the one on the wire then. */
+static uint64_t wire_wait(IciPort *p, uint64_t ready)
+{
+    uint64_t full = frame_cycles(p->ici, TSR_ICI_MAX_PAYLOAD + 4 +
+                                 sizeof(struct tsr_ici_frame_hdr));
+    unsigned int i;
+
+    if (ready < p->horizon) {
+        return full;
+    }
+    for (i = 0; i < p->spans && p->span[i].start <= ready; i++) {
+        if (p->span[i].end > ready) {
+            return tsr_min(p->span[i].end - ready, full);
+        }
+    }
+    return 0;
+}
+
+/*
+ * Message @msg leaves by @p when it is ready at cycle @ready; returns when
+ * it arrives at the next chip (Documentation/ici.md, "Timing").
+ *
+ * - A frame of data holds the link for its serialization, in the first
+ *   gap from @ready on.
+ * - A message without data (a semaphore increment alone, an answer) goes
+ *   between two frames: it waits at most for the frame on the wire, and
+ *   takes too little of the link to hold it.
+ * - Messages of one @order (a queue of this chip, or the chips whose
+ *   messages this one forwards) arrive in the order they were sent, so an
+ *   increment is never seen before the data sent ahead of it.
+ * - Frames the link layer sent again since the last call hold the link
+ *   too, with the round trip of the NAK that asked for them.
+ */
+static uint64_t depart(IciPort *p, uint64_t ready,
+                       const struct tsr_ici_msg *msg, unsigned int order)
+{
+    uint64_t wire = sizeof(struct tsr_ici_frame_hdr) + sizeof(*msg) +
+                    msg->len + 4;
+    uint64_t ser = frame_cycles(p->ici, wire), hop = hop_cycles(p->ici);
+    uint64_t faults = tsr_link_fault_bytes(p->link), arrival;
+
     if (faults > p->charged_faults) {
         uint64_t frames = (faults - p->charged_faults + wire - 1) / wire;
+        uint64_t resend = frame_cycles(p->ici, faults - p->charged_faults) +
+                          frames * 2 * hop;
 
-        p->free_at += frame_cycles(p->ici, faults - p->charged_faults) +
-                      frames * 2 * hop_cycles(p->ici);
+        ready = book(p, ready, resend) + resend;
         p->charged_faults = faults;
     }
-    start = ready > p->free_at ? ready : p->free_at;
-    p->free_at = start + frame_cycles(p->ici, wire);
-    return p->free_at + hop_cycles(p->ici);
+    if (msg->type == TSR_ICI_MSG_ANSWER) {
+        return ready + wire_wait(p, ready) + ser + hop;
+    }
+    if (msg->len) {
+        arrival = book(p, ready, ser) + ser + hop;
+    } else {
+        arrival = ready + wire_wait(p, ready) + ser + hop;
+    }
+    arrival = tsr_max(arrival, p->order[order]);
+    p->order[order] = arrival;
+    return arrival;
+}
+
+/* The order of messages this chip forwards from chip @src. */
+static unsigned int transit_order(const uint8_t src[3])
+{
+    return TSR_MAX_QUEUES +
+           (src[0] * 7u + src[1] * 3u + src[2]) % ICI_TRANSIT_ORDERS;
 }
 
 /* ------------------------------------------------------------ routing */
@@ -182,11 +289,12 @@ static int route(TsrIci *ici, const uint8_t dst[3], bool minus,
 
 /*
  * Queue @msg (with its data) on @port, on the channel a frame arriving
- * along @in_dim on @in_vc takes; false if that channel has no room.
+ * along @in_dim on @in_vc takes, in @order (see depart()); false if that
+ * channel has no room.
  */
 static bool send_msg(TsrIci *ici, unsigned int port, unsigned int in_dim,
                      unsigned int in_vc, struct tsr_ici_msg *msg,
-                     const void *data)
+                     const void *data, unsigned int order)
 {
     IciPort *p = &ici->port[port];
     unsigned int vc = tsr_route_vc(&ici->slice.topo, ici->slice.coords, port,
@@ -197,7 +305,7 @@ static bool send_msg(TsrIci *ici, unsigned int port, unsigned int in_dim,
     if (!tsr_link_can_send(p->link, vc)) {
         return false;
     }
-    msg->arrival = depart(p, msg->arrival, len);
+    msg->arrival = depart(p, msg->arrival, msg, order);
     memcpy(buf, msg, sizeof(*msg));
     memcpy(buf + sizeof(*msg), data, msg->len);
     return tsr_link_send(p->link, vc, buf, len, now_ns()) == 0;
@@ -311,7 +419,7 @@ static uint32_t apply_write(TsrIci *ici, const struct tsr_ici_msg *m,
     }
     if (!mem.error) {
         tsr_sem_time_record_locked(core, w.context, w.va + m->sem_offset,
-                                   m->arrival);
+                                   false, m->sem_add, m->arrival);
     }
     pthread_mutex_unlock(&core->sem_lock);
     tsr_core_wake_waiters(core);
@@ -330,7 +438,6 @@ static void take_answer(TsrIci *ici, const struct tsr_ici_msg *m)
         if (r->busy && !r->answered && r->number == m->req) {
             r->answered = true;
             r->status = m->status;
-            r->arrival = m->arrival;
             pthread_cond_broadcast(&ici->cond);
             return;
         }
@@ -347,7 +454,7 @@ static void flush_answers(TsrIci *ici)
 
         if (port >= 0 && (ici->wired & (1u << port)) &&
             tsr_link_state(ici->port[port].link) == TSR_ICI_STATE_UP &&
-            !send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, a, NULL)) {
+            !send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, a, NULL, 0)) {
             return;
         }
         /* Sent, or its way is down: its requester fails with LINK_DOWN. */
@@ -376,7 +483,7 @@ static void answer(TsrIci *ici, struct tsr_ici_msg *ans)
     }
     flush_answers(ici);
     if (!ici->pending_count &&
-        send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, ans, NULL)) {
+        send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, ans, NULL, 0)) {
         return;
     }
     if (ici->pending_count == ICI_PENDING_ANSWERS) {
@@ -443,7 +550,7 @@ static bool deliver(void *opaque, unsigned int vc, const void *payload,
     }
     /* In transit: on to the next chip, untouched. */
     return send_msg(ici, port, in_dim, vc, &m,
-                    (const uint8_t *)payload + sizeof(m));
+                    (const uint8_t *)payload + sizeof(m), transit_order(m.src));
 }
 
 static size_t wire_write(void *opaque, const void *buf, size_t len)
@@ -1011,7 +1118,7 @@ static uint32_t send_chunk(TsrIci *ici, TsrMem *mem, struct tsr_ici_msg *m,
         if (port == TSR_ROUTE_NONE) {
             return err;
         }
-        if (send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, m, data)) {
+        if (send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, m, data, mem->queue)) {
             return TSR_ERR_NONE;
         }
         pthread_mutex_unlock(&ici->lock);
@@ -1026,8 +1133,7 @@ static uint32_t send_chunk(TsrIci *ici, TsrMem *mem, struct tsr_ici_msg *m,
 
 /* Wait for @r's answer; under the lock. */
 static uint32_t await_answer(TsrIci *ici, TsrMem *mem, IciReq *r,
-                             const uint8_t dst[3], bool minus,
-                             uint64_t *arrival)
+                             const uint8_t dst[3], bool minus)
 {
     uint64_t deadline = now_ns() + ICI_ANSWER_TIMEOUT_NS;
     uint32_t err = TSR_ERR_NONE;
@@ -1048,7 +1154,6 @@ static uint32_t await_answer(TsrIci *ici, TsrMem *mem, IciReq *r,
         pthread_mutex_lock(&ici->lock);
         wait_a_little(ici);
     }
-    *arrival = r->arrival;
     return r->status;
 }
 
@@ -1056,7 +1161,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
                            TsrCost *cost)
 {
     TsrIci *ici = mem->core->ici;
-    uint64_t total, row, done, start = tsr_cost_now(cost), arrival = 0;
+    uint64_t total, row, done, start = tsr_cost_now(cost), left = start;
     uint8_t data[TSR_ICI_MSG_MAX_DATA];
     uint32_t err = write_check(c, &total);
     struct tsr_ici_msg m = {
@@ -1116,6 +1221,9 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
             if (!err) {
                 err = send_chunk(ici, mem, &m, data);
             }
+            if (!err && port >= 0) {
+                left = tsr_max(left, m.arrival - hop_cycles(ici));
+            }
             if (r->answered && r->status) {
                 err = r->status;    /* refused early: stop sending */
             }
@@ -1126,14 +1234,16 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
         }
     }
     if (!err) {
-        err = await_answer(ici, mem, r, c->dst, m.flags & TSR_ICI_MSG_MINUS,
-                           &arrival);
+        err = await_answer(ici, mem, r, c->dst, m.flags & TSR_ICI_MSG_MINUS);
     }
     r->busy = false;
     pthread_cond_broadcast(&ici->cond);
     pthread_mutex_unlock(&ici->lock);
-    /* Reading the source overlaps sending it: the slower one counts. */
-    cost->dma += tsr_max(arrival > start ? arrival - start : 0,
-                         tsr_mem_cycles(mem));
+    /*
+     * The queue goes on once the last byte is on the first link (the
+     * target's semaphore, timed at the data's arrival, tells the target);
+     * reading the source overlaps sending it: the slower one counts.
+     */
+    cost->dma += tsr_max(left - start, tsr_mem_cycles(mem));
     return err;
 }

@@ -17,8 +17,10 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #include "tessera-core.h"
 #include "tessera-ici.h"
 
-/* Semaphore signals whose modeled time the chip remembers. */
+/* Semaphores whose signals' modeled times the chip remembers. */
 #define TSR_SEM_TIMES 64
+/* Signals of one semaphore it remembers, the latest. */
+#define TSR_SEM_HISTORY 8
 
 /* Entries of a job's page-walk cache. */
 #define TSR_WALK_CACHE 4
@@ -127,14 +129,20 @@ struct TsrCore {
      */
     pthread_mutex_t sem_lock;
     /*
-     * When recent SEM_SIGNAL/SEM_INC commands ran, on the modeled clock, by
-     * (context, VA): a wait they satisfy ends no earlier.
+     * The latest signals (SEM_SIGNAL, SEM_INC, remote increments) of
+     * recently signalled semaphores, by (context, VA): what each added and
+     * when, on the modeled clock.  A wait ends no earlier than the modeled
+     * time its value was reached (tessera-sync.c).
      */
     struct {
         uint32_t epoch;
         uint32_t context;
         uint64_t va;
-        uint64_t cycle;
+        unsigned int count;         /* signals recorded; the last kept */
+        struct {
+            uint64_t add;
+            uint64_t cycle;
+        } signal[TSR_SEM_HISTORY];
     } sem_times[TSR_SEM_TIMES];
     unsigned int sem_times_next;
     /*
@@ -414,11 +422,13 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
                            TsrCost *cost);
 
 /*
- * Remember that (@context, @va) was signalled at modeled @cycle, so that a
- * SEM_WAIT it satisfies ends no earlier; sem_lock held.
+ * Remember that (@context, @va) was signalled at modeled @cycle: @add
+ * added to it, or with @set the value set to @add.  A SEM_WAIT ends no
+ * earlier than the modeled time its value was reached; sem_lock held.
  */
 void tsr_sem_time_record_locked(TsrCore *core, uint32_t context,
-                                uint64_t va, uint64_t cycle);
+                                uint64_t va, bool set, uint64_t add,
+                                uint64_t cycle);
 
 /* Synchronisation (tessera-sync.c): semaphores, TIMESTAMP, INTERRUPT. */
 uint32_t tsr_cmd_sem_wait(TsrMem *mem, const struct tsr_cmd_sem *c,

@@ -76,32 +76,80 @@ static int sem_time_find(TsrCore *core, uint32_t epoch, uint32_t context,
 }
 
 void tsr_sem_time_record_locked(TsrCore *core, uint32_t context,
-                                uint64_t va, uint64_t cycle)
+                                uint64_t va, bool set, uint64_t add,
+                                uint64_t cycle)
 {
     uint32_t epoch = current_epoch(core);
     int i = sem_time_find(core, epoch, context, va);
+    unsigned int k;
 
     if (i < 0) {
         i = core->sem_times_next++ % TSR_SEM_TIMES;
         core->sem_times[i].epoch = epoch;
         core->sem_times[i].context = context;
         core->sem_times[i].va = va;
+        core->sem_times[i].count = 0;
     }
-    core->sem_times[i].cycle = cycle;
+    if (set) {
+        /* What came before no longer counts. */
+        core->sem_times[i].count = 0;
+    }
+    k = core->sem_times[i].count++ % TSR_SEM_HISTORY;
+    core->sem_times[i].signal[k].add = add;
+    core->sem_times[i].signal[k].cycle = cycle;
 }
 
-/* The modeled time (@context, @va) was last signalled since reset, or 0. */
-static uint64_t sem_time_lookup(TsrCore *core, uint32_t context, uint64_t va)
+/*
+ * The modeled time at which (@context, @va), now @value, first held at
+ * least @target, from the signals remembered: taken in modeled order,
+ * the earliest after which the value, less every later signal's addition,
+ * is still @target or more.  0 if signals not remembered (or the CPU's
+ * writes) made it so.  Host threads may run the signals in any order; the
+ * answer does not depend on it.
+ */
+static uint64_t sem_time_reached(TsrCore *core, uint32_t context, uint64_t va,
+                                 uint64_t value, uint64_t target)
 {
     uint32_t epoch = current_epoch(core);
-    uint64_t cycle;
+    uint64_t add[TSR_SEM_HISTORY], cycle[TSR_SEM_HISTORY], later = 0, when;
+    unsigned int n = 0, first, j, k;
     int i;
 
     pthread_mutex_lock(&core->sem_lock);
     i = sem_time_find(core, epoch, context, va);
-    cycle = i < 0 ? 0 : core->sem_times[i].cycle;
+    if (i >= 0) {
+        n = core->sem_times[i].count < TSR_SEM_HISTORY ?
+            core->sem_times[i].count : TSR_SEM_HISTORY;
+        first = core->sem_times[i].count - n;
+        /* By modeled time: an insertion sort of at most eight. */
+        for (j = 0; j < n; j++) {
+            unsigned int s = (first + j) % TSR_SEM_HISTORY;
+            uint64_t a = core->sem_times[i].signal[s].add;
+            uint64_t c = core->sem_times[i].signal[s].cycle;
+
+            for (k = j; k > 0 && cycle[k - 1] > c; k--) {
+                add[k] = add[k - 1];
+                cycle[k] = cycle[k - 1];
+            }
+            add[k] = a;
+            cycle[k] = c;
+        }
+    }
     pthread_mutex_unlock(&core->sem_lock);
-    return cycle;
+    if (!n) {
+        return 0;
+    }
+    /* After the last signal the value is @value, at least @target. */
+    when = cycle[n - 1];
+    for (k = n - 1; k > 0; k--) {
+        later = add[k] > UINT64_MAX - later ? UINT64_MAX : later + add[k];
+        if (later > value || value - later < target) {
+            return when;
+        }
+        when = cycle[k - 1];
+    }
+    later = add[0] > UINT64_MAX - later ? UINT64_MAX : later + add[0];
+    return later > value || value - later < target ? when : 0;
 }
 
 uint32_t tsr_cmd_sem_update(TsrMem *mem, const struct tsr_cmd_sem *c,
@@ -125,7 +173,8 @@ uint32_t tsr_cmd_sem_update(TsrMem *mem, const struct tsr_cmd_sem *c,
         tsr_mem_write(mem, c->va, &v, sizeof(v));
     }
     if (!mem->error) {
-        tsr_sem_time_record_locked(core, mem->context, c->va, tsr_cost_now(cost));
+        tsr_sem_time_record_locked(core, mem->context, c->va, !add, c->value,
+                                   tsr_cost_now(cost));
     }
     pthread_mutex_unlock(&core->sem_lock);
     tsr_core_wake_waiters(core);
@@ -159,8 +208,9 @@ static uint32_t sem_wait(TsrMem *mem, uint64_t va, uint64_t value,
             return mem->error;
         }
         if (le64toh(v) >= value) {
-            /* A signal from another queue ends the wait at its own time. */
-            uint64_t signalled = sem_time_lookup(core, mem->context, va);
+            /* Signals from other queues end the wait at their own time. */
+            uint64_t signalled = sem_time_reached(core, mem->context, va,
+                                                  le64toh(v), value);
 
             if (signalled > tsr_cost_now(cost)) {
                 cost->other += signalled - tsr_cost_now(cost);

@@ -634,36 +634,199 @@ TEST(a_semaphore_only_write_and_a_write_to_itself)
 	slice_free(s);
 }
 
+/* Cycles @bytes take on a link of chip @c's preset. */
+static double link_cycles(struct test_chip *c, double bytes)
+{
+	const TsrConfig *cfg = tsr_core_config(c->core);
+
+	return bytes / (cfg->ici_link_gbps * 1e9) * cfg->clock_mhz * 1e6;
+}
+
+static double hop_cycles(struct test_chip *c)
+{
+	const TsrConfig *cfg = tsr_core_config(c->core);
+
+	return cfg->ici_link_latency_ns * cfg->clock_mhz / 1000.0;
+}
+
+/* A job of @len bytes of commands on queue @q of chip @c, run to its end. */
+static struct tsr_completion *run_on(struct test_chip *c, unsigned int q,
+				     const void *cmds, size_t len)
+{
+	static uint64_t fence;
+	struct tsr_completion *rec = chip_queue_job(c, q, 1, cmds, len, ++fence);
+
+	tsr_core_queue_run(c->core, q);
+	return rec;
+}
+
+static struct tsr_cmd_sem sem_wait_for(uint64_t va, uint64_t value)
+{
+	return (struct tsr_cmd_sem){
+		.hdr = HDR(TSR_OP_SEM_WAIT, struct tsr_cmd_sem),
+		.va = va, .value = value,
+	};
+}
+
+/*
+ * 16 MiB over one hop arrive bytes / link bandwidth + latency after the
+ * first byte left; the writer's queue goes on once the last byte is on
+ * the link.
+ */
 TEST(sixteen_mib_over_one_hop_takes_bytes_over_bandwidth_plus_latency)
 {
 	struct slice *s = slice_new(2, false);
-	struct test_chip *a = s->chip[0];
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
 	uint8_t dst[3] = { 1, 0, 0 };
 	struct tsr_cmd_ici_write two[2];
-	const TsrConfig *cfg = tsr_core_config(a->core);
-	struct tsr_completion *rec;
+	struct tsr_cmd_sem wait = sem_wait_for(s->win[1] + (8 << 20) - 8, 1);
+	struct tsr_completion *rec, *arrived;
 	double want, got;
 	unsigned int k;
 
 	ASSERT_TRUE(wait_up(s));
 	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	/*
-	 * Two 8 MiB writes, one after the other, in one job, from HBM (read
-	 * far faster than the link carries it).
+	 * Two 8 MiB writes (less the semaphore), one after the other, in one
+	 * job, from HBM (read far faster than the link carries it).
 	 */
 	chip_map(a, 1, HBM_VA, 0, 8 << 20,
 		 TSR_PTE_READ | TSR_PTE_WRITE | TSR_PTE_HBM);
 	for (k = 0; k < 2; k++)
-		two[k] = ici_write(dst, HBM_VA, 0, 1, 8 << 20);
+		two[k] = ici_write(dst, HBM_VA, 0, 1, (8 << 20) - 8);
+	two[1].hdr.flags = TSR_ICI_WRITE_SEM;
+	two[1].sem_offset = (8 << 20) - 8;
+	two[1].sem_add = 1;
 	rec = chip_run(a, two, sizeof(two));
 	ASSERT_EQ(TSR_ERR_NONE, rec->error);
-	/* Each write ends when the answer is back: a latency each way. */
-	want = 16.0 * (1 << 20) / (cfg->ici_link_gbps * 1e9) *
-	       cfg->clock_mhz * 1e6 +
-	       2 * 2 * cfg->ici_link_latency_ns * cfg->clock_mhz / 1000.0;
+	want = link_cycles(a, 16.0 * (1 << 20));
 	got = rec->dma_cycles;
-	TH_LOG("16 MiB: %.0f modeled cycles, %.0f by the formula", got, want);
+	TH_LOG("16 MiB sent: %.0f modeled cycles, %.0f by the formula", got, want);
 	EXPECT_GT(0.02 * want, fabs(got - want));
+
+	/* The target's clock is behind: its wait ends at the arrival. */
+	arrived = chip_run(b, &wait, sizeof(wait));
+	ASSERT_EQ(TSR_ERR_NONE, arrived->error);
+	want += hop_cycles(a);
+	got = arrived->end_cycle - rec->start_cycle;
+	TH_LOG("16 MiB arrived: %.0f modeled cycles, %.0f by the formula",
+	       got, want);
+	EXPECT_GT(0.02 * want, fabs(got - want));
+	slice_free(s);
+}
+
+/*
+ * Streams of two queues share a link: a write that is ready earlier on
+ * the modeled clock takes the link's idle time before another queue's
+ * later write, even when the host sends it after that one; a semaphore
+ * increment goes between two frames of a long write.
+ */
+TEST(a_link_shared_by_two_queues_serves_each_when_it_is_ready)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	uint8_t dst[3] = { 1, 0, 0 };
+	uint64_t sem = s->win[1] + (6 << 20), big = chip_buffer(a, 1, 8 << 20);
+	struct {
+		struct tsr_cmd_dma fill;
+		struct tsr_cmd_ici_write w;
+	} late;
+	struct tsr_cmd_ici_write early = ici_write(dst, s->src[0], 0, 1, 64 << 10);
+	struct tsr_cmd_ici_write inc = ici_write(dst, 0, 0, 0, 0);
+	struct tsr_cmd_sem wait = sem_wait_for(sem, 1);
+	struct tsr_completion *l, *e, *w;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	/* Queue 0: 8 MiB of fill, then 4 MiB over the link. */
+	late.fill = (struct tsr_cmd_dma){
+		HDR(TSR_OP_DMA_FILL, struct tsr_cmd_dma), .src = 7, .dst = big,
+		.size = { 8 << 20, 1, 1 } };
+	late.w = ici_write(dst, s->src[0], 0, 1, 4 << 20);
+	l = run_on(a, 0, &late, sizeof(late));
+	ASSERT_EQ(TSR_ERR_NONE, l->error);
+	ASSERT_LT(link_cycles(a, 1 << 20), l->end_cycle - l->start_cycle -
+					   link_cycles(a, 4 << 20));
+
+	/* Queue 1, run later by the host, is ready first: it goes first. */
+	early.hdr.flags = TSR_ICI_WRITE_SEM;
+	early.sem_offset = 6 << 20;
+	early.sem_add = 1;
+	e = run_on(a, 1, &early, sizeof(early));
+	ASSERT_EQ(TSR_ERR_NONE, e->error);
+	w = run_on(b, 0, &wait, sizeof(wait));
+	ASSERT_EQ(TSR_ERR_NONE, w->error);
+	TH_LOG("64 KiB from cycle %llu arrived at %llu; the 4 MiB left from %llu",
+	       (unsigned long long)e->start_cycle,
+	       (unsigned long long)w->end_cycle,
+	       (unsigned long long)(l->end_cycle -
+				    (uint64_t)link_cycles(a, 4 << 20)));
+	EXPECT_GT(e->start_cycle + 2 * link_cycles(a, 64 << 10) + hop_cycles(a),
+		  w->end_cycle);
+
+	/*
+	 * Queue 2, ready as queue 0's next 4 MiB start on the link: its
+	 * increment waits for a frame, not for the 4 MiB.
+	 */
+	{
+		uint64_t mark = chip_buffer(a, 1, 4096);
+		struct {
+			struct tsr_cmd_sem mark;
+			struct tsr_cmd_ici_write w;
+		} marked = {
+			{ HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem), mark, 1 },
+			late.w,
+		};
+		struct {
+			struct tsr_cmd_sem wait;
+			struct tsr_cmd_ici_write inc;
+		} after = { sem_wait_for(mark, 1), inc };
+
+		after.inc.hdr.flags = TSR_ICI_WRITE_SEM;
+		after.inc.sem_offset = 6 << 20;
+		after.inc.sem_add = 1;
+		l = run_on(a, 0, &marked, sizeof(marked));
+		ASSERT_EQ(TSR_ERR_NONE, l->error);
+		e = run_on(a, 2, &after, sizeof(after));
+		ASSERT_EQ(TSR_ERR_NONE, e->error);
+	}
+	wait.value = 2;
+	w = run_on(b, 1, &wait, sizeof(wait));
+	ASSERT_EQ(TSR_ERR_NONE, w->error);
+	TH_LOG("the increment from cycle %llu arrived at %llu; the 4 MiB left by %llu",
+	       (unsigned long long)e->start_cycle,
+	       (unsigned long long)w->end_cycle,
+	       (unsigned long long)l->end_cycle);
+	EXPECT_LT(l->start_cycle + link_cycles(a, 4 << 20) / 2, l->end_cycle);
+	EXPECT_GT(l->start_cycle + link_cycles(a, 64 << 10) + hop_cycles(a),
+		  w->end_cycle);
+	slice_free(s);
+}
+
+/* A queue's increment after its data arrives after that data. */
+TEST(an_increment_after_data_from_the_same_queue_arrives_after_it)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	uint8_t dst[3] = { 1, 0, 0 };
+	struct tsr_cmd_ici_write two[2] = {
+		ici_write(dst, s->src[0], 0, 1, 4 << 20),
+		ici_write(dst, 0, 0, 0, 0),
+	};
+	struct tsr_cmd_sem wait = sem_wait_for(s->win[1] + (6 << 20), 1);
+	struct tsr_completion *sent, *w;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	two[1].hdr.flags = TSR_ICI_WRITE_SEM;
+	two[1].sem_offset = 6 << 20;
+	two[1].sem_add = 1;
+	sent = chip_run(a, two, sizeof(two));
+	ASSERT_EQ(TSR_ERR_NONE, sent->error);
+	w = chip_run(b, &wait, sizeof(wait));
+	ASSERT_EQ(TSR_ERR_NONE, w->error);
+	EXPECT_LE(sent->start_cycle + link_cycles(a, 4 << 20) + hop_cycles(a),
+		  w->end_cycle);
 	slice_free(s);
 }
 

@@ -454,6 +454,58 @@ TEST_F(q, a_signalled_wait_ends_no_earlier_than_the_signal)
 	EXPECT_LE(s->end_cycle, w->end_cycle);
 }
 
+/*
+ * A wait ends when its value was reached on the modeled clock, whatever
+ * the host ran meanwhile: here the signaller has already run its second,
+ * much later signal when the waiters look.
+ */
+TEST_F(q, a_wait_ends_when_its_value_was_reached_not_at_the_latest_signal)
+{
+	uint64_t sem = chip_buffer(self->c, 1, 4096);
+	uint64_t big = chip_buffer(self->c, 1, 1 << 20);
+	struct tsr_cmd_sem wait = {
+		HDR(TSR_OP_SEM_WAIT, struct tsr_cmd_sem), sem, 1 };
+	struct {
+		struct tsr_cmd_sem inc1;
+		struct tsr_cmd_dma fill;
+		struct tsr_cmd_sem inc2;
+	} signals = {
+		{ HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem), sem, 1 },
+		{ HDR(TSR_OP_DMA_FILL, struct tsr_cmd_dma), .src = 7, .dst = big,
+		  .size = { 1 << 20, 1, 1 } },
+		{ HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem), sem, 1 },
+	};
+	struct tsr_cmd_sem set = {
+		HDR(TSR_OP_SEM_SIGNAL, struct tsr_cmd_sem), sem, 5 };
+	struct tsr_completion *s, *w1, *w2, *w5;
+
+	s = chip_queue_job(self->c, 1, 1, &signals, sizeof(signals), 1);
+	tsr_core_queue_run(self->c->core, 1);
+	ASSERT_EQ(TSR_JOB_STATUS_DONE, s->status);
+	EXPECT_LT(5000, s->end_cycle - s->start_cycle);
+
+	w1 = chip_queue_job(self->c, 0, 1, &wait, sizeof(wait), 1);
+	tsr_core_queue_run(self->c->core, 0);
+	wait.value = 2;
+	w2 = chip_queue_job(self->c, 2, 1, &wait, sizeof(wait), 1);
+	tsr_core_queue_run(self->c->core, 2);
+	ASSERT_EQ(TSR_JOB_STATUS_DONE, w1->status);
+	ASSERT_EQ(TSR_JOB_STATUS_DONE, w2->status);
+	/* 1 was reached by the first signal, before the fill; 2 after it. */
+	EXPECT_GT(s->start_cycle + 1000, w1->end_cycle);
+	EXPECT_LE(s->end_cycle, w2->end_cycle);
+
+	/* A later SET starts the history again: 5 is reached at the SET. */
+	s = chip_queue_job(self->c, 1, 1, &set, sizeof(set), 2);
+	tsr_core_queue_run(self->c->core, 1);
+	ASSERT_EQ(TSR_JOB_STATUS_DONE, s->status);
+	wait.value = 5;
+	w5 = chip_queue_job(self->c, 3, 1, &wait, sizeof(wait), 1);
+	tsr_core_queue_run(self->c->core, 3);
+	ASSERT_EQ(TSR_JOB_STATUS_DONE, w5->status);
+	EXPECT_LE(s->end_cycle, w5->end_cycle);
+}
+
 TEST_F(q, a_queue_reset_aborts_a_waiting_job)
 {
 	uint64_t sem = chip_buffer(self->c, 1, 4096);
