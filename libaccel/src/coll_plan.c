@@ -225,6 +225,54 @@ static void ring_phase(struct builder *b, bool rs, unsigned int dim,
 	}
 }
 
+static bool is_recv(const struct coll_op *op)
+{
+	return op->kind == COLL_OP_RECV_REDUCE || op->kind == COLL_OP_RECV_COPY;
+}
+
+/* Whether @op writes what @send sends. */
+static bool feeds(const struct coll_op *op, const struct coll_op *send)
+{
+	return op->buf == send->buf && op->start < send->start + send->len &&
+	       send->start < op->start + op->len;
+}
+
+/*
+ * Move each SEND of one stream's phase (@ops, in the sorted order) as
+ * early as it may go, so that the link has the next message while the
+ * queue waits for one to come in (sends are posted): never above the
+ * stream's previous SEND (a channel's messages keep their order), nor the
+ * RECV that wrote what it sends, nor so far that fewer of the phase's
+ * RECVs precede it than the slot it needs was freed by (with @slots
+ * slots per channel, message m needs m - slots + 1 taken).  Every chip's
+ * neighbour frees that slot in the same place of its own order, so no
+ * chip waits for a credit that depends on its own later work.
+ */
+static void hoist_sends(struct coll_op *ops, size_t n, unsigned int slots)
+{
+	size_t i, pos, sends = 0, recvs = 0;
+
+	for (i = 0; i < n; i++) {
+		struct coll_op send = ops[i];
+		uint64_t need, r = recvs;
+
+		if (send.kind != COLL_OP_SEND) {
+			recvs += is_recv(&send);
+			continue;
+		}
+		need = coll_credit_needed(sends++, slots);
+		for (pos = i; pos > 0; pos--) {
+			const struct coll_op *prev = &ops[pos - 1];
+
+			if (!is_recv(prev) || r <= need || feeds(prev, &send))
+				break;
+			r--;
+		}
+		memmove(&ops[pos + 1], &ops[pos], (i - pos) * sizeof(*ops));
+		ops[pos] = send;
+	}
+}
+
 /*
  * Hand the sorted work of one phase to the colour's two streams, which
  * then meet: the - stream signals and waits, the + stream waits, adds the
@@ -236,11 +284,20 @@ static void flush_phase(struct builder *b, bool last)
 	struct actions *v = &b->act;
 	struct coll_op sig = { .kind = COLL_OP_SIGNAL };
 	struct coll_op wait = { .kind = COLL_OP_WAIT };
+	unsigned int dir;
 	size_t i;
 
 	qsort(v->a, v->count, sizeof(*v->a), cmp_action);
-	for (i = 0; i < v->count; i++)
-		emit(b, v->a[i].op.dir, &v->a[i].op);
+	for (dir = 0; dir < COLL_DIRS; dir++) {
+		struct coll_stream *s = &b->plan->stream[b->colour * COLL_DIRS + dir];
+		size_t first = s->count;
+
+		for (i = 0; i < v->count; i++)
+			if (v->a[i].op.dir == dir)
+				emit(b, dir, &v->a[i].op);
+		if (!b->err && b->p->slots)
+			hoist_sends(s->ops + first, s->count - first, b->p->slots);
+	}
 	if (!last) {
 		wait.value = ++b->barriers;
 		sig.sem = COLL_MINUS;

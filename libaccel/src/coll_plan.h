@@ -121,6 +121,12 @@ struct coll_params {
 	/* Most elements of ACC and of OUT one message carries, >= 1. */
 	uint64_t acc_piece;
 	uint64_t out_piece;
+	/*
+	 * Message slots per channel at the receiver: a stream sends up to
+	 * this many messages ahead of the ones it takes.  0 keeps every
+	 * SEND where the sort put it.
+	 */
+	unsigned int slots;
 };
 
 #define COLL_MAX_STREAMS (COLL_MAX_COLOURS * COLL_DIRS)

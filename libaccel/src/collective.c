@@ -709,6 +709,7 @@ static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
 			 c->count : c->count * comm->chips,
 		.acc_piece = comm->slot_bytes / tsr_dtype_size(acc_dtype(c->dtype)),
 		.out_piece = comm->slot_bytes / tsr_dtype_size(c->dtype),
+		.slots = COMM_SLOTS,
 	};
 	ret = coll_plan_build(&x.params, &x.plan);
 	if (ret)

@@ -494,8 +494,9 @@ static void json_record(struct json_out *o, const struct trace_chip *c,
 		 (uint64_t)r->link_bytes, accel_chip_error_name(r->error));
 	snprintf(track, sizeof(track), "to (%u,%u,%u)", r->dst[0], r->dst[1],
 		 r->dst[2]);
-	json_slice(o, c, TID_PORT(r->port, q), track, "link", r->start_cycle,
-		   r->end_cycle, args);
+	/* The write is posted: the queue's ICI DMA sends it meanwhile. */
+	json_slice(o, c, TID_PORT(r->port, q), track, "link",
+		   r->link_start_cycle, r->link_end_cycle, args);
 }
 
 static void json_job(struct json_out *o, const struct trace_chip *c,

@@ -35,6 +35,8 @@
  * hostile peer that asks more loses its answers and times out.
  */
 #define ICI_PENDING_ANSWERS 2048
+/* Cycles the queue spends handing an ICI_WRITE to its ICI DMA. */
+#define TSR_ICI_ISSUE_CYCLES 10
 /* How long a waiting sender sleeps before checking for an abort again. */
 #define ICI_WAIT_SLICE_NS 1000000ull
 /* Busy spans of a link's modeled timeline remembered (see book()). */
@@ -1161,7 +1163,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
                            TsrCost *cost)
 {
     TsrIci *ici = mem->core->ici;
-    uint64_t total, row, done, start = tsr_cost_now(cost), left = start;
+    uint64_t total, row, done, start, left;
     uint8_t data[TSR_ICI_MSG_MAX_DATA];
     uint32_t err = write_check(c, &total);
     struct tsr_ici_msg m = {
@@ -1173,6 +1175,11 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
     if (err) {
         return err;
     }
+    /* The queue's ICI DMA takes one write at a time. */
+    if (cost->ici_until > tsr_cost_now(cost)) {
+        cost->dma += cost->ici_until - tsr_cost_now(cost);
+    }
+    start = left = tsr_cost_now(cost);
     memcpy(m.src, ici->slice.coords, sizeof(m.src));
     memcpy(m.dst, c->dst, sizeof(m.dst));
     /* Every chunk names the semaphore, so that each is checked whole. */
@@ -1240,10 +1247,13 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
     pthread_cond_broadcast(&ici->cond);
     pthread_mutex_unlock(&ici->lock);
     /*
-     * The queue goes on once the last byte is on the first link (the
-     * target's semaphore, timed at the data's arrival, tells the target);
-     * reading the source overlaps sending it: the slower one counts.
+     * Posted: the queue goes on while its ICI DMA reads the source and
+     * sends it (the slower of the two counts); the target's semaphore,
+     * timed at the data's arrival, tells the target.
      */
-    cost->dma += tsr_max(left - start, tsr_mem_cycles(mem));
+    cost->ici_until = tsr_max(left, start + tsr_mem_cycles(mem));
+    cost->dma += TSR_ICI_ISSUE_CYCLES;
+    mem->link_start = start;
+    mem->link_end = cost->ici_until;
     return err;
 }

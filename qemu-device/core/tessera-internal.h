@@ -264,9 +264,14 @@ typedef struct TsrMem {
     /* Bytes moved, for the timing model; the caller resets them. */
     uint64_t host_bytes;
     uint64_t hbm_bytes;
-    /* An ICI_WRITE's first port and data bytes, for the job's trace. */
+    /*
+     * An ICI_WRITE's first port, data bytes, and when it was on the link,
+     * for the job's trace.
+     */
     uint8_t ici_port;
     uint64_t link_bytes;
+    uint64_t link_start;
+    uint64_t link_end;
     /*
      * The engine is reading again what it has read before (a tile of an
      * operand): the bytes were counted the first time.
@@ -324,6 +329,11 @@ typedef struct TsrCost {
     uint64_t dma;
     uint64_t sc;        /* the SparseCores */
     uint64_t other;
+    /*
+     * Until when the queue's ICI DMA sends what the job's last ICI_WRITE
+     * posted: the next ICI_WRITE, and the job's end, wait for it.
+     */
+    uint64_t ici_until;
 } TsrCost;
 
 static inline uint64_t tsr_cost_now(const TsrCost *c)

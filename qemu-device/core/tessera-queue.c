@@ -121,6 +121,8 @@ static int trace_command(TsrMem *mem, TsrTrace *trace,
         .end_cycle = htole64(end),
         .mem_bytes = htole64(mem->host_bytes + mem->hbm_bytes),
         .link_bytes = htole64(mem->link_bytes),
+        .link_start_cycle = htole64(mem->link_start),
+        .link_end_cycle = htole64(mem->link_end),
     };
     const TsrCore *core = mem->core;
     uint64_t va;
@@ -185,6 +187,7 @@ static void run_commands(TsrMem *mem, const uint8_t *buf, uint32_t size,
         mem->hbm_bytes = 0;
         mem->ici_port = TSR_TRACE_NO_PORT;
         mem->link_bytes = 0;
+        mem->link_start = mem->link_end = 0;
         if (!len || len > size - off) {
             err = TSR_ERR_BAD_SIZE;
         } else if (tsr_mem_aborted(mem)) {
@@ -453,7 +456,8 @@ static void process_one(TsrCore *core, const TsrSlot *slot)
     comp.status = comp.error ? TSR_JOB_STATUS_ERROR : TSR_JOB_STATUS_DONE;
     comp.fence = d.fence;
     comp.start_cycle = slot->start;
-    comp.end_cycle = tsr_cost_now(&cost);
+    /* A job ends once what its ICI_WRITEs posted has left, too. */
+    comp.end_cycle = tsr_max(tsr_cost_now(&cost), cost.ici_until);
     comp.mxu_cycles = cost.mxu;
     comp.vpu_cycles = cost.vpu;
     comp.dma_cycles = cost.dma;

@@ -491,7 +491,8 @@ static void run_from(struct __test_metadata *_metadata, const struct shape *sh,
 				 root / sh->dims[0] / sh->dims[1] },
 		       .wrap = sh->wrap, .kind = kind, .count = count,
 		       .colours = colours,
-		       .acc_piece = piece, .out_piece = piece + 1 },
+		       .acc_piece = piece, .out_piece = piece + 1,
+		       .slots = slots },
 		.slots = slots,
 	};
 	struct sym *first = NULL;
@@ -703,6 +704,66 @@ TEST(a_ring_of_two_uses_both_links_for_a_large_vector)
 			/* Both directions busy exactly when the vector is large. */
 			EXPECT_EQ(k == 0, s.chip[0].load[0][COLL_MINUS] > 0);
 			sim_free(&s);
+		}
+	}
+}
+
+/*
+ * Sends are posted, so a stream sends as far ahead as its slots allow:
+ * on a ring of 2, where a chip's sends need nothing it receives, the +
+ * stream's first phase opens with as many SENDs as slots on both chips.  Without slots (0) the sorted order stays: a
+ * piece's SEND, then the RECV it waits for.  (The simulations above run
+ * the hoisted plans: exact, and no chip waits forever.)
+ */
+TEST(streams_send_ahead_as_far_as_their_slots_allow)
+{
+	unsigned int slots, me, si;
+
+	for (slots = 0; slots <= 3; slots++) {
+		for (me = 0; me < 2; me++) {
+			struct coll_params p = {
+				.dims = { 2, 1, 1 }, .wrap = 1,
+				.coords = { me, 0, 0 },
+				.kind = COLL_ALL_REDUCE, .count = 4096,
+				.colours = 1, .acc_piece = 64,
+				.out_piece = 64, .slots = slots,
+			};
+			struct coll_plan plan;
+
+			ASSERT_EQ(0, coll_plan_build(&p, &plan));
+			for (si = 0; si < plan.streams; si++) {
+				const struct coll_stream *st = &plan.stream[si];
+				uint64_t sends = 0, recvs = 0, lead = 0;
+				bool first = true;
+
+				if (si != 0)
+					continue;
+				size_t i;
+
+				for (i = 0; i < st->count; i++) {
+					const struct coll_op *op = &st->ops[i];
+
+					if (op->kind == COLL_OP_WAIT ||
+					    op->kind == COLL_OP_SIGNAL) {
+						sends = recvs = 0;
+						if (lead)
+							first = false;
+						continue;
+					}
+					if (op->kind == COLL_OP_SEND)
+						sends++;
+					else if (op->kind == COLL_OP_RECV_REDUCE ||
+						 op->kind == COLL_OP_RECV_COPY)
+						recvs++;
+					else
+						continue;
+					if (first && !recvs)
+						lead = sends;
+				}
+				/* The + stream's first phase, after INIT. */
+				EXPECT_EQ(slots ? slots : 1, lead);
+			}
+			coll_plan_free(&plan);
 		}
 	}
 }

@@ -31,7 +31,7 @@
 
 /* Device model version reported in TSR_REG_DEVICE_VERSION. */
 #define TSR_DEVICE_VERSION_MAJOR	0
-#define TSR_DEVICE_VERSION_MINOR	5
+#define TSR_DEVICE_VERSION_MINOR	6
 #define TSR_VERSION(major, minor)	(((major) << 16) | (minor))
 #define TSR_VERSION_MAJOR(v)		(((v) >> 16) & 0xffff)
 #define TSR_VERSION_MINOR(v)		((v) & 0xffff)
@@ -1201,6 +1201,12 @@ enum tsr_engine {
  * @end_cycle: modeled clock when it ended
  * @mem_bytes: bytes it read and wrote in HBM and system memory
  * @link_bytes: ICI_WRITE: data bytes it sent; else zero
+ * @link_start_cycle: ICI_WRITE: modeled clock when the queue's ICI DMA
+ *	began sending it (the write is posted: the queue goes on at
+ *	@end_cycle); else zero.  Since device model 0.6; before, records end
+ *	at @link_bytes (header record_size 48)
+ * @link_end_cycle: ICI_WRITE: when its last byte left on the first link;
+ *	else zero
  */
 struct tsr_trace_record {
 	__u32 index;
@@ -1214,6 +1220,8 @@ struct tsr_trace_record {
 	__u64 end_cycle;
 	__u64 mem_bytes;
 	__u64 link_bytes;
+	__u64 link_start_cycle;
+	__u64 link_end_cycle;
 };
 
 #endif /* _TESSERA_CHIP_H_ */
