@@ -37,6 +37,11 @@ struct builder {
 	struct coll_plan *plan;
 	unsigned int colour;
 	unsigned int barriers;	/* of this colour, so far */
+	/*
+	 * The colour's first reduce-scatter phase, where each piece of ACC
+	 * is brought in from the input just before its first use.
+	 */
+	bool first;
 	struct actions act;
 	int err;
 };
@@ -159,6 +164,14 @@ static void segment(struct builder *b, bool rs, unsigned int dim,
 
 		if (!pr.len)
 			continue;
+		/*
+		 * The piece's first use on this chip, unless the - half of
+		 * the pincer parks it in TMP (flush_phase() sees to that).
+		 */
+		if (b->first && (k < span || dir == COLL_PLUS)) {
+			a.op.kind = COLL_OP_INIT;
+			add_action(b, &a);
+		}
 		if (k > 0) {
 			a.op.kind = rs ? COLL_OP_RECV_REDUCE : COLL_OP_RECV_COPY;
 			/* The - half of the pincer waits for the + half. */
@@ -166,12 +179,13 @@ static void segment(struct builder *b, bool rs, unsigned int dim,
 				a.op.kind = COLL_OP_RECV_COPY;
 				a.op.buf = COLL_TMP;
 			}
+			a.key[4] = 1;
 			add_action(b, &a);
 		}
 		if (k < span) {
 			a.op.kind = COLL_OP_SEND;
 			a.op.buf = rs ? COLL_ACC : COLL_OUT;
-			a.key[4] = 1;
+			a.key[4] = 2;
 			add_action(b, &a);
 		}
 	}
@@ -242,7 +256,8 @@ static bool feeds(const struct coll_op *op, const struct coll_op *send)
  * early as it may go, so that the link has the next message while the
  * queue waits for one to come in (sends are posted): never above the
  * stream's previous SEND (a channel's messages keep their order), nor the
- * RECV that wrote what it sends, nor so far that fewer of the phase's
+ * RECV that wrote what it sends (the INIT that brings its piece in moves
+ * with it), nor so far that fewer of the phase's
  * RECVs precede it than the slot it needs was freed by (with @slots
  * slots per channel, message m needs m - slots + 1 taken).  Every chip's
  * neighbour frees that slot in the same place of its own order, so no
@@ -250,27 +265,48 @@ static bool feeds(const struct coll_op *op, const struct coll_op *send)
  */
 static void hoist_sends(struct coll_op *ops, size_t n, unsigned int slots)
 {
-	size_t i, pos, sends = 0, recvs = 0;
+	size_t i, pos, unit, sends = 0, recvs = 0;
 
 	for (i = 0; i < n; i++) {
-		struct coll_op send = ops[i];
+		struct coll_op moved[2];
 		uint64_t need, r = recvs;
 
-		if (send.kind != COLL_OP_SEND) {
-			recvs += is_recv(&send);
+		if (ops[i].kind != COLL_OP_SEND) {
+			recvs += is_recv(&ops[i]);
 			continue;
 		}
+		/* A SEND moves with the INIT that brings its piece in. */
+		unit = i && ops[i - 1].kind == COLL_OP_INIT &&
+		       feeds(&ops[i - 1], &ops[i]) ? 2 : 1;
+		memcpy(moved, &ops[i + 1 - unit], unit * sizeof(*ops));
 		need = coll_credit_needed(sends++, slots);
-		for (pos = i; pos > 0; pos--) {
+		for (pos = i + 1 - unit; pos > 0; pos--) {
 			const struct coll_op *prev = &ops[pos - 1];
 
-			if (!is_recv(prev) || r <= need || feeds(prev, &send))
+			if (feeds(prev, &ops[i]) ||
+			    (prev->kind != COLL_OP_INIT &&
+			     (!is_recv(prev) || r <= need)))
 				break;
-			r--;
+			r -= is_recv(prev);
 		}
-		memmove(&ops[pos + 1], &ops[pos], (i - pos) * sizeof(*ops));
-		ops[pos] = send;
+		memmove(&ops[pos + unit], &ops[pos],
+			(i + 1 - unit - pos) * sizeof(*ops));
+		memcpy(&ops[pos], moved, unit * sizeof(*ops));
 	}
+}
+
+/* Whether the phase's work @v brings @op's piece of ACC in. */
+static bool brought_in(const struct actions *v, const struct coll_op *op)
+{
+	size_t i;
+
+	for (i = 0; i < v->count; i++) {
+		const struct coll_op *o = &v->a[i].op;
+
+		if (o->kind == COLL_OP_INIT && o->start == op->start)
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -312,10 +348,15 @@ static void flush_phase(struct builder *b, bool last)
 
 		if (add.buf != COLL_TMP)
 			continue;
-		add.kind = COLL_OP_REDUCE_LOCAL;
 		add.buf = COLL_ACC;
+		if (b->first && !brought_in(v, &add)) {
+			add.kind = COLL_OP_INIT;
+			emit(b, COLL_PLUS, &add);
+		}
+		add.kind = COLL_OP_REDUCE_LOCAL;
 		emit(b, COLL_PLUS, &add);
 	}
+	b->first = false;
 	if (!last) {
 		sig.sem = COLL_PLUS;
 		emit(b, COLL_PLUS, &sig);
@@ -357,7 +398,11 @@ static void build_colour(struct builder *b)
 	if (kind == COLL_ALL_GATHER) {
 		local_phase(b, COLL_OP_INIT, COLL_OUT, level[phases], !phases);
 	} else {
-		local_phase(b, COLL_OP_INIT, COLL_ACC, level[0], false);
+		/* With phases, the first brings the input in piece by piece. */
+		if (phases)
+			b->first = true;
+		else
+			local_phase(b, COLL_OP_INIT, COLL_ACC, level[0], false);
 		for (i = 0; i < phases; i++) {
 			ring_phase(b, true, plan->order[k][i], level[i], UINT32_MAX);
 			flush_phase(b, false);
