@@ -1056,6 +1056,13 @@ static void job_ended(struct accel_coll *coll, unsigned int i, int ret)
 	}
 	if (!ret)
 		return;
+	/*
+	 * The communicator's windows stay open while its processes are in
+	 * it, with the slice's key: one that refuses a write was closed by a
+	 * process that gave up on the call and left.
+	 */
+	if (ret == ACCEL_ERR_REMOTE_ACCESS)
+		ret = ACCEL_ERR_PEER_ABORT;
 	/* What went wrong, rather than another chip's giving up on it. */
 	if (!coll->result || (coll->result == ACCEL_ERR_PEER_ABORT &&
 			      ret != ACCEL_ERR_PEER_ABORT))
