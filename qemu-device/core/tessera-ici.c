@@ -687,7 +687,7 @@ int tsr_ici_attach(TsrIci *ici, unsigned int port)
 {
     uint8_t peer[3];
     TsrLinkConfig cfg = {
-        .window = 64, .rx_slots = 16, .tx_slots = 32,
+        .window = 32, .rx_slots = 8, .tx_slots = 16,
         .retransmit_ns = ici->retransmit_ns, .retry_limit = 8,
     };
 

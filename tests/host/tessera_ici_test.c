@@ -568,7 +568,8 @@ TEST(dropped_and_corrupted_frames_lose_nothing)
 {
 	struct slice *s = slice_new(2, true);
 	struct test_chip *a = s->chip[0], *b = s->chip[1];
-	TsrLinkFaults f = { .drop_ppm = 1000, .corrupt_ppm = 1000, .seed = 9 };
+	/* A few of the 128 frames of each 4 MiB. */
+	TsrLinkFaults f = { .drop_ppm = 4000, .corrupt_ppm = 4000, .seed = 9 };
 	uint8_t dst[3] = { 1, 0, 0 };
 	struct tsr_cmd_ici_write c;
 	unsigned int p, round;

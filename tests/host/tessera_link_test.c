@@ -200,13 +200,17 @@ static bool train(FIXTURE_DATA(link) *self)
 	return both_up(self);
 }
 
-/* A payload of 1 to 4096 bytes from @e's pattern generator. */
+/*
+ * A payload from @e's pattern generator: 1 to 8192 bytes, and every 16th
+ * one as large as a frame takes (so that 10000 of them fit the logs).
+ */
 static size_t next_payload(struct end *e, uint8_t *buf)
 {
 	size_t len, i;
 
 	e->pattern = e->pattern * 6364136223846793005ull + 1442695040888963407ull;
-	len = 1 + (e->pattern >> 33) % TSR_ICI_MAX_PAYLOAD;
+	len = (e->pattern >> 33) % 16 == 0 ? TSR_ICI_MAX_PAYLOAD :
+	      1 + (e->pattern >> 37) % 8192;
 	for (i = 0; i < len; i++)
 		buf[i] = (uint8_t)((e->pattern >> 40) + i * 131);
 	return len;

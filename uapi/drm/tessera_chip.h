@@ -874,8 +874,8 @@ enum tsr_ici_state {
  * the credits of both virtual channels.
  */
 #define TSR_ICI_FRAME_MAGIC		0x4954	/* "TI" */
-#define TSR_ICI_VERSION			1
-#define TSR_ICI_MAX_PAYLOAD		8192
+#define TSR_ICI_VERSION			2
+#define TSR_ICI_MAX_PAYLOAD		32768
 /* Virtual channels: a frame switches to 1 once it has crossed a dateline. */
 #define TSR_ICI_VCS			2
 
