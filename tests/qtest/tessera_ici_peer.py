@@ -11,6 +11,8 @@ wrong size.  QEMU must survive each, count it where the specification
 Run by tessera_qtest.py as the "ici" suite.
 """
 
+import atexit
+import contextlib
 import os
 import socket
 import struct
@@ -22,6 +24,15 @@ SLICE = 5
 HDR = struct.Struct("<HBBHHIIIII")      # struct tsr_ici_frame_hdr
 TRAIN = struct.Struct("<II3BBIII")      # struct tsr_ici_train
 PEER_SOCK = f"/tmp/tessera-ici-peer-{os.getpid()}.sock"
+
+
+def _remove_peer_sock():
+    """QEMU's server socket stays in /tmp after it exits: remove it."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(PEER_SOCK)
+
+
+atexit.register(_remove_peer_sock)
 
 TESTS = []
 
