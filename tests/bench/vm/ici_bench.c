@@ -4,7 +4,7 @@
  * run by tools/tessera-bench (both VMs run it; the chip's place in the
  * slice picks its part).
  *
- *   chip 0   writes ITER transfers of 16 MiB to chip 1's window, each
+ *   chip 0   writes ITER transfers of 4 MiB to chip 1's window, each
  *            adding 1 to a semaphore there, as one job; then the same
  *            with frames dropped at --drop-ppm on its port
  *   chip 1   opens the window and waits for every transfer
@@ -16,8 +16,8 @@
  */
 #include "tessera_util.h"
 
-#define XFER		(16u << 20)
-#define ITER		8
+#define XFER		(4u << 20)
+#define ITER		32
 #define PASSES		2
 #define WINDOW_ID	9
 #define WINDOW_KEY	0xbe4c4b1cull
