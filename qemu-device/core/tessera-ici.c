@@ -1169,17 +1169,13 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
     struct tsr_ici_msg m = {
         .type = TSR_ICI_MSG_WRITE, .window = c->window, .key = c->key,
     };
+    uint64_t *until;
     IciReq *r;
     int port;
 
     if (err) {
         return err;
     }
-    /* The queue's ICI DMA takes one write at a time. */
-    if (cost->ici_until > tsr_cost_now(cost)) {
-        cost->dma += cost->ici_until - tsr_cost_now(cost);
-    }
-    start = left = tsr_cost_now(cost);
     memcpy(m.src, ici->slice.coords, sizeof(m.src));
     memcpy(m.dst, c->dst, sizeof(m.dst));
     /* Every chunk names the semaphore, so that each is checked whole. */
@@ -1201,6 +1197,16 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
         pthread_mutex_unlock(&ici->lock);
         return err;
     }
+    /*
+     * Each of the queue's ICI DMAs (one per port) takes one write at a
+     * time; writes by other ports, such as a credit going back while data
+     * goes on, do not wait for it.
+     */
+    until = &cost->ici_until[port >= 0 ? port : TSR_ICI_MAX_PORTS];
+    if (*until > tsr_cost_now(cost)) {
+        cost->dma += *until - tsr_cost_now(cost);
+    }
+    start = left = tsr_cost_now(cost);
     /* For the job's trace: the first hop, and the data sent. */
     mem->ici_port = port >= 0 ? port : TSR_TRACE_NO_PORT;
     mem->link_bytes = total;
@@ -1251,9 +1257,9 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
      * sends it (the slower of the two counts); the target's semaphore,
      * timed at the data's arrival, tells the target.
      */
-    cost->ici_until = tsr_max(left, start + tsr_mem_cycles(mem));
+    *until = tsr_max(left, start + tsr_mem_cycles(mem));
     cost->dma += TSR_ICI_ISSUE_CYCLES;
     mem->link_start = start;
-    mem->link_end = cost->ici_until;
+    mem->link_end = *until;
     return err;
 }

@@ -330,15 +330,28 @@ typedef struct TsrCost {
     uint64_t sc;        /* the SparseCores */
     uint64_t other;
     /*
-     * Until when the queue's ICI DMA sends what the job's last ICI_WRITE
-     * posted: the next ICI_WRITE, and the job's end, wait for it.
+     * Until when each of the queue's ICI DMAs (one per port, and one for
+     * writes to the chip itself) sends what the job's last ICI_WRITE by
+     * it posted: the next ICI_WRITE by it, and the job's end, wait for it.
      */
-    uint64_t ici_until;
+    uint64_t ici_until[TSR_ICI_MAX_PORTS + 1];
 } TsrCost;
 
 static inline uint64_t tsr_cost_now(const TsrCost *c)
 {
     return c->start + c->mxu + c->vpu + c->dma + c->sc + c->other;
+}
+
+/* When the job's last posted ICI_WRITE has left. */
+static inline uint64_t tsr_cost_ici_end(const TsrCost *c)
+{
+    uint64_t end = 0;
+    unsigned int i;
+
+    for (i = 0; i <= TSR_ICI_MAX_PORTS; i++) {
+        end = c->ici_until[i] > end ? c->ici_until[i] : end;
+    }
+    return end;
 }
 
 /*

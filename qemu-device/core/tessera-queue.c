@@ -457,7 +457,7 @@ static void process_one(TsrCore *core, const TsrSlot *slot)
     comp.fence = d.fence;
     comp.start_cycle = slot->start;
     /* A job ends once what its ICI_WRITEs posted has left, too. */
-    comp.end_cycle = tsr_max(tsr_cost_now(&cost), cost.ici_until);
+    comp.end_cycle = tsr_max(tsr_cost_now(&cost), tsr_cost_ici_end(&cost));
     comp.mxu_cycles = cost.mxu;
     comp.vpu_cycles = cost.vpu;
     comp.dma_cycles = cost.dma;

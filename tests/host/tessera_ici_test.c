@@ -806,6 +806,39 @@ TEST(a_link_shared_by_two_queues_serves_each_when_it_is_ready)
 	slice_free(s);
 }
 
+/*
+ * A queue has an ICI DMA per port: a write by one port does not wait for
+ * the queue's write by another to leave (as a credit going back need not
+ * wait for data going on), while two by one port take turns (above).
+ */
+TEST(writes_by_two_ports_of_one_queue_leave_side_by_side)
+{
+	struct slice *s = slice_new(3, false);
+	struct test_chip *mid = s->chip[1];
+	uint8_t left[3] = { 0, 0, 0 }, right[3] = { 2, 0, 0 };
+	/* From HBM, read far faster than the links carry it. */
+	struct tsr_cmd_ici_write two[2] = {
+		ici_write(right, HBM_VA, 0, 1, 4 << 20),
+		ici_write(left, HBM_VA, 0, 1, 4 << 20),
+	};
+	struct tsr_completion *rec;
+	double one, got;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 0, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	chip_map(mid, 1, HBM_VA, 0, 4 << 20,
+		 TSR_PTE_READ | TSR_PTE_WRITE | TSR_PTE_HBM);
+	rec = chip_run(mid, two, sizeof(two));
+	ASSERT_EQ(TSR_ERR_NONE, rec->error);
+	one = link_cycles(mid, 4.0 * (1 << 20));
+	got = rec->end_cycle - rec->start_cycle;
+	TH_LOG("4 MiB each way: %.0f modeled cycles, one way's %.0f", got, one);
+	EXPECT_GT(0.02 * one, fabs(got - one));
+	EXPECT_GT(0.02 * one, rec->dma_cycles);
+	slice_free(s);
+}
+
 /* A queue's increment after its data arrives after that data. */
 TEST(an_increment_after_data_from_the_same_queue_arrives_after_it)
 {

@@ -31,7 +31,7 @@
 
 /* Device model version reported in TSR_REG_DEVICE_VERSION. */
 #define TSR_DEVICE_VERSION_MAJOR	0
-#define TSR_DEVICE_VERSION_MINOR	6
+#define TSR_DEVICE_VERSION_MINOR	7
 #define TSR_VERSION(major, minor)	(((major) << 16) | (minor))
 #define TSR_VERSION_MAJOR(v)		(((v) >> 16) & 0xffff)
 #define TSR_VERSION_MINOR(v)		((v) & 0xffff)
