@@ -14,6 +14,10 @@
  *  - but first by piece: a chip passes a chunk's first piece on before
  *    it sends the second, so that a few slots per channel keep every
  *    ring moving however long the vector;
+ *  - between flows as far along: the one that needs its neighbour least
+ *    first, so that the link carries it while the other's piece is still
+ *    on its way in: in a reduce-scatter the shorter flow (it set out more
+ *    recently), in an all-gather the longer one (it has further to go);
  *  - then chunk and half.
  */
 #include <errno.h>
@@ -24,7 +28,17 @@
 
 struct action {
 	struct coll_op op;
-	uint64_t key[5];
+	uint64_t key[6];
+};
+
+/* Phase ends per colour: INIT, reduce-scatter, FINISH, all-gather. */
+#define COLL_MAX_PHASE_ENDS	(2 * COLL_DIMS + 2)
+
+/* A WAIT for the end of another colour's phase, its value still to come. */
+struct pending {
+	unsigned int stream;
+	size_t op;
+	unsigned int end;
 };
 
 struct actions {
@@ -36,7 +50,16 @@ struct builder {
 	const struct coll_params *p;
 	struct coll_plan *plan;
 	unsigned int colour;
-	unsigned int barriers;	/* of this colour, so far */
+	uint64_t signals[COLL_DIRS];	/* of this colour's semaphores, so far */
+	/*
+	 * The end of the colour's phase @i: its semaphores' values once
+	 * signalled there, and where its streams wait for the other colours'
+	 * (coll_plan_build() fills the values in once every colour is built).
+	 */
+	unsigned int phase_ends;
+	uint64_t ended[COLL_MAX_COLOURS][COLL_DIRS][COLL_MAX_PHASE_ENDS];
+	struct pending *pending;
+	size_t npending, cap_pending;
 	/*
 	 * The colour's first reduce-scatter phase, where each piece of ACC
 	 * is brought in from the input just before its first use.
@@ -104,7 +127,7 @@ static int cmp_action(const void *x, const void *y)
 	const struct action *a = x, *b = y;
 	unsigned int i;
 
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < 6; i++) {
 		if (a->key[i] != b->key[i])
 			return a->key[i] < b->key[i] ? -1 : 1;
 	}
@@ -145,11 +168,13 @@ static void spans(uint32_t n, bool wrap, unsigned int nh, uint32_t c,
 
 /*
  * The work of this chip on one half of one chunk, in direction @dir, at
- * hop @k of @span hops (hop 0 starts, hop @span ends).
+ * hop @k of @span hops (hop 0 starts, hop @span ends); @meet says how the
+ * owner's reception meets the other flow's.
  */
 static void segment(struct builder *b, bool rs, unsigned int dim,
 		    unsigned int dir, struct range seg, uint64_t group,
-		    uint32_t k, uint32_t span, uint32_t c, unsigned int h)
+		    uint32_t k, uint32_t span, uint32_t c, unsigned int h,
+		    enum coll_meet meet)
 {
 	uint64_t piece = rs ? b->p->acc_piece : b->p->out_piece;
 	uint64_t pieces = (seg.len + piece - 1) / piece, j;
@@ -159,33 +184,33 @@ static void segment(struct builder *b, bool rs, unsigned int dim,
 		struct action a = {
 			.op = { .buf = rs ? COLL_ACC : COLL_OUT, .dir = dir,
 				.dim = dim, .start = pr.start, .len = pr.len },
-			.key = { j, group, c, h, 0 },
+			.key = { j, group, rs ? span : UINT32_MAX - span, c, h,
+				 0 },
 		};
 
 		if (!pr.len)
 			continue;
 		/*
-		 * The piece's first use on this chip, unless the - half of
-		 * the pincer parks it in TMP (flush_phase() sees to that).
+		 * The piece's first use on this chip: at its owner, by the
+		 * flow that adds to it first.
 		 */
-		if (b->first && (k < span || dir == COLL_PLUS)) {
+		if (b->first &&
+		    (k < span || (span > 0 && meet != COLL_MEET_SECOND))) {
 			a.op.kind = COLL_OP_INIT;
+			a.op.meet = k == span && k == 0 ? meet : COLL_MEET_NONE;
 			add_action(b, &a);
 		}
 		if (k > 0) {
 			a.op.kind = rs ? COLL_OP_RECV_REDUCE : COLL_OP_RECV_COPY;
-			/* The - half of the pincer waits for the + half. */
-			if (rs && k == span && dir == COLL_MINUS) {
-				a.op.kind = COLL_OP_RECV_COPY;
-				a.op.buf = COLL_TMP;
-			}
-			a.key[4] = 1;
+			a.op.meet = k == span ? meet : COLL_MEET_NONE;
+			a.key[5] = 1;
 			add_action(b, &a);
 		}
+		a.op.meet = COLL_MEET_NONE;
 		if (k < span) {
 			a.op.kind = COLL_OP_SEND;
 			a.op.buf = rs ? COLL_ACC : COLL_OUT;
-			a.key[4] = 2;
+			a.key[5] = 2;
 			add_action(b, &a);
 		}
 	}
@@ -215,25 +240,36 @@ static void ring_phase(struct builder *b, bool rs, unsigned int dim,
 
 			spans(n, wrap, nh, c, h, &l, &rr);
 			if (rs) {
-				/* + flow: from c - l up to c; - flow: c + rr down. */
+				/*
+				 * + flow: from c - l up to c; - flow: c + rr
+				 * down.  At c, the one that arrives first
+				 * (the shorter) adds first.
+				 */
+				enum coll_meet mp = COLL_MEET_NONE,
+					       mm = COLL_MEET_NONE;
+
+				if (l && rr) {
+					mp = l <= rr ? COLL_MEET_FIRST : COLL_MEET_SECOND;
+					mm = l <= rr ? COLL_MEET_SECOND : COLL_MEET_FIRST;
+				}
 				kp = (me + n - c + l) % n;
 				km = (c + rr + n - me) % n;
 				if (kp <= l)
 					segment(b, rs, dim, COLL_PLUS, seg,
-						n - (l - kp), kp, l, c, h);
+						n - (l - kp), kp, l, c, h, mp);
 				if (km <= rr)
 					segment(b, rs, dim, COLL_MINUS, seg,
-						n - (rr - km), km, rr, c, h);
+						n - (rr - km), km, rr, c, h, mm);
 			} else {
 				/* Back out the way the sums came in. */
 				kp = (me + n - c) % n;
 				km = (c + n - me) % n;
 				if (kp <= rr)
 					segment(b, rs, dim, COLL_PLUS, seg, kp,
-						kp, rr, c, h);
+						kp, rr, c, h, COLL_MEET_NONE);
 				if (km <= l)
 					segment(b, rs, dim, COLL_MINUS, seg, km,
-						km, l, c, h);
+						km, l, c, h, COLL_MEET_NONE);
 			}
 		}
 	}
@@ -295,72 +331,184 @@ static void hoist_sends(struct coll_op *ops, size_t n, unsigned int slots)
 	}
 }
 
-/* Whether the phase's work @v brings @op's piece of ACC in. */
-static bool brought_in(const struct actions *v, const struct coll_op *op)
+static void add_pending(struct builder *b, unsigned int stream, size_t op,
+			unsigned int end)
+{
+	if (b->err)
+		return;
+	if (b->npending == b->cap_pending) {
+		size_t cap = b->cap_pending ? 2 * b->cap_pending : 32;
+		struct pending *n = realloc(b->pending, cap * sizeof(*n));
+
+		if (!n) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->pending = n;
+		b->cap_pending = cap;
+	}
+	b->pending[b->npending++] = (struct pending){ stream, op, end };
+}
+
+/* Every colour built: the values the phase ends' WAITs wait for. */
+static void resolve_pending(struct builder *b)
 {
 	size_t i;
 
-	for (i = 0; i < v->count; i++) {
-		const struct coll_op *o = &v->a[i].op;
+	for (i = 0; i < b->npending && !b->err; i++) {
+		const struct pending *w = &b->pending[i];
+		struct coll_op *op = &b->plan->stream[w->stream].ops[w->op];
 
-		if (o->kind == COLL_OP_INIT && o->start == op->start)
-			return true;
+		op->value = b->ended[op->colour][op->sem][w->end];
+		if (!op->value)
+			b->err = -EINVAL;	/* a colour without that end */
 	}
-	return false;
+}
+
+struct signalled {
+	uint64_t start;
+	uint64_t value;		/* the semaphore's, once signalled */
+};
+
+static int cmp_signalled(const void *x, const void *y)
+{
+	const struct signalled *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
 }
 
 /*
- * Hand the sorted work of one phase to the colour's two streams, which
- * then meet: the - stream signals and waits, the + stream waits, adds the
- * - halves of the pincer it owns (after its own + halves, as every chip
- * does) and signals.
+ * Put the pincer's meetings into the phase's work of the colour's two
+ * streams, which begins at @from[dir] in each: a SIGNAL after each piece
+ * a stream adds first, a WAIT for it before the other stream adds its
+ * own.  After hoist_sends(), which does not move SENDs across them.
+ */
+static void add_meets(struct builder *b, const size_t from[COLL_DIRS])
+{
+	struct coll_stream *st = &b->plan->stream[b->colour * COLL_DIRS];
+	struct signalled *sig[COLL_DIRS] = { NULL, NULL };
+	size_t nsig[COLL_DIRS] = { 0, 0 }, i;
+	unsigned int dir;
+
+	for (dir = 0; dir < COLL_DIRS && !b->err; dir++) {
+		uint64_t v = b->signals[dir];
+
+		sig[dir] = malloc((st[dir].count - from[dir] + 1) * sizeof(**sig));
+		if (!sig[dir]) {
+			b->err = -ENOMEM;
+			break;
+		}
+		for (i = from[dir]; i < st[dir].count; i++) {
+			if (st[dir].ops[i].meet == COLL_MEET_FIRST)
+				sig[dir][nsig[dir]++] = (struct signalled){
+					st[dir].ops[i].start, ++v };
+		}
+		qsort(sig[dir], nsig[dir], sizeof(**sig), cmp_signalled);
+	}
+	for (dir = 0; dir < COLL_DIRS && !b->err; dir++) {
+		struct coll_op *ops = st[dir].ops + from[dir];
+		size_t n = st[dir].count - from[dir];
+		struct coll_op *old = malloc((n + 1) * sizeof(*old));
+
+		if (!old) {
+			b->err = -ENOMEM;
+			break;
+		}
+		memcpy(old, ops, n * sizeof(*old));
+		st[dir].count = from[dir];
+		for (i = 0; i < n; i++) {
+			struct coll_op m = { .kind = COLL_OP_WAIT,
+					     .colour = b->colour, .sem = !dir };
+			struct signalled key = { old[i].start, 0 }, *hit;
+
+			if (old[i].meet == COLL_MEET_SECOND) {
+				hit = bsearch(&key, sig[!dir], nsig[!dir],
+					      sizeof(key), cmp_signalled);
+				if (!hit) {
+					b->err = -EINVAL;	/* a plan bug */
+					break;
+				}
+				m.value = hit->value;
+				emit(b, dir, &m);
+			}
+			emit(b, dir, &old[i]);
+			if (old[i].meet == COLL_MEET_FIRST) {
+				m = (struct coll_op){ .kind = COLL_OP_SIGNAL,
+						      .sem = dir };
+				emit(b, dir, &m);
+				b->signals[dir]++;
+			}
+		}
+		free(old);
+	}
+	free(sig[0]);
+	free(sig[1]);
+}
+
+/*
+ * The end of a phase: each of the colour's streams signals, then waits for
+ * every other stream of the chip to have signalled the same end.
+ */
+static void end_phase(struct builder *b)
+{
+	unsigned int colours = b->plan->colours, end = b->phase_ends++;
+	unsigned int dir, k, d;
+
+	if (end >= COLL_MAX_PHASE_ENDS) {
+		b->err = -EINVAL;	/* a plan bug */
+		return;
+	}
+	for (dir = 0; dir < COLL_DIRS; dir++) {
+		struct coll_stream *s = &b->plan->stream[b->colour * COLL_DIRS + dir];
+		struct coll_op sig = { .kind = COLL_OP_SIGNAL, .sem = dir };
+
+		emit(b, dir, &sig);
+		b->ended[b->colour][dir][end] = ++b->signals[dir];
+		for (k = 0; k < colours; k++) {
+			for (d = 0; d < COLL_DIRS; d++) {
+				struct coll_op wait = { .kind = COLL_OP_WAIT,
+							.colour = k, .sem = d };
+
+				if (k == b->colour && d == dir)
+					continue;
+				emit(b, dir, &wait);
+				add_pending(b, b->colour * COLL_DIRS + dir,
+					    s->count - 1, end);
+			}
+		}
+	}
+}
+
+/*
+ * Hand the sorted work of one phase to the colour's two streams, where
+ * the pincer's halves meet piece by piece, and then, unless it is the
+ * last phase, meet themselves: each signals and waits for the other, so
+ * that the next phase starts on pieces both have added to.
  */
 static void flush_phase(struct builder *b, bool last)
 {
 	struct actions *v = &b->act;
-	struct coll_op sig = { .kind = COLL_OP_SIGNAL };
-	struct coll_op wait = { .kind = COLL_OP_WAIT };
+	size_t from[COLL_DIRS];
 	unsigned int dir;
 	size_t i;
 
 	qsort(v->a, v->count, sizeof(*v->a), cmp_action);
 	for (dir = 0; dir < COLL_DIRS; dir++) {
 		struct coll_stream *s = &b->plan->stream[b->colour * COLL_DIRS + dir];
-		size_t first = s->count;
 
+		from[dir] = s->count;
 		for (i = 0; i < v->count; i++)
 			if (v->a[i].op.dir == dir)
 				emit(b, dir, &v->a[i].op);
 		if (!b->err && b->p->slots)
-			hoist_sends(s->ops + first, s->count - first, b->p->slots);
+			hoist_sends(s->ops + from[dir], s->count - from[dir],
+				    b->p->slots);
 	}
-	if (!last) {
-		wait.value = ++b->barriers;
-		sig.sem = COLL_MINUS;
-		emit(b, COLL_MINUS, &sig);
-		wait.sem = COLL_PLUS;
-		emit(b, COLL_MINUS, &wait);
-		wait.sem = COLL_MINUS;
-		emit(b, COLL_PLUS, &wait);
-	}
-	for (i = 0; i < v->count; i++) {
-		struct coll_op add = v->a[i].op;
-
-		if (add.buf != COLL_TMP)
-			continue;
-		add.buf = COLL_ACC;
-		if (b->first && !brought_in(v, &add)) {
-			add.kind = COLL_OP_INIT;
-			emit(b, COLL_PLUS, &add);
-		}
-		add.kind = COLL_OP_REDUCE_LOCAL;
-		emit(b, COLL_PLUS, &add);
-	}
+	if (!b->err)
+		add_meets(b, from);
+	if (!last)
+		end_phase(b);
 	b->first = false;
-	if (!last) {
-		sig.sem = COLL_PLUS;
-		emit(b, COLL_PLUS, &sig);
-	}
 	v->count = 0;
 }
 
@@ -525,13 +673,17 @@ int coll_plan_build(const struct coll_params *p, struct coll_plan *plan)
 	}
 	for (k = 0; k < plan->colours && !b.err; k++) {
 		b.colour = k;
-		b.barriers = 0;
+		b.signals[0] = b.signals[1] = 0;
+		b.phase_ends = 0;
 		if (p->kind == COLL_BROADCAST)
 			build_broadcast(&b);
 		else
 			build_colour(&b);
-		plan->barriers[k] = b.barriers;
+		plan->signals[k][COLL_PLUS] = b.signals[COLL_PLUS];
+		plan->signals[k][COLL_MINUS] = b.signals[COLL_MINUS];
 	}
+	resolve_pending(&b);
+	free(b.pending);
 	free(b.act.a);
 	if (b.err) {
 		coll_plan_free(plan);

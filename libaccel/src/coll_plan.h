@@ -50,7 +50,6 @@ enum coll_kind {
 enum coll_buf {
 	COLL_ACC,	/* what is reduced: f32 partial sums for bf16 */
 	COLL_OUT,	/* the result, in the caller's type */
-	COLL_TMP,	/* where the owner parks the - half of the pincer */
 };
 
 enum coll_op_kind {
@@ -65,15 +64,27 @@ enum coll_op_kind {
 	COLL_OP_RECV_REDUCE,
 	/* Take the channel's next message: @buf = message. */
 	COLL_OP_RECV_COPY,
-	/* ACC = ACC (op) TMP over the range. */
-	COLL_OP_REDUCE_LOCAL,
 	/* OUT = ACC over the range (a cast for bf16, a copy or nothing else). */
 	COLL_OP_FINISH,
 	/* Add 1 to this colour's semaphore @sem (COLL_PLUS or COLL_MINUS). */
 	COLL_OP_SIGNAL,
-	/* Wait until this colour's semaphore @sem has been signalled @value
-	 * times in this call. */
+	/*
+	 * Wait until colour @colour's semaphore @sem has been signalled
+	 * @value times in this call.
+	 */
 	COLL_OP_WAIT,
+};
+
+/*
+ * Where the two halves of the pincer meet, at a chunk's owner, one stream
+ * adds its piece first and signals, and the other waits for that before
+ * it adds its own: every chip adds in the same order, whichever half
+ * arrives first.
+ */
+enum coll_meet {
+	COLL_MEET_NONE,
+	COLL_MEET_FIRST,	/* then SIGNAL */
+	COLL_MEET_SECOND,	/* after a WAIT for the other stream */
 };
 
 struct coll_op {
@@ -81,6 +92,8 @@ struct coll_op {
 	uint8_t buf;		/* enum coll_buf */
 	uint8_t dir;		/* SEND, RECV_*: COLL_PLUS or COLL_MINUS */
 	uint8_t dim;		/* SEND, RECV_*: the dimension */
+	uint8_t meet;		/* INIT, RECV_REDUCE: enum coll_meet */
+	uint8_t colour;		/* WAIT */
 	uint32_t sem;		/* SIGNAL, WAIT */
 	uint64_t value;		/* WAIT */
 	uint64_t start;		/* first element, of the virtual vector */
@@ -89,9 +102,12 @@ struct coll_op {
 
 /*
  * What one hardware queue of the chip runs, in order: a colour's work in
- * one direction.  The two streams of a colour meet at the end of every
- * phase, where the + stream adds the - half of the pincer, so that every
- * chip adds in the same order.
+ * one direction.  The two streams of a colour meet where the halves of the
+ * pincer do (enum coll_meet), and every stream of the chip meets every
+ * other at the end of every phase: the colours' phases have the same
+ * length, and a colour that started its next phase early would share the
+ * links of its next dimension with the other colour's last messages and
+ * hold them back.
  */
 struct coll_stream {
 	unsigned int colour;
@@ -141,7 +157,7 @@ struct coll_plan {
 	uint64_t owned_start[COLL_MAX_COLOURS];
 	uint64_t owned_len[COLL_MAX_COLOURS];
 	/* Times each of the colour's two semaphores is signalled. */
-	uint64_t barriers[COLL_MAX_COLOURS];
+	uint64_t signals[COLL_MAX_COLOURS][COLL_DIRS];
 	unsigned int streams;
 	struct coll_stream stream[COLL_MAX_STREAMS];
 };

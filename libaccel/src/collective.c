@@ -71,7 +71,8 @@ struct comm_chip {
 	unsigned int neighbours;	/* (direction, dimension) pairs with one */
 	uint64_t sent[COLL_CHANNELS];
 	uint64_t taken[COLL_CHANNELS];
-	uint64_t met[COLL_MAX_COLOURS];	/* meetings of each colour so far */
+	/* Signals of each colour's two semaphores so far. */
+	uint64_t met[COLL_MAX_COLOURS][COLL_DIRS];
 	uint64_t direct_sent[MAX_RANKS];	/* messages to each chip */
 	uint64_t direct_taken[MAX_RANKS];	/* and from each */
 	struct accel_buffer *scratch;
@@ -136,7 +137,7 @@ struct exec {
 	enum coll_kind kind;
 	enum tsr_vpu_op vpu_op;
 	uint64_t block;		/* elements per chip's block (not all-reduce) */
-	struct vmap in, acc, out, tmp;
+	struct vmap in, acc, out;
 	struct accel_cmdbuf *cb;
 	unsigned int stream;
 	unsigned int stream_jobs;	/* submitted for this stream */
@@ -486,7 +487,7 @@ static int reduce(struct exec *x, uint64_t v, uint64_t len,
 
 static const struct vmap *vmap_of(const struct exec *x, unsigned int buf)
 {
-	return buf == COLL_ACC ? &x->acc : buf == COLL_OUT ? &x->out : &x->tmp;
+	return buf == COLL_ACC ? &x->acc : &x->out;
 }
 
 static int op_send(struct exec *x, const struct coll_op *op)
@@ -571,8 +572,8 @@ static int op_meet(struct exec *x, const struct coll_op *op)
 	if (op->kind == COLL_OP_SIGNAL)
 		return accel_cmdbuf_sem_inc(x->cb, x->chip->window_buf,
 					    SEM_MEET(colour, op->sem), 1);
-	return wait_sem(x, SEM_MEET(colour, op->sem),
-			x->chip->met[colour] + op->value);
+	return wait_sem(x, SEM_MEET(op->colour, op->sem),
+			x->chip->met[op->colour][op->sem] + op->value);
 }
 
 static int run_op(struct exec *x, const struct coll_op *op)
@@ -585,9 +586,6 @@ static int run_op(struct exec *x, const struct coll_op *op)
 	case COLL_OP_RECV_REDUCE:
 	case COLL_OP_RECV_COPY:
 		return op_receive(x, op);
-	case COLL_OP_REDUCE_LOCAL:
-		return reduce(x, op->start, op->len, x->tmp.buf,
-			      x->tmp.base + op->start * x->tmp.size);
 	case COLL_OP_FINISH:
 		return transfer(x, &x->out, &x->acc, op->start, op->len);
 	default:
@@ -632,13 +630,13 @@ static int scratch(struct comm_chip *chip, uint64_t size)
 
 /*
  * Where this call's vectors live on chip @i: ACC in the caller's output
- * when it can be, else in scratch; TMP in scratch.
+ * when it can be, else in scratch.
  */
 static int place(struct exec *x, const struct call *c, unsigned int i)
 {
 	uint32_t size = tsr_dtype_size(c->dtype);
 	enum tsr_dtype acc = acc_dtype(c->dtype);
-	uint64_t vcount = x->params.count, acc_bytes = 0;
+	uint64_t vcount = x->params.count;
 	bool acc_in_out = c->kind == COLL_ALL_REDUCE && acc == c->dtype;
 	int ret;
 
@@ -653,16 +651,15 @@ static int place(struct exec *x, const struct call *c, unsigned int i)
 	}
 	if (c->kind == COLL_ALL_GATHER || c->kind == COLL_BROADCAST)
 		return ACCEL_OK;
-	if (!acc_in_out)
-		acc_bytes = vcount * tsr_dtype_size(acc);
-	ret = scratch(x->chip, acc_bytes + vcount * tsr_dtype_size(acc));
+	if (acc_in_out) {
+		x->acc = x->out;
+		return ACCEL_OK;
+	}
+	ret = scratch(x->chip, vcount * tsr_dtype_size(acc));
 	if (ret)
 		return ret;
-	x->acc = acc_in_out ? x->out :
-		 (struct vmap){ x->chip->scratch, 0, acc, tsr_dtype_size(acc),
+	x->acc = (struct vmap){ x->chip->scratch, 0, acc, tsr_dtype_size(acc),
 				LAYOUT_LINEAR };
-	x->tmp = (struct vmap){ x->chip->scratch, acc_bytes, acc,
-				tsr_dtype_size(acc), LAYOUT_LINEAR };
 	return ACCEL_OK;
 }
 
@@ -727,8 +724,10 @@ static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
 		if (!ret)
 			ret = flush(&x);
 	}
-	for (k = 0; !ret && k < x.plan.colours; k++)
-		chip->met[k] += x.plan.barriers[k];
+	for (k = 0; !ret && k < x.plan.colours; k++) {
+		chip->met[k][COLL_PLUS] += x.plan.signals[k][COLL_PLUS];
+		chip->met[k][COLL_MINUS] += x.plan.signals[k][COLL_MINUS];
+	}
 	accel_cmdbuf_destroy(x.cb);
 	coll_plan_free(&x.plan);
 	return ret;

@@ -39,7 +39,7 @@ struct inbox {
 
 struct chip {
 	struct coll_plan plan;
-	struct sym *acc, *out, *tmp;
+	struct sym *acc, *out;
 	size_t pc[COLL_MAX_STREAMS];
 	uint64_t sem[COLL_MAX_COLOURS][COLL_DIRS];
 	struct inbox in[COLL_CHANNELS];
@@ -111,7 +111,7 @@ static int neighbour(const struct sim *s, uint32_t index, unsigned int dim,
 
 static struct sym *buf_of(struct chip *ch, unsigned int buf)
 {
-	return buf == COLL_ACC ? ch->acc : buf == COLL_OUT ? ch->out : ch->tmp;
+	return buf == COLL_ACC ? ch->acc : ch->out;
 }
 
 static bool failf(struct sim *s, const char *what, uint32_t chip,
@@ -220,13 +220,6 @@ static bool step(struct sim *s, uint32_t me, unsigned int si, bool *blocked)
 		if (!receive(s, me, st->colour, op, blocked))
 			return false;
 		break;
-	case COLL_OP_REDUCE_LOCAL:
-		for (i = op->start; i < op->start + op->len; i++) {
-			if (ch->acc[i].chips & ch->tmp[i].chips)
-				return failf(s, "adds a chip twice", me, op);
-			ch->acc[i] = add(ch->acc[i], ch->tmp[i]);
-		}
-		break;
 	case COLL_OP_FINISH:
 		for (i = op->start; i < op->start + op->len; i++)
 			ch->out[i] = ch->acc[i];
@@ -235,7 +228,7 @@ static bool step(struct sim *s, uint32_t me, unsigned int si, bool *blocked)
 		ch->sem[st->colour][op->sem]++;
 		break;
 	case COLL_OP_WAIT:
-		*blocked = ch->sem[st->colour][op->sem] < op->value;
+		*blocked = ch->sem[op->colour][op->sem] < op->value;
 		break;
 	default:
 		return failf(s, "unknown op", me, op);
@@ -267,7 +260,6 @@ static bool simulate(struct sim *s, unsigned int seed)
 		}
 		ch->acc = calloc(s->p.count + 1, sizeof(struct sym));
 		ch->out = calloc(s->p.count + 1, sizeof(struct sym));
-		ch->tmp = calloc(s->p.count + 1, sizeof(struct sym));
 	}
 	srand(seed);
 	while (progress && !done) {
@@ -318,7 +310,6 @@ static void sim_free(struct sim *s)
 		coll_plan_free(&ch->plan);
 		free(ch->acc);
 		free(ch->out);
-		free(ch->tmp);
 	}
 	free(s->chip);
 	s->chip = NULL;
