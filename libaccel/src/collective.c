@@ -553,12 +553,22 @@ static int op_receive(struct exec *x, const struct coll_op *op)
 	}
 	if (!ret)
 		ret = room(x);
-	if (!ret)
-		ret = accel_cmdbuf_ici_sem_inc(x->cb,
-					       neighbour(comm, x->chip, op->dim,
-							 !op->dir),
-					       comm->window_id, comm->key,
-					       SEM_CREDIT(ch), 1);
+	if (!ret) {
+		/*
+		 * The credit goes back the way the message came: on a ring of
+		 * 2, by the other link than the stream's own messages, whose
+		 * port it would wait behind.
+		 */
+		struct accel_ici_write credit = {
+			.dst = neighbour(comm, x->chip, op->dim, !op->dir),
+			.window = comm->window_id, .key = comm->key,
+			.flags = TSR_ICI_WRITE_SEM |
+				 (op->dir == COLL_PLUS ? TSR_ICI_WRITE_MINUS : 0),
+			.sem_offset = SEM_CREDIT(ch), .sem_add = 1,
+		};
+
+		ret = accel_cmdbuf_ici_write(x->cb, &credit);
+	}
 	return ret;
 }
 
