@@ -36,6 +36,7 @@
 #include "hw/qdev-properties-system.h"
 #include "chardev/char-fe.h"
 #include "qemu/cutils.h"
+#include "qemu/fifo8.h"
 #include "qemu/keyval.h"
 #include "qapi/qobject-input-visitor.h"
 #include "qobject/qdict.h"
@@ -65,10 +66,13 @@ typedef struct TesseraPort {
     unsigned int index;
     CharBackend chr;
     bool wired;
-    /* Bytes the link layer sent, waiting for the chardev; out_lock. */
+    /*
+     * Bytes the link layer sent, waiting for the chardev; out_lock.  A
+     * ring, so that a chardev taking part of them moves none.
+     */
     QemuMutex out_lock;
-    uint8_t *out;
-    size_t out_len;
+    Fifo8 out;
+    bool out_made;
     guint watch;                /* main loop only */
 } TesseraPort;
 
@@ -185,9 +189,8 @@ static size_t tessera_ici_write(void *opaque, unsigned int port,
     TesseraPort *p = &s->ports[port];
 
     qemu_mutex_lock(&p->out_lock);
-    len = MIN(len, TESSERA_PORT_BUF - p->out_len);
-    memcpy(p->out + p->out_len, buf, len);
-    p->out_len += len;
+    len = MIN(len, fifo8_num_free(&p->out));
+    fifo8_push_all(&p->out, buf, len);
     qemu_mutex_unlock(&p->out_lock);
     if (len) {
         qemu_bh_schedule(s->ici_bh);
@@ -344,27 +347,33 @@ static gboolean tessera_port_writable(void *do_not_use, GIOCondition cond,
 /* Write what port @p holds; true if its buffer has room again. */
 static bool tessera_port_drain(TesseraPort *p)
 {
-    int n;
+    bool drained = false;
 
     qemu_mutex_lock(&p->out_lock);
-    if (!p->out_len) {
-        qemu_mutex_unlock(&p->out_lock);
-        return false;
+    /* At most twice: the ring's end, then its start. */
+    while (!fifo8_is_empty(&p->out)) {
+        uint32_t len;
+        const uint8_t *buf = fifo8_peek_bufptr(&p->out,
+                                               fifo8_num_used(&p->out), &len);
+        int n = qemu_chr_fe_write(&p->chr, buf, len);
+
+        if (n < 0 && errno != EAGAIN) {
+            /* Gone: the link retrains and resends once it is back. */
+            n = len;
+        }
+        n = MAX(n, 0);
+        fifo8_drop(&p->out, n);
+        drained |= n > 0;
+        if ((uint32_t)n < len) {
+            break;
+        }
     }
-    n = qemu_chr_fe_write(&p->chr, p->out, p->out_len);
-    if (n < 0 && errno != EAGAIN) {
-        /* Gone: the link retrains and resends once it is back. */
-        n = p->out_len;
-    }
-    n = MAX(n, 0);
-    memmove(p->out, p->out + n, p->out_len - n);
-    p->out_len -= n;
-    if (p->out_len && !p->watch) {
+    if (!fifo8_is_empty(&p->out) && !p->watch) {
         p->watch = qemu_chr_fe_add_watch(&p->chr, G_IO_OUT | G_IO_HUP,
                                          tessera_port_writable, p);
     }
     qemu_mutex_unlock(&p->out_lock);
-    return n > 0;
+    return drained;
 }
 
 static void tessera_ici_arm(TesseraState *s)
@@ -419,7 +428,7 @@ static void tessera_port_event(void *opaque, QEMUChrEvent event)
         tessera_ici_arm(p->s);
     } else if (event == CHR_EVENT_CLOSED) {
         qemu_mutex_lock(&p->out_lock);
-        p->out_len = 0;
+        fifo8_reset(&p->out);
         qemu_mutex_unlock(&p->out_lock);
         tsr_ici_disconnected(tessera_ici(p->s), p->index);
     }
@@ -499,7 +508,8 @@ static bool tessera_ici_realize(TesseraState *s, Error **errp)
         p->s = s;
         p->index = i;
         qemu_mutex_init(&p->out_lock);
-        p->out = g_malloc(TESSERA_PORT_BUF);
+        fifo8_create(&p->out, TESSERA_PORT_BUF);
+        p->out_made = true;
     }
     s->ici_bh = qemu_bh_new(tessera_ici_bh, s);
     s->ici_timer = timer_new_ns(QEMU_CLOCK_REALTIME, tessera_ici_tick, s);
@@ -547,10 +557,10 @@ static void tessera_ici_unrealize(TesseraState *s)
             p->watch = 0;
         }
         qemu_chr_fe_deinit(&p->chr, false);
-        if (p->out) {
+        if (p->out_made) {
             qemu_mutex_destroy(&p->out_lock);
-            g_free(p->out);
-            p->out = NULL;
+            fifo8_destroy(&p->out);
+            p->out_made = false;
         }
     }
     if (s->ici_timer) {
