@@ -14,8 +14,13 @@
 #include "tessera-ici.h"
 #include "tessera-internal.h"
 
-/* Requests a chip can wait for answers to at once (one per queue). */
-#define ICI_REQS TSR_MAX_QUEUES
+/*
+ * Writes a queue may have out at once, waiting for their answers: the
+ * queue goes on past a write once its data has left, and learns of a
+ * refusal at a later write or at the job's end.
+ */
+#define ICI_QUEUE_REQS 4
+#define ICI_REQS (TSR_MAX_QUEUES * ICI_QUEUE_REQS)
 /*
  * Without an answer for this long after the last chunk left: LINK_DOWN.
  * A first hop that dies is seen sooner (the link goes down within 1.3 s);
@@ -31,10 +36,10 @@
 #define ICI_RETRANSMIT_NS 5000000ull
 /*
  * Answers waiting for room on their way back.  Each requester has at most
- * ICI_REQS requests out, so a slice of 256 chips needs at most 2048; a
- * hostile peer that asks more loses its answers and times out.
+ * ICI_REQS requests out, so a slice of 256 chips needs at most 256 times
+ * that; a hostile peer that asks more loses its answers and times out.
  */
-#define ICI_PENDING_ANSWERS 2048
+#define ICI_PENDING_ANSWERS (256 * ICI_REQS)
 /* Cycles the queue spends handing an ICI_WRITE to its ICI DMA. */
 #define TSR_ICI_ISSUE_CYCLES 10
 /* How long a waiting sender sleeps before checking for an abort again. */
@@ -74,8 +79,12 @@ typedef struct IciPort {
 typedef struct IciReq {
     bool busy;
     bool answered;
+    bool minus;             /* the write's TSR_ICI_MSG_MINUS */
+    uint8_t dst[TSR_ICI_MAX_DIMS];
     uint32_t number;
     uint32_t status;
+    uint32_t command;       /* the write's index in its job */
+    uint64_t deadline;      /* ns: LINK_DOWN without an answer by then */
 } IciReq;
 
 struct TsrIci {
@@ -87,7 +96,7 @@ struct TsrIci {
     IciPort port[TSR_ICI_MAX_PORTS];
     uint32_t wired;
     uint64_t retransmit_ns;
-    IciReq req[ICI_REQS];
+    IciReq req[TSR_MAX_QUEUES][ICI_QUEUE_REQS];
     uint32_t next_req;
     uint64_t window_table;
     uint32_t window_count;
@@ -435,7 +444,7 @@ static void take_answer(TsrIci *ici, const struct tsr_ici_msg *m)
     unsigned int i;
 
     for (i = 0; i < ICI_REQS; i++) {
-        IciReq *r = &ici->req[i];
+        IciReq *r = &ici->req[i / ICI_QUEUE_REQS][i % ICI_QUEUE_REQS];
 
         if (r->busy && !r->answered && r->number == m->req) {
             r->answered = true;
@@ -1071,15 +1080,16 @@ static uint32_t write_check(const struct tsr_cmd_ici_write *c,
 }
 
 /* A free request slot, under the lock. */
-static IciReq *req_get(TsrIci *ici)
+/* A free request of queue @q, or NULL; under the lock. */
+static IciReq *req_get(TsrIci *ici, unsigned int q)
 {
     unsigned int i;
 
-    for (i = 0; i < ICI_REQS; i++) {
-        if (!ici->req[i].busy) {
-            ici->req[i] = (IciReq){ .busy = true,
-                                    .number = ++ici->next_req };
-            return &ici->req[i];
+    for (i = 0; i < ICI_QUEUE_REQS; i++) {
+        if (!ici->req[q][i].busy) {
+            ici->req[q][i] = (IciReq){ .busy = true,
+                                       .number = ++ici->next_req };
+            return &ici->req[q][i];
         }
     }
     return NULL;
@@ -1133,30 +1143,109 @@ static uint32_t send_chunk(TsrIci *ici, TsrMem *mem, struct tsr_ici_msg *m,
     }
 }
 
-/* Wait for @r's answer; under the lock. */
-static uint32_t await_answer(TsrIci *ici, TsrMem *mem, IciReq *r,
-                             const uint8_t dst[3], bool minus)
+/*
+ * The first failure among the answered requests of @mem's queue, or
+ * TSR_ERR_NONE; forgets the answered ones, and on a failure all of them
+ * (later answers are then ignored).  Under the lock.
+ */
+static uint32_t reap(TsrIci *ici, TsrMem *mem, unsigned int *out)
 {
-    uint64_t deadline = now_ns() + ICI_ANSWER_TIMEOUT_NS;
+    IciReq *req = ici->req[mem->queue], *bad = NULL;
     uint32_t err = TSR_ERR_NONE;
+    unsigned int i;
 
-    while (!r->answered) {
-        if (route(ici, dst, minus, &err) == TSR_ROUTE_NONE &&
-            err == TSR_ERR_LINK_DOWN) {
-            return err;
+    *out = 0;
+    for (i = 0; i < ICI_QUEUE_REQS; i++) {
+        IciReq *r = &req[i];
+        uint32_t why = r->status;
+
+        if (!r->busy) {
+            continue;
         }
-        if (now_ns() > deadline) {
-            return TSR_ERR_LINK_DOWN;
+        if (!r->answered) {
+            if (route(ici, r->dst, r->minus, &why) == TSR_ROUTE_NONE &&
+                why == TSR_ERR_LINK_DOWN) {
+                r->answered = true;     /* its way went down */
+            } else if (now_ns() > r->deadline) {
+                r->answered = true;     /* a peer further on is gone */
+                why = TSR_ERR_LINK_DOWN;
+            } else {
+                (*out)++;
+                continue;
+            }
+        }
+        if (why && (!bad || r->command < bad->command)) {
+            bad = r;
+            err = why;
+        }
+        r->busy = r->answered = false;
+        r->status = why;
+    }
+    if (bad) {
+        mem->failed_cmd = bad->command;
+        for (i = 0; i < ICI_QUEUE_REQS; i++) {
+            req[i].busy = false;
+        }
+        *out = 0;
+    }
+    return err;
+}
+
+/*
+ * Wait until at most @keep of @mem's queue's writes are out; the first
+ * failure among them, with its command in mem->failed_cmd.  Under the
+ * lock.
+ */
+static uint32_t settle_queue(TsrIci *ici, TsrMem *mem, unsigned int keep)
+{
+    for (;;) {
+        unsigned int out;
+        uint32_t err = reap(ici, mem, &out);
+        unsigned int i;
+
+        if (err || out <= keep) {
+            return err;
         }
         pthread_mutex_unlock(&ici->lock);
         if (tsr_mem_aborted(mem)) {
             pthread_mutex_lock(&ici->lock);
+            for (i = 0; i < ICI_QUEUE_REQS; i++) {
+                ici->req[mem->queue][i].busy = false;
+            }
             return TSR_ERR_ABORTED;
         }
         pthread_mutex_lock(&ici->lock);
         wait_a_little(ici);
     }
-    return r->status;
+}
+
+uint32_t tsr_ici_check(TsrMem *mem)
+{
+    TsrIci *ici = mem->core->ici;
+    unsigned int out;
+    uint32_t err;
+
+    if (!ici || mem->queue >= TSR_MAX_QUEUES) {
+        return TSR_ERR_NONE;
+    }
+    pthread_mutex_lock(&ici->lock);
+    err = reap(ici, mem, &out);
+    pthread_mutex_unlock(&ici->lock);
+    return err;
+}
+
+uint32_t tsr_ici_job_end(TsrMem *mem)
+{
+    TsrIci *ici = mem->core->ici;
+    uint32_t err;
+
+    if (!ici || mem->queue >= TSR_MAX_QUEUES) {
+        return TSR_ERR_NONE;
+    }
+    pthread_mutex_lock(&ici->lock);
+    err = settle_queue(ici, mem, 0);
+    pthread_mutex_unlock(&ici->lock);
+    return err;
 }
 
 uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
@@ -1210,9 +1299,16 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
     /* For the job's trace: the first hop, and the data sent. */
     mem->ici_port = port >= 0 ? port : TSR_TRACE_NO_PORT;
     mem->link_bytes = total;
-    while (!(r = req_get(ici))) {
-        wait_a_little(ici);
+    /* Room for this write among the queue's, and news of earlier ones. */
+    err = settle_queue(ici, mem, ICI_QUEUE_REQS - 1);
+    if (err) {
+        pthread_mutex_unlock(&ici->lock);
+        return err;
     }
+    r = req_get(ici, mem->queue);
+    r->command = mem->command;
+    r->minus = m.flags & TSR_ICI_MSG_MINUS;
+    memcpy(r->dst, c->dst, sizeof(r->dst));
     m.req = r->number;
     for (row = 0; !err && row <= (c->rows ? c->rows - 1 : 0); row++) {
         for (done = 0; !err && (done < c->row_bytes || !c->rows); ) {
@@ -1246,10 +1342,12 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
             }
         }
     }
-    if (!err) {
-        err = await_answer(ici, mem, r, c->dst, m.flags & TSR_ICI_MSG_MINUS);
+    if (err) {
+        r->busy = false;
+    } else {
+        /* The answer is awaited at a later write or the job's end. */
+        r->deadline = now_ns() + ICI_ANSWER_TIMEOUT_NS;
     }
-    r->busy = false;
     pthread_cond_broadcast(&ici->cond);
     pthread_mutex_unlock(&ici->lock);
     /*

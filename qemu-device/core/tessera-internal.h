@@ -261,6 +261,12 @@ typedef struct TsrMem {
     uint64_t root;          /* bus address of the level-2 table */
     uint64_t fault_va;
     uint32_t error;         /* TSR_ERR_* of the first failure */
+    uint32_t command;       /* the index of the command running */
+    /*
+     * An earlier command that failed, found while another ran (an
+     * ICI_WRITE refused after the queue went on), or TSR_NO_COMMAND.
+     */
+    uint32_t failed_cmd;
     /* Bytes moved, for the timing model; the caller resets them. */
     uint64_t host_bytes;
     uint64_t hbm_bytes;
@@ -441,6 +447,16 @@ uint32_t tsr_cmd_sc_scatter_add(TsrMem *mem,
                                 TsrCost *cost);
 
 /* Remote writes (tessera-ici.c). */
+/*
+ * The job of @mem ends: wait for the answers to its ICI_WRITEs; the first
+ * failure, with its command in mem->failed_cmd, or TSR_ERR_NONE.
+ */
+uint32_t tsr_ici_job_end(TsrMem *mem);
+/*
+ * Whether an ICI_WRITE of @mem's job has failed since the queue went on
+ * past it (mem->failed_cmd names it); does not wait.
+ */
+uint32_t tsr_ici_check(TsrMem *mem);
 uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
                            TsrCost *cost);
 

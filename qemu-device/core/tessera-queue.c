@@ -169,20 +169,43 @@ static void trace_finish(TsrMem *mem, const TsrTrace *trace,
     }
 }
 
+/*
+ * Command @index failed with @err: the job's error, unless a write before
+ * it turns out to have failed first.
+ */
+static void fail_command(TsrMem *mem, struct tsr_completion *comp,
+                         uint32_t err, uint32_t index)
+{
+    uint32_t earlier;
+
+    comp->error = err;
+    comp->failed_cmd = mem->failed_cmd != TSR_NO_COMMAND ?
+                       mem->failed_cmd : index;
+    comp->fault_va = mem->fault_va;
+    mem->failed_cmd = TSR_NO_COMMAND;
+    earlier = tsr_ici_job_end(mem);
+    if (earlier && mem->failed_cmd < comp->failed_cmd) {
+        comp->error = earlier;
+        comp->failed_cmd = mem->failed_cmd;
+        comp->fault_va = 0;
+    }
+}
+
 /* Run the commands of a job; fills the error fields of @comp. */
 static void run_commands(TsrMem *mem, const uint8_t *buf, uint32_t size,
                          TsrCost *cost, TsrTrace *trace,
                          struct tsr_completion *comp)
 {
     TsrCore *core = mem->core;
-    uint32_t off = 0, index = 0;
+    uint32_t off = 0, index = 0, err;
 
     while (off < size) {
         const struct tsr_cmd_header *hdr = (const void *)(buf + off);
         uint32_t len = hdr->size_qw * 8u;
         uint64_t start = tsr_cost_now(cost);
-        uint32_t err;
 
+        mem->command = index;
+        mem->failed_cmd = TSR_NO_COMMAND;
         mem->host_bytes = 0;
         mem->hbm_bytes = 0;
         mem->ici_port = TSR_TRACE_NO_PORT;
@@ -200,13 +223,18 @@ static void run_commands(TsrMem *mem, const uint8_t *buf, uint32_t size,
             err = mem->error;
         }
         if (err) {
-            comp->error = err;
-            comp->failed_cmd = index;
-            comp->fault_va = mem->fault_va;
+            fail_command(mem, comp, err, index);
             return;
         }
         off += len;
         index++;
+    }
+    /* Writes the queue went on past: wait for their answers. */
+    err = tsr_ici_job_end(mem);
+    if (err) {
+        comp->error = err;
+        comp->failed_cmd = mem->failed_cmd;
+        return;
     }
     pthread_mutex_lock(&core->lock);
     if (core->queue[mem->queue].generation == mem->generation) {

@@ -190,6 +190,7 @@ static uint32_t sem_wait(TsrMem *mem, uint64_t va, uint64_t value,
 {
     TsrCore *core = mem->core;
     long poll_ns = TSR_SEM_POLL_MIN_NS;
+    uint32_t err;
     uint64_t v;
 
     cost->other += TSR_SEM_CYCLES;
@@ -219,6 +220,11 @@ static uint32_t sem_wait(TsrMem *mem, uint64_t va, uint64_t value,
         }
         if (tsr_mem_aborted(mem)) {
             return TSR_ERR_ABORTED;
+        }
+        /* What it waits for may hang on a write that failed meanwhile. */
+        err = tsr_ici_check(mem);
+        if (err) {
+            return err;
         }
         /* Woken by another queue's signal, or re-read for the CPU's. */
         clock_gettime(CLOCK_REALTIME, &until);

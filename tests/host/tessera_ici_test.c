@@ -502,6 +502,55 @@ TEST(what_a_window_does_not_allow_is_refused_and_nothing_written)
 	slice_free(s);
 }
 
+/*
+ * A queue goes on past a write once its data has left, with up to four
+ * awaiting answers; a refusal that comes back later still fails the job,
+ * naming the refused write, and the job ends only once every answer is in.
+ */
+TEST(a_write_refused_after_the_queue_went_on_fails_its_job_by_name)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	uint8_t dst[3] = { 1, 0, 0 };
+	struct tsr_cmd_ici_write w[7];
+	struct tsr_completion *rec;
+	unsigned int i;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	fill(host_ptr(a, s->src[0]), 7 << 12, 9);
+	/* Seven writes of 4 KiB, each adding 1: more than four at once. */
+	for (i = 0; i < 7; i++) {
+		w[i] = ici_write(dst, s->src[0] + (i << 12), i << 12, 1, 4096);
+		w[i].hdr.flags = TSR_ICI_WRITE_SEM;
+		w[i].sem_offset = 1 << 19;
+		w[i].sem_add = 1;
+	}
+	rec = chip_run(a, w, sizeof(w));
+	EXPECT_EQ(TSR_ERR_NONE, rec->error);
+	EXPECT_EQ(0, memcmp(host_ptr(b, s->win[1]), host_ptr(a, s->src[0]),
+			    7 << 12));
+	EXPECT_EQ(7, *(uint64_t *)host_ptr(b, s->win[1] + (1 << 19)));
+
+	/* The third with the wrong key: refused, named, and nothing of it. */
+	memset(host_ptr(b, s->win[1]), 0, 7 << 12);
+	w[2].key = KEY + 1;
+	rec = chip_run(a, w, sizeof(w));
+	EXPECT_EQ(TSR_ERR_REMOTE_ACCESS, rec->error);
+	EXPECT_EQ(2, rec->failed_cmd);
+	EXPECT_EQ(0, ((uint8_t *)host_ptr(b, s->win[1]))[(2 << 12) + 7]);
+	EXPECT_EQ(0, memcmp(host_ptr(b, s->win[1]), host_ptr(a, s->src[0]),
+			    2 << 12));
+
+	/* The last one refused: found at the job's end. */
+	w[2].key = KEY;
+	w[6].key = KEY + 1;
+	rec = chip_run(a, w, sizeof(w));
+	EXPECT_EQ(TSR_ERR_REMOTE_ACCESS, rec->error);
+	EXPECT_EQ(6, rec->failed_cmd);
+	slice_free(s);
+}
+
 TEST(a_chip_outside_the_slice_has_no_route_and_a_down_link_fails_fast)
 {
 	struct slice *s = slice_new(2, false);
