@@ -280,7 +280,7 @@ $(B)/tests/host/libaccel_ops_test $(CORE_REF_TESTS): $(B)/tests/host/%: tests/ho
 		$(filter %.c,$^) $(LIBACCEL_A) $(DRM_LIBS) $(CORE_LIBS)
 
 $(filter-out %/libaccel_ops_test,$(filter $(B)/tests/host/libaccel_%,$(HOST_TESTS))): \
-		$(B)/tests/host/%: tests/host/%.c \
+		$(B)/tests/host/%: tests/host/%.c tests/host/coll_slice.h \
 		$(LIBACCEL_A) $(wildcard libaccel/src/*.h) $(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(LIBACCEL_CFLAGS) -Ilibaccel/src -o $@ $< \

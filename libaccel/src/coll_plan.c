@@ -81,17 +81,31 @@ static struct range chunk_of(struct range r, uint32_t n, uint32_t c)
 	return (struct range){ r.start + a, b - a };
 }
 
+/*
+ * Array @a of @count elements of @size bytes, with room for *@cap: it, or
+ * where it moved to, with room for one more; NULL (and @a as it was) when
+ * there is no memory.
+ */
+static void *room_for_one(void *a, size_t *cap, size_t count, size_t size)
+{
+	size_t want = *cap ? 2 * *cap : 64;
+
+	if (count < *cap)
+		return a;
+	a = realloc(a, want * size);
+	if (a)
+		*cap = want;
+	return a;
+}
+
 static int push_op(struct coll_stream *s, const struct coll_op *op)
 {
-	if (s->count == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		struct coll_op *ops = realloc(s->ops, cap * sizeof(*ops));
+	struct coll_op *ops = room_for_one(s->ops, &s->cap, s->count,
+					   sizeof(*ops));
 
-		if (!ops)
-			return -ENOMEM;
-		s->ops = ops;
-		s->cap = cap;
-	}
+	if (!ops)
+		return -ENOMEM;
+	s->ops = ops;
 	s->ops[s->count++] = *op;
 	return 0;
 }
@@ -105,20 +119,16 @@ static void emit(struct builder *b, unsigned int dir, const struct coll_op *op)
 static void add_action(struct builder *b, const struct action *a)
 {
 	struct actions *v = &b->act;
+	struct action *n;
 
 	if (b->err)
 		return;
-	if (v->count == v->cap) {
-		size_t cap = v->cap ? 2 * v->cap : 64;
-		struct action *n = realloc(v->a, cap * sizeof(*n));
-
-		if (!n) {
-			b->err = -ENOMEM;
-			return;
-		}
-		v->a = n;
-		v->cap = cap;
+	n = room_for_one(v->a, &v->cap, v->count, sizeof(*n));
+	if (!n) {
+		b->err = -ENOMEM;
+		return;
 	}
+	v->a = n;
 	v->a[v->count++] = *a;
 }
 
@@ -331,22 +341,20 @@ static void hoist_sends(struct coll_op *ops, size_t n, unsigned int slots)
 	}
 }
 
+/* Remember the WAIT at op @op of stream @stream for phase end @end. */
 static void add_pending(struct builder *b, unsigned int stream, size_t op,
 			unsigned int end)
 {
+	struct pending *n;
+
 	if (b->err)
 		return;
-	if (b->npending == b->cap_pending) {
-		size_t cap = b->cap_pending ? 2 * b->cap_pending : 32;
-		struct pending *n = realloc(b->pending, cap * sizeof(*n));
-
-		if (!n) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->pending = n;
-		b->cap_pending = cap;
+	n = room_for_one(b->pending, &b->cap_pending, b->npending, sizeof(*n));
+	if (!n) {
+		b->err = -ENOMEM;
+		return;
 	}
+	b->pending = n;
 	b->pending[b->npending++] = (struct pending){ stream, op, end };
 }
 

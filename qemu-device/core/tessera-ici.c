@@ -1079,7 +1079,6 @@ static uint32_t write_check(const struct tsr_cmd_ici_write *c,
     return TSR_ERR_NONE;
 }
 
-/* A free request slot, under the lock. */
 /* A free request of queue @q, or NULL; under the lock. */
 static IciReq *req_get(TsrIci *ici, unsigned int q)
 {
@@ -1179,7 +1178,6 @@ static uint32_t reap(TsrIci *ici, TsrMem *mem, unsigned int *out)
             err = why;
         }
         r->busy = r->answered = false;
-        r->status = why;
     }
     if (bad) {
         mem->failed_cmd = bad->command;
@@ -1219,33 +1217,29 @@ static uint32_t settle_queue(TsrIci *ici, TsrMem *mem, unsigned int keep)
     }
 }
 
-uint32_t tsr_ici_check(TsrMem *mem)
+/* settle_queue() for a job's queue, outside the lock. */
+static uint32_t settle_job(TsrMem *mem, unsigned int keep)
 {
     TsrIci *ici = mem->core->ici;
-    unsigned int out;
     uint32_t err;
 
     if (!ici || mem->queue >= TSR_MAX_QUEUES) {
         return TSR_ERR_NONE;
     }
     pthread_mutex_lock(&ici->lock);
-    err = reap(ici, mem, &out);
+    err = settle_queue(ici, mem, keep);
     pthread_mutex_unlock(&ici->lock);
     return err;
 }
 
+uint32_t tsr_ici_check(TsrMem *mem)
+{
+    return settle_job(mem, ICI_QUEUE_REQS);
+}
+
 uint32_t tsr_ici_job_end(TsrMem *mem)
 {
-    TsrIci *ici = mem->core->ici;
-    uint32_t err;
-
-    if (!ici || mem->queue >= TSR_MAX_QUEUES) {
-        return TSR_ERR_NONE;
-    }
-    pthread_mutex_lock(&ici->lock);
-    err = settle_queue(ici, mem, 0);
-    pthread_mutex_unlock(&ici->lock);
-    return err;
+    return settle_job(mem, 0);
 }
 
 uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,

@@ -17,6 +17,7 @@
 #include "kselftest_harness.h"
 
 #include "coll_plan.h"
+#include "coll_slice.h"
 
 /* A value as the simulator sees it. */
 struct sym {
@@ -78,37 +79,6 @@ static struct sym add(struct sym a, struct sym b)
 	return (struct sym){ a.chips | b.chips, mix(lo, hi) | 1 };
 }
 
-static void coords_of(const struct sim *s, uint32_t index, uint32_t *c)
-{
-	c[0] = index % s->p.dims[0];
-	c[1] = index / s->p.dims[0] % s->p.dims[1];
-	c[2] = index / s->p.dims[0] / s->p.dims[1];
-}
-
-static uint32_t index_of(const struct sim *s, const uint32_t *c)
-{
-	return c[0] + s->p.dims[0] * (c[1] + s->p.dims[1] * c[2]);
-}
-
-/* The chip next to @index along @dim in @dir, or -1 at a mesh's edge. */
-static int neighbour(const struct sim *s, uint32_t index, unsigned int dim,
-		     unsigned int dir)
-{
-	uint32_t c[COLL_DIMS], n = s->p.dims[dim];
-
-	coords_of(s, index, c);
-	if (dir == COLL_PLUS) {
-		if (c[dim] + 1 == n && !(s->p.wrap & 1u << dim))
-			return -1;
-		c[dim] = (c[dim] + 1) % n;
-	} else {
-		if (c[dim] == 0 && !(s->p.wrap & 1u << dim))
-			return -1;
-		c[dim] = (c[dim] + n - 1) % n;
-	}
-	return index_of(s, c);
-}
-
 static struct sym *buf_of(struct chip *ch, unsigned int buf)
 {
 	return buf == COLL_ACC ? ch->acc : ch->out;
@@ -137,7 +107,7 @@ static bool send(struct sim *s, uint32_t me, unsigned int colour,
 		 const struct coll_op *op, bool *blocked)
 {
 	struct chip *ch = &s->chip[me];
-	int to = neighbour(s, me, op->dim, op->dir);
+	int to = slice_neighbour(&s->p, me, op->dim, op->dir);
 	unsigned int c = coll_channel(colour, op->dir, op->dim);
 	struct inbox *in;
 	struct msg m;
@@ -253,7 +223,7 @@ static bool simulate(struct sim *s, unsigned int seed)
 		struct chip *ch = &s->chip[c];
 		struct coll_params p = s->p;
 
-		coords_of(s, c, p.coords);
+		slice_coords(&s->p, c, p.coords);
 		if (coll_plan_build(&p, &ch->plan)) {
 			snprintf(s->why, sizeof(s->why), "chip %u: no plan", c);
 			return false;
@@ -424,7 +394,7 @@ static bool check_all_gather(struct sim *s)
  */
 static bool check_broadcast(struct sim *s)
 {
-	uint32_t root = index_of(s, s->p.root), c;
+	uint32_t root = slice_index(&s->p, s->p.root), c;
 	uint64_t i, sent = 0;
 	unsigned int d, dir;
 
@@ -602,7 +572,7 @@ static uint64_t expected_load(const struct sim *s, uint32_t me,
 	uint32_t c[COLL_DIMS], active[COLL_DIMS], nactive = 0, colours, k, i;
 	uint64_t load = 0;
 
-	coords_of(s, me, c);
+	slice_coords(&s->p, me, c);
 	for (i = 0; i < COLL_DIMS; i++) {
 		if (s->p.dims[i] > 1)
 			active[nactive++] = i;

@@ -20,6 +20,7 @@
 #include "kselftest_harness.h"
 
 #include "coll_plan.h"
+#include "coll_slice.h"
 
 /*
  * The default preset's figures (v4, Documentation/chip.md): bytes per ns,
@@ -35,10 +36,16 @@
 #define ISSUE_NS		(10 * CYCLE_NS)		/* an ICI_WRITE's */
 #define ELEMENT			4.0	/* f32 */
 
+/* Times of events, in the order they happened. */
+struct times {
+	double *at;
+	size_t n, cap;
+};
+
+/* One direction of one channel into a chip. */
 struct tbox {
-	double *arrival;	/* of message m */
-	double *taken_at;	/* when message m was taken */
-	size_t sent, taken, cap;
+	struct times arrived;	/* message m's arrival */
+	struct times taken;	/* when the chip took message m */
 };
 
 struct tchip {
@@ -47,10 +54,8 @@ struct tchip {
 	double clock[COLL_MAX_STREAMS];
 	double dma_free[COLL_MAX_STREAMS];	/* the queue's ICI DMA */
 	double link_free[COLL_DIMS][COLL_DIRS];
-	double link_busy[COLL_DIMS][COLL_DIRS];
 	struct tbox in[COLL_CHANNELS];
-	double *signal[COLL_MAX_COLOURS][COLL_DIRS];
-	size_t signals[COLL_MAX_COLOURS][COLL_DIRS];
+	struct times signal[COLL_MAX_COLOURS][COLL_DIRS];
 };
 
 struct tsim {
@@ -70,33 +75,15 @@ static double hbm_ns(uint64_t len, double passes)
 	return len * ELEMENT * passes / HBM_BYTES_PER_NS;
 }
 
-static int tneighbour(const struct tsim *s, uint32_t me, unsigned int dim,
-		      unsigned int dir)
+static void record(struct times *v, double t)
 {
-	uint32_t c[COLL_DIMS] = { me % s->p.dims[0],
-				  me / s->p.dims[0] % s->p.dims[1],
-				  me / s->p.dims[0] / s->p.dims[1] };
-	uint32_t n = s->p.dims[dim];
-
-	if (dir == COLL_PLUS) {
-		if (c[dim] + 1 == n && !(s->p.wrap & 1u << dim))
-			return -1;
-		c[dim] = (c[dim] + 1) % n;
-	} else {
-		if (c[dim] == 0 && !(s->p.wrap & 1u << dim))
-			return -1;
-		c[dim] = (c[dim] + n - 1) % n;
+	if (v->n == v->cap) {
+		v->cap = v->cap ? 2 * v->cap : 64;
+		v->at = realloc(v->at, v->cap * sizeof(*v->at));
+		if (!v->at)
+			abort();
 	}
-	return c[0] + s->p.dims[0] * (c[1] + s->p.dims[1] * c[2]);
-}
-
-static void push(double **v, size_t n, size_t *cap, double t)
-{
-	if (n == *cap) {
-		*cap = *cap ? 2 * *cap : 64;
-		*v = realloc(*v, *cap * sizeof(**v));
-	}
-	(*v)[n] = t;
+	v->at[v->n++] = t;
 }
 
 /*
@@ -116,24 +103,24 @@ static double ready_at(struct tsim *s, uint32_t me, unsigned int si)
 
 	switch (op->kind) {
 	case COLL_OP_SEND:
-		to = tneighbour(s, me, op->dim, op->dir);
+		to = slice_neighbour(&s->p, me, op->dim, op->dir);
 		in = &s->chip[to].in[c];
-		need = coll_credit_needed(in->sent, s->p.slots);
-		if (need && in->taken < need)
+		need = coll_credit_needed(in->arrived.n, s->p.slots);
+		if (need && in->taken.n < need)
 			return -1;
 		if (need)
-			t = max2(t, in->taken_at[need - 1] + HOP_NS);
+			t = max2(t, in->taken.at[need - 1] + HOP_NS);
 		return need ? t + SEM_NS : t;
 	case COLL_OP_RECV_REDUCE:
 	case COLL_OP_RECV_COPY:
 		in = &ch->in[c];
-		if (in->taken == in->sent)
+		if (in->taken.n == in->arrived.n)
 			return -1;
-		return max2(t, in->arrival[in->taken]) + SEM_NS;
+		return max2(t, in->arrived.at[in->taken.n]) + SEM_NS;
 	case COLL_OP_WAIT:
-		if (ch->signals[op->colour][op->sem] < op->value)
+		if (ch->signal[op->colour][op->sem].n < op->value)
 			return -1;
-		return max2(t, ch->signal[op->colour][op->sem][op->value - 1]) +
+		return max2(t, ch->signal[op->colour][op->sem].at[op->value - 1]) +
 		       SEM_NS;
 	default:
 		return t;
@@ -148,38 +135,30 @@ static void run_op(struct tsim *s, uint32_t me, unsigned int si, double t)
 	unsigned int c = coll_channel(st->colour, op->dir, op->dim);
 	double ser = op->len * ELEMENT / LINK_BYTES_PER_NS, start;
 	struct tbox *in;
-	size_t *n;
 
 	switch (op->kind) {
 	case COLL_OP_SEND:
-		in = &s->chip[tneighbour(s, me, op->dim, op->dir)].in[c];
+		in = &s->chip[slice_neighbour(&s->p, me, op->dim, op->dir)].in[c];
 		t = max2(t, ch->dma_free[si]);
 		start = max2(t, ch->link_free[op->dim][op->dir]);
 		ch->link_free[op->dim][op->dir] = start + ser;
-		ch->link_busy[op->dim][op->dir] += ser;
 		ch->dma_free[si] = start + ser;
 		t += ISSUE_NS;
-		push(&in->arrival, in->sent++, &in->cap, start + ser + HOP_NS);
-		in->taken_at = realloc(in->taken_at, in->cap * sizeof(double));
+		record(&in->arrived, start + ser + HOP_NS);
 		break;
 	case COLL_OP_RECV_REDUCE:
 	case COLL_OP_RECV_COPY:
 		t += op->kind == COLL_OP_RECV_REDUCE ?
 		     VPU_NS + hbm_ns(op->len, 3) : DMA_NS + hbm_ns(op->len, 2);
-		in = &ch->in[c];
-		in->taken_at[in->taken++] = t;
+		record(&ch->in[c].taken, t);
 		t += ISSUE_NS;		/* the credit */
 		break;
 	case COLL_OP_INIT:
 		t += DMA_NS + hbm_ns(op->len, 2);
 		break;
 	case COLL_OP_SIGNAL:
-		n = &ch->signals[st->colour][op->sem];
-		ch->signal[st->colour][op->sem] =
-			realloc(ch->signal[st->colour][op->sem],
-				(*n + 1) * sizeof(double));
 		t += SEM_NS;
-		ch->signal[st->colour][op->sem][(*n)++] = t;
+		record(&ch->signal[st->colour][op->sem], t);
 		break;
 	default:
 		break;
@@ -201,9 +180,7 @@ static bool tsimulate(struct tsim *s)
 	for (me = 0; me < s->chips; me++) {
 		struct coll_params p = s->p;
 
-		p.coords[0] = me % p.dims[0];
-		p.coords[1] = me / p.dims[0] % p.dims[1];
-		p.coords[2] = me / p.dims[0] / p.dims[1];
+		slice_coords(&p, me, p.coords);
 		if (coll_plan_build(&p, &s->chip[me].plan))
 			return false;
 	}
@@ -246,12 +223,12 @@ static void tsim_free(struct tsim *s)
 		struct tchip *ch = &s->chip[me];
 
 		for (i = 0; i < COLL_CHANNELS; i++) {
-			free(ch->in[i].arrival);
-			free(ch->in[i].taken_at);
+			free(ch->in[i].arrived.at);
+			free(ch->in[i].taken.at);
 		}
 		for (k = 0; k < COLL_MAX_COLOURS; k++)
 			for (d = 0; d < COLL_DIRS; d++)
-				free(ch->signal[k][d]);
+				free(ch->signal[k][d].at);
 		coll_plan_free(&ch->plan);
 	}
 	free(s->chip);
