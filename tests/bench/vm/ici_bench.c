@@ -17,7 +17,7 @@
 #include "tessera_util.h"
 
 #define XFER		(4u << 20)
-#define ITER		32
+#define ITER		32	/* transfers per pass, unless --iter */
 #define PASSES		2
 #define WINDOW_ID	9
 #define WINDOW_KEY	0xbe4c4b1cull
@@ -46,6 +46,8 @@ static int run(int fd, struct tsr_cmds *c, const struct tsr_bo *data,
 		ret = tsr_job_status(fd, seq, st);
 	return ret ? ret : st->fence_error;
 }
+
+static unsigned int iter = ITER;
 
 static const uint8_t receiver_chip[3] = { 1, 0, 0 };
 
@@ -90,7 +92,7 @@ static void sender(int fd, const struct drm_tessera_info *info,
 		if (pass && (ret = tsr_debugfs_write(pci, "ici0/fault_drop_ppm",
 						     drop_ppm)))
 			die("fault_drop_ppm (debug-regs=on?)", ret);
-		for (i = 0; i < ITER; i++)
+		for (i = 0; i < iter; i++)
 			emit_write(&c, src.va, XFER, true);
 		t0 = tsr_now_ns();
 		ret = run(fd, &c, &src, sync, &st);
@@ -99,9 +101,9 @@ static void sender(int fd, const struct drm_tessera_info *info,
 		secs = (tsr_now_ns() - t0) / 1e9;
 		cycles = st.end_cycle - st.start_cycle;
 		printf("BENCH vm_ici_wall%s_gbps %.3f GB/s\n", tag,
-		       (double)ITER * XFER / secs / 1e9);
+		       (double)iter * XFER / secs / 1e9);
 		printf("BENCH vm_ici_modeled%s_gbps %.3f GB/s\n", tag,
-		       (double)ITER * XFER / (cycles / (info->clock_mhz * 1e6)) /
+		       (double)iter * XFER / (cycles / (info->clock_mhz * 1e6)) /
 		       1e9);
 	}
 	printf("BENCH vm_ici_link_preset_gbps %.3f GB/s\n",
@@ -131,7 +133,7 @@ static void receiver(int fd)
 	ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_WINDOW_OPEN, &wo);
 	if (ret)
 		die("WINDOW_OPEN", ret);
-	tsr_emit_sem(&c, TSR_OP_SEM_WAIT, window.va + SEM, PASSES * ITER);
+	tsr_emit_sem(&c, TSR_OP_SEM_WAIT, window.va + SEM, PASSES * iter);
 	ret = run(fd, &c, &window, sync, &st);
 	if (ret)
 		die("waiting for the transfers", ret);
@@ -147,8 +149,16 @@ int main(int argc, char **argv)
 	unsigned int drop_ppm = 1000;
 	int fd = tsr_open(0);
 
-	if (argc > 2 && !strcmp(argv[1], "--drop-ppm"))
-		drop_ppm = strtoul(argv[2], NULL, 0);
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--drop-ppm"))
+			drop_ppm = strtoul(argv[i + 1], NULL, 0);
+		else if (!strcmp(argv[i], "--iter"))
+			iter = strtoul(argv[i + 1], NULL, 0);
+		else
+			die(argv[i], -EINVAL);
+	}
+	if (!iter)
+		die("--iter 0", -EINVAL);
 	if (fd < 0 || tsr_info(fd, &info))
 		die("opening chip 0", fd < 0 ? fd : -errno);
 	if (info.slice_chips != 2)
