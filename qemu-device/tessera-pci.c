@@ -181,18 +181,25 @@ static void tessera_guest_error(void *opaque, const char *msg)
     qemu_log_mask(LOG_GUEST_ERROR, "tessera: %s\n", msg);
 }
 
-/* The link layer sends: keep the bytes for the writer bottom half. */
+/*
+ * The link layer sends: keep the bytes for the writer bottom half.  Bytes
+ * already waiting have the bottom half scheduled, or a watch on the
+ * socket that schedules it (tessera_port_drain() leaves one whenever it
+ * leaves bytes, under out_lock): only the first bytes need to wake it.
+ */
 static size_t tessera_ici_write(void *opaque, unsigned int port,
                                 const void *buf, size_t len)
 {
     TesseraState *s = opaque;
     TesseraPort *p = &s->ports[port];
+    bool was_empty;
 
     qemu_mutex_lock(&p->out_lock);
+    was_empty = fifo8_is_empty(&p->out);
     len = MIN(len, fifo8_num_free(&p->out));
     fifo8_push_all(&p->out, buf, len);
     qemu_mutex_unlock(&p->out_lock);
-    if (len) {
+    if (len && was_empty) {
         qemu_bh_schedule(s->ici_bh);
     }
     return len;
@@ -396,11 +403,15 @@ static void tessera_ici_bh(void *opaque)
     }
 }
 
-/* The links' timers (CLOCK_MONOTONIC, as QEMU_CLOCK_REALTIME). */
+/*
+ * The links' timers (CLOCK_MONOTONIC, as QEMU_CLOCK_REALTIME); and bytes
+ * left without a watch (the socket refused one) are tried again.
+ */
 static void tessera_ici_tick(void *opaque)
 {
     TesseraState *s = opaque;
 
+    tessera_ici_bh(s);
     tsr_ici_poll(tessera_ici(s));
     tessera_ici_arm(s);
 }

@@ -310,16 +310,16 @@ static bool send_msg(TsrIci *ici, unsigned int port, unsigned int in_dim,
     IciPort *p = &ici->port[port];
     unsigned int vc = tsr_route_vc(&ici->slice.topo, ici->slice.coords, port,
                                    in_dim, in_vc);
-    uint8_t buf[TSR_ICI_MAX_PAYLOAD];
-    size_t len = sizeof(*msg) + msg->len;
+    struct iovec iov[2] = {
+        { .iov_base = msg, .iov_len = sizeof(*msg) },
+        { .iov_base = (void *)data, .iov_len = msg->len },
+    };
 
     if (!tsr_link_can_send(p->link, vc)) {
         return false;
     }
     msg->arrival = depart(p, msg->arrival, msg, order);
-    memcpy(buf, msg, sizeof(*msg));
-    memcpy(buf + sizeof(*msg), data, msg->len);
-    return tsr_link_send(p->link, vc, buf, len, now_ns()) == 0;
+    return tsr_link_sendv(p->link, vc, iov, 2, now_ns()) == 0;
 }
 
 /* ------------------------------------------------------------ windows */

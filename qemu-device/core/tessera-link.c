@@ -13,6 +13,7 @@
  * Copyright (C) 2026 The Tessera Authors
  */
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,13 +31,31 @@ _Static_assert(HDR_SIZE == 28, "the ICI frame header is 28 bytes");
 
 static uint32_t crc32c_table[256];
 
+/*
+ * The fast path runs three streams over three blocks of CRC32C_BLOCK bytes
+ * at once (one crc32 instruction takes three cycles, and three can be in
+ * flight), then joins them: a CRC state run through n more bytes is the
+ * state moved on by n zero bytes (a linear map, x^8n mod P) XORed with the
+ * CRC of those bytes from 0.  crc32c_shift[] moves a state on by one
+ * block, a byte of it at a time.
+ */
+#define CRC32C_BLOCK 1024
+static uint32_t crc32c_shift[4][256];
+static pthread_once_t crc32c_once = PTHREAD_ONCE_INIT;
+
+/* Un-inverted state @c run through @n zero bytes, a byte at a time. */
+static uint32_t crc32c_zeros(uint32_t c, size_t n)
+{
+    while (n--) {
+        c = crc32c_table[c & 0xff] ^ (c >> 8);
+    }
+    return c;
+}
+
 static void crc32c_init(void)
 {
     uint32_t i, j, c;
 
-    if (crc32c_table[1]) {
-        return;
-    }
     for (i = 0; i < 256; i++) {
         c = i;
         for (j = 0; j < 8; j++) {
@@ -44,18 +63,42 @@ static void crc32c_init(void)
         }
         crc32c_table[i] = c;
     }
+    for (i = 0; i < 4; i++) {
+        for (j = 0; j < 256; j++) {
+            crc32c_shift[i][j] = crc32c_zeros(j << (8 * i), CRC32C_BLOCK);
+        }
+    }
 }
 
 #if defined(__x86_64__)
-/*
- * SSE4.2's CRC32 instruction computes CRC32C, eight bytes at a time: every
- * byte on a link is checked twice, and the table costs ~2 ns a byte.
- */
+static uint32_t crc32c_shift_block(uint32_t c)
+{
+    return crc32c_shift[0][c & 0xff] ^ crc32c_shift[1][(c >> 8) & 0xff] ^
+           crc32c_shift[2][(c >> 16) & 0xff] ^ crc32c_shift[3][c >> 24];
+}
+
+/* SSE4.2's CRC32 instruction computes CRC32C, eight bytes at a time. */
 __attribute__((target("sse4.2")))
 static uint32_t crc32c_sse42(uint32_t crc, const uint8_t *p, size_t len)
 {
     uint64_t c = crc;
 
+    for (; len >= 3 * CRC32C_BLOCK; p += 3 * CRC32C_BLOCK,
+                                    len -= 3 * CRC32C_BLOCK) {
+        uint64_t c1 = 0, c2 = 0, v0, v1, v2;
+        size_t i;
+
+        for (i = 0; i < CRC32C_BLOCK; i += 8) {
+            memcpy(&v0, p + i, 8);
+            memcpy(&v1, p + CRC32C_BLOCK + i, 8);
+            memcpy(&v2, p + 2 * CRC32C_BLOCK + i, 8);
+            c = __builtin_ia32_crc32di(c, v0);
+            c1 = __builtin_ia32_crc32di(c1, v1);
+            c2 = __builtin_ia32_crc32di(c2, v2);
+        }
+        c = crc32c_shift_block(c) ^ c1;
+        c = crc32c_shift_block(c) ^ c2;
+    }
     for (; len >= 8; p += 8, len -= 8) {
         uint64_t v;
 
@@ -73,12 +116,12 @@ uint32_t tsr_crc32c(uint32_t crc, const void *buf, size_t len)
 {
     const uint8_t *p = buf;
 
+    pthread_once(&crc32c_once, crc32c_init);
 #if defined(__x86_64__)
     if (__builtin_cpu_supports("sse4.2")) {
         return ~crc32c_sse42(~crc, p, len);
     }
 #endif
-    crc32c_init();
     crc = ~crc;
     while (len--) {
         crc = crc32c_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
@@ -104,9 +147,41 @@ typedef struct Payload {
     uint8_t data[TSR_ICI_MAX_PAYLOAD];
 } Payload;
 
+/*
+ * @count payload buffers in one block, and a slot pointing at each.  The
+ * slots of the send queues and of the replay ring trade buffers rather
+ * than copy 32 KiB payloads (see admit_one()), so a buffer may end up in
+ * another block's slots; the blocks are only for freeing.
+ */
+typedef struct Slots {
+    Payload **slot;
+    Payload *store;
+} Slots;
+
+static bool slots_init(Slots *s, unsigned int count)
+{
+    unsigned int i;
+
+    s->slot = calloc(count, sizeof(*s->slot));
+    s->store = calloc(count, sizeof(*s->store));
+    if (!s->slot || !s->store) {
+        return false;
+    }
+    for (i = 0; i < count; i++) {
+        s->slot[i] = &s->store[i];
+    }
+    return true;
+}
+
+static void slots_free(Slots *s)
+{
+    free(s->slot);
+    free(s->store);
+}
+
 /* A FIFO of payloads. */
 typedef struct Fifo {
-    Payload *slot;
+    Slots s;
     unsigned int cap;
     unsigned int head;
     unsigned int count;
@@ -114,20 +189,19 @@ typedef struct Fifo {
 
 static bool fifo_init(Fifo *f, unsigned int cap)
 {
-    f->slot = calloc(cap, sizeof(*f->slot));
     f->cap = cap;
     f->head = f->count = 0;
-    return f->slot != NULL;
+    return slots_init(&f->s, cap);
 }
 
 static Payload *fifo_front(Fifo *f)
 {
-    return &f->slot[f->head];
+    return f->s.slot[f->head];
 }
 
 static Payload *fifo_push(Fifo *f)
 {
-    return &f->slot[(f->head + f->count++) % f->cap];
+    return f->s.slot[(f->head + f->count++) % f->cap];
 }
 
 static void fifo_pop(Fifo *f)
@@ -149,7 +223,7 @@ struct TsrLink {
     TsrLinkId peer;
 
     /* Sending. */
-    Payload *ring;
+    Slots ring;
     uint32_t snd_una;
     uint32_t snd_nxt;
     uint32_t snd_end;
@@ -279,9 +353,18 @@ static bool wire_has_room(const TsrLink *link)
     return link->wlen + FRAME_MAX <= WBUF_SIZE;
 }
 
+/* Queue @len bytes behind the frames already waiting for the wire. */
+static void wbuf_put(TsrLink *link, const void *p, size_t len)
+{
+    memcpy(link->wbuf + link->wlen, p, len);
+    link->wlen += len;
+}
+
 /*
  * Put a frame on the wire, where the injected faults apply: it may be
- * lost, have one bit flipped, or be held back.
+ * lost, have one bit flipped, or be held back.  When nothing waits before
+ * it, its pieces go straight to the wire; what the wire does not take
+ * waits in wbuf.
  */
 static void emit(TsrLink *link, uint8_t type, uint8_t flags, uint32_t seq,
                  const void *payload, uint16_t len, bool first, uint64_t now)
@@ -291,21 +374,19 @@ static void emit(TsrLink *link, uint8_t type, uint8_t flags, uint32_t seq,
         .len = len, .seq = seq, .ack = link->rcv_next,
     };
     size_t total = HDR_SIZE + (len ? len + CRC_SIZE : 0);
-    uint8_t *f = link->wbuf + link->wlen;
-    unsigned int vc;
+    uint32_t crc = len ? tsr_crc32c(0, payload, len) : 0;
+    const struct iovec piece[3] = {
+        { .iov_base = &h, .iov_len = HDR_SIZE },
+        { .iov_base = (void *)payload, .iov_len = len },
+        { .iov_base = &crc, .iov_len = len ? CRC_SIZE : 0 },
+    };
+    unsigned int vc, i;
 
     for (vc = 0; vc < TSR_ICI_VCS; vc++) {
         h.credit[vc] = link->consumed[vc] + link->cfg.rx_slots;
     }
     h.hdr_crc = tsr_crc32c(0, &h, offsetof(struct tsr_ici_frame_hdr,
                                            hdr_crc));
-    memcpy(f, &h, HDR_SIZE);
-    if (len) {
-        uint32_t crc = tsr_crc32c(0, payload, len);
-
-        memcpy(f + HDR_SIZE, payload, len);
-        memcpy(f + HDR_SIZE + len, &crc, CRC_SIZE);
-    }
     link->ack_due = false;
     link->cnt.frames_tx++;
     link->cnt.bytes_tx += total;
@@ -325,11 +406,25 @@ static void emit(TsrLink *link, uint8_t type, uint8_t flags, uint32_t seq,
     if (take_count(&link->faults.corrupt_next) ||
         (first && rate_hit(link, link->faults.corrupt_ppm, seq, 2))) {
         uint64_t bit = next_random(link) % (total * 8);
+        uint8_t *f = link->wbuf + link->wlen;
 
+        for (i = 0; i < 3; i++) {
+            wbuf_put(link, piece[i].iov_base, piece[i].iov_len);
+        }
         f[bit / 8] ^= 1u << (bit % 8);
         link->fault_bytes += type == TSR_ICI_FRAME_DATA ? total : 0;
+        return;
     }
-    link->wlen += total;
+    for (i = 0; i < 3; i++) {
+        const uint8_t *p = piece[i].iov_base;
+        size_t n = 0;
+
+        if (!link->wlen && now >= link->hold_until && piece[i].iov_len) {
+            n = link->ops->wire_write(link->opaque, p, piece[i].iov_len);
+            n = n < piece[i].iov_len ? n : piece[i].iov_len;
+        }
+        wbuf_put(link, p + n, piece[i].iov_len - n);
+    }
 }
 
 static void send_train(TsrLink *link, uint64_t now)
@@ -354,14 +449,15 @@ static void send_train(TsrLink *link, uint64_t now)
 
 /* ------------------------------------------------------------ sending */
 
-static Payload *ring_slot(TsrLink *link, uint32_t seq)
+static Payload **ring_slot(TsrLink *link, uint32_t seq)
 {
-    return &link->ring[seq & (link->cfg.window - 1)];
+    return &link->ring.slot[seq & (link->cfg.window - 1)];
 }
 
 /* Move one queued payload into the ring, if room and credit allow. */
 static bool admit_one(TsrLink *link)
 {
+    Payload **slot, *free_buf;
     unsigned int i;
 
     if (link->snd_end - link->snd_una >= link->cfg.window) {
@@ -382,7 +478,11 @@ static bool admit_one(TsrLink *link)
             continue;
         }
         link->stalled[vc] = false;
-        *ring_slot(link, link->snd_end++) = *fifo_front(q);
+        /* The ring's slot is free (acknowledged): trade buffers. */
+        slot = ring_slot(link, link->snd_end++);
+        free_buf = *slot;
+        *slot = q->s.slot[q->head];
+        q->s.slot[q->head] = free_buf;
         fifo_pop(q);
         link->sent_new[vc]++;
         link->next_vc = vc + 1;
@@ -416,7 +516,7 @@ static void pump(TsrLink *link, uint64_t now)
             link->nak_due = false;
             emit(link, TSR_ICI_FRAME_NAK, 0, 0, NULL, 0, false, now);
         } else if (link->snd_nxt != link->snd_end) {
-            Payload *p = ring_slot(link, link->snd_nxt);
+            Payload *p = *ring_slot(link, link->snd_nxt);
             bool first = !seq_lt(link->snd_nxt, link->snd_max);
 
             if (first) {
@@ -551,11 +651,20 @@ static void take_data(TsrLink *link, const struct tsr_ici_frame_hdr *h,
     link->rcv_next++;
     link->nak_sent = false;
     link->ack_due = true;
+    if (!q->count) {
+        /* Nothing held before it: offer it where it lies. */
+        if (link->ops->deliver(link->opaque, vc, payload, h->len)) {
+            link->consumed[vc]++;
+            return;
+        }
+    }
     p = fifo_push(q);
     p->len = h->len;
     p->vc = vc;
     memcpy(p->data, payload, h->len);
-    deliver_held(link, vc);
+    if (q->count > 1) {
+        deliver_held(link, vc);
+    }
 }
 
 static void reset_streams(TsrLink *link)
@@ -704,13 +813,18 @@ static bool read_header(const uint8_t *p, struct tsr_ici_frame_hdr *h)
            h->len <= TSR_ICI_MAX_PAYLOAD;
 }
 
-/* Take every whole frame in rbuf; keep the partial one at the end. */
-static void parse(TsrLink *link, uint64_t now)
+/*
+ * Take every whole frame in the @len bytes at @buf; return how many bytes
+ * they took (with any skipped looking for a header).  What is left is less
+ * than a header, or a valid header and part of its frame.
+ */
+static size_t parse(TsrLink *link, const uint8_t *buf, size_t len,
+                    uint64_t now)
 {
     size_t off = 0;
 
-    while (link->rlen - off >= HDR_SIZE) {
-        const uint8_t *p = link->rbuf + off;
+    while (len - off >= HDR_SIZE) {
+        const uint8_t *p = buf + off;
         struct tsr_ici_frame_hdr h;
         uint32_t crc;
         size_t total;
@@ -728,7 +842,7 @@ static void parse(TsrLink *link, uint64_t now)
             continue;
         }
         total = HDR_SIZE + (h.len ? h.len + CRC_SIZE : 0);
-        if (link->rlen - off < total) {
+        if (len - off < total) {
             break;
         }
         link->resyncing = false;
@@ -747,8 +861,25 @@ static void parse(TsrLink *link, uint64_t now)
         }
         take_frame(link, &h, p + HDR_SIZE, now);
     }
-    memmove(link->rbuf, link->rbuf + off, link->rlen - off);
-    link->rlen -= off;
+    return off;
+}
+
+/* Bytes that complete the frame begun in rbuf (see parse()). */
+static size_t rbuf_need(const TsrLink *link)
+{
+    struct tsr_ici_frame_hdr h;
+
+    if (link->resyncing) {
+        /* Any byte may start the next header: look at many. */
+        return sizeof(link->rbuf) - link->rlen;
+    }
+    if (link->rlen < HDR_SIZE) {
+        return HDR_SIZE - link->rlen;
+    }
+    if (!read_header(link->rbuf, &h)) {
+        return sizeof(link->rbuf) - link->rlen;
+    }
+    return HDR_SIZE + (h.len ? h.len + CRC_SIZE : 0) - link->rlen;
 }
 
 /* ----------------------------------------------------------------- API */
@@ -773,8 +904,7 @@ TsrLink *tsr_link_new(const TsrLinkConfig *cfg, const TsrLinkOps *ops,
     link->cfg = *cfg;
     link->ops = ops;
     link->opaque = opaque;
-    link->ring = calloc(cfg->window, sizeof(*link->ring));
-    ok = link->ring != NULL;
+    ok = slots_init(&link->ring, cfg->window);
     for (vc = 0; vc < TSR_ICI_VCS; vc++) {
         ok &= fifo_init(&link->txq[vc], cfg->tx_slots);
         ok &= fifo_init(&link->held[vc], cfg->rx_slots);
@@ -796,10 +926,10 @@ void tsr_link_free(TsrLink *link)
         return;
     }
     for (vc = 0; vc < TSR_ICI_VCS; vc++) {
-        free(link->txq[vc].slot);
-        free(link->held[vc].slot);
+        slots_free(&link->txq[vc].s);
+        slots_free(&link->held[vc].s);
     }
-    free(link->ring);
+    slots_free(&link->ring);
     free(link);
 }
 
@@ -862,38 +992,67 @@ void tsr_link_receive(TsrLink *link, const void *buf, size_t len,
                       uint64_t now)
 {
     const uint8_t *p = buf;
+    size_t n;
 
     if (link->state == TSR_ICI_STATE_DISCONNECTED) {
         return;
     }
     while (len) {
-        size_t n = sizeof(link->rbuf) - link->rlen;
-
+        if (!link->rlen) {
+            /* Whole frames where they lie; keep the rest. */
+            n = parse(link, p, len, now);
+            p += n;
+            len -= n;
+            memcpy(link->rbuf, p, len);
+            link->rlen = len;
+            break;
+        }
+        /* First the frame begun by an earlier call. */
+        n = rbuf_need(link);
         n = n < len ? n : len;
         memcpy(link->rbuf + link->rlen, p, n);
         link->rlen += n;
         p += n;
         len -= n;
-        parse(link, now);
+        n = parse(link, link->rbuf, link->rlen, now);
+        memmove(link->rbuf, link->rbuf + n, link->rlen - n);
+        link->rlen -= n;
     }
     pump(link, now);
 }
 
-int tsr_link_send(TsrLink *link, unsigned int vc, const void *payload,
-                  size_t len, uint64_t now)
+int tsr_link_sendv(TsrLink *link, unsigned int vc, const struct iovec *iov,
+                   unsigned int iovcnt, uint64_t now)
 {
+    size_t len = 0;
+    unsigned int i;
     Payload *p;
 
-    if (vc >= TSR_ICI_VCS || !len || len > TSR_ICI_MAX_PAYLOAD ||
-        !tsr_link_can_send(link, vc)) {
+    for (i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > TSR_ICI_MAX_PAYLOAD - len) {
+            return -1;
+        }
+        len += iov[i].iov_len;
+    }
+    if (vc >= TSR_ICI_VCS || !len || !tsr_link_can_send(link, vc)) {
         return -1;
     }
     p = fifo_push(&link->txq[vc]);
     p->len = len;
     p->vc = vc;
-    memcpy(p->data, payload, len);
+    for (len = 0, i = 0; i < iovcnt; len += iov[i++].iov_len) {
+        memcpy(p->data + len, iov[i].iov_base, iov[i].iov_len);
+    }
     pump(link, now);
     return 0;
+}
+
+int tsr_link_send(TsrLink *link, unsigned int vc, const void *payload,
+                  size_t len, uint64_t now)
+{
+    struct iovec iov = { .iov_base = (void *)payload, .iov_len = len };
+
+    return tsr_link_sendv(link, vc, &iov, 1, now);
 }
 
 bool tsr_link_can_send(const TsrLink *link, unsigned int vc)

@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "drm/tessera_chip.h"
 
@@ -162,6 +163,9 @@ void tsr_link_receive(TsrLink *link, const void *buf, size_t len,
  */
 int tsr_link_send(TsrLink *link, unsigned int vc, const void *payload,
                   size_t len, uint64_t now);
+/* The same, the payload gathered from @iovcnt pieces. */
+int tsr_link_sendv(TsrLink *link, unsigned int vc, const struct iovec *iov,
+                   unsigned int iovcnt, uint64_t now);
 /* Whether tsr_link_send() would take a payload on @vc now. */
 bool tsr_link_can_send(const TsrLink *link, unsigned int vc);
 /* Payloads queued or unacknowledged. */
