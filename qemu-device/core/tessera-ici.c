@@ -1248,6 +1248,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
     TsrIci *ici = mem->core->ici;
     uint64_t total, row, done, start, left;
     uint8_t data[TSR_ICI_MSG_MAX_DATA];
+    const uint8_t *src;
     uint32_t err = write_check(c, &total);
     struct tsr_ici_msg m = {
         .type = TSR_ICI_MSG_WRITE, .window = c->window, .key = c->key,
@@ -1316,13 +1317,21 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
                 m.flags |= TSR_ICI_MSG_LAST;
             }
             pthread_mutex_unlock(&ici->lock);
-            if (n && tsr_mem_read(mem, c->src + row * c->src_stride + done,
-                                  data, n)) {
-                err = mem->error;
+            src = data;
+            if (n) {
+                uint64_t va = c->src + row * c->src_stride + done;
+
+                /* Straight from HBM to the link when it lies in one run. */
+                src = tsr_mem_read_view(mem, va, n);
+                if (!src) {
+                    src = data;
+                    err = tsr_mem_read(mem, va, data, n) ? mem->error
+                                                         : TSR_ERR_NONE;
+                }
             }
             pthread_mutex_lock(&ici->lock);
             if (!err) {
-                err = send_chunk(ici, mem, &m, data);
+                err = send_chunk(ici, mem, &m, src);
             }
             if (!err && port >= 0) {
                 left = tsr_max(left, m.arrival - hop_cycles(ici));

@@ -318,11 +318,13 @@ int tsr_mem_write(TsrMem *mem, uint64_t va, const void *buf, uint64_t len);
 int tsr_mem_check_write(TsrMem *mem, uint64_t va, uint64_t len);
 /*
  * A host pointer to [va, va + len) if the range is mapped readable to
- * contiguous, unpoisoned HBM, else NULL.  The bytes are counted once for
- * the timing model.  For reading only: writes go through tsr_mem_write(),
- * which a reset can cut off.
+ * contiguous, unpoisoned HBM, else NULL (then tsr_mem_read() names what
+ * is wrong).  For a read the caller makes itself: the bytes are counted
+ * as tsr_mem_read() counts them (timing model, HBM_READ), so read the
+ * range once.  Writes go through tsr_mem_write(), which a reset can cut
+ * off.
  */
-const uint8_t *tsr_mem_hbm_view(TsrMem *mem, uint64_t va, uint64_t len);
+const uint8_t *tsr_mem_read_view(TsrMem *mem, uint64_t va, uint64_t len);
 /* Copy between two VAs of the job; @bounce serves system-to-system pieces. */
 int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
                  uint8_t *bounce, uint64_t bounce_len);

@@ -359,7 +359,7 @@ int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
     return 0;
 }
 
-const uint8_t *tsr_mem_hbm_view(TsrMem *mem, uint64_t va, uint64_t len)
+static const uint8_t *hbm_view(TsrMem *mem, uint64_t va, uint64_t len)
 {
     uint64_t start = 0, off = 0, bad, end;
 
@@ -386,6 +386,16 @@ const uint8_t *tsr_mem_hbm_view(TsrMem *mem, uint64_t va, uint64_t len)
     }
     count_bytes(mem, 0, len);
     return mem->core->hbm + start;
+}
+
+const uint8_t *tsr_mem_read_view(TsrMem *mem, uint64_t va, uint64_t len)
+{
+    const uint8_t *p = hbm_view(mem, va, len);
+
+    if (p) {
+        count_hbm(mem, len, false);
+    }
+    return p;
 }
 
 int tsr_mem_read(TsrMem *mem, uint64_t va, void *buf, uint64_t len)

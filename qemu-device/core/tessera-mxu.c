@@ -197,7 +197,7 @@ static void operand_init(TsrMem *mem, MxuOperand *o,
     o->t = t;
     o->trans = trans;
     o->slot = slot;
-    o->view = dense(t) ? tsr_mem_hbm_view(mem, t->va, tensor_bytes(t))
+    o->view = dense(t) ? tsr_mem_read_view(mem, t->va, tensor_bytes(t))
                        : NULL;
 }
 

@@ -108,6 +108,21 @@ TEST_F(f, poisoned_hbm_fails_the_read_with_its_address)
 	EXPECT_EQ(TSR_ERR_NONE, chip_run(self->c, &hit, sizeof(hit))->error);
 }
 
+/* Operands read straight from HBM count as HBM reads, once each. */
+TEST_F(f, a_matmul_from_hbm_counts_its_operands_as_hbm_reads)
+{
+	struct tsr_cmd_matmul mm = {
+		.hdr = HDR(TSR_OP_MATMUL, struct tsr_cmd_matmul),
+		.a = tensor(self->hbm_va + 0x1000, 8, 8, TSR_DTYPE_F32),
+		.b = tensor(self->hbm_va, 8, 8, TSR_DTYPE_F32),
+		.c = tensor(self->hbm_va + 0x4000, 8, 8, TSR_DTYPE_F32),
+	};
+	uint32_t before = rd(self->c, TSR_REG_CNT_HBM_READ_LO);
+
+	EXPECT_EQ(TSR_ERR_NONE, chip_run(self->c, &mm, sizeof(mm))->error);
+	EXPECT_EQ(before + 2 * 8 * 8 * 4, rd(self->c, TSR_REG_CNT_HBM_READ_LO));
+}
+
 TEST_F(f, a_poisoned_matmul_operand_fails_the_matmul)
 {
 	struct tsr_cmd_matmul mm = {

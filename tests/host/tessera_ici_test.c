@@ -247,6 +247,50 @@ static uint64_t port_counter(struct test_chip *c, unsigned int port,
 				 TSR_IREG_CNT_LO(i) + 4) << 32;
 }
 
+/*
+ * A source in HBM goes to the link straight from HBM: bytes exact, the
+ * reads counted as any HBM read is, and poisoned HBM still fails the
+ * write with the address (the ICI DMA reads it, as any DMA does).
+ */
+TEST(a_write_from_hbm_is_exact_counted_and_poison_fails_it)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	const uint64_t va = 0x40000000, len = (3 << 20) + 5;
+	uint8_t dst[3] = { 1, 0, 0 }, *win = host_ptr(b, s->win[1]);
+	struct tsr_cmd_ici_write c;
+	struct tsr_completion *comp;
+	uint64_t *sem = (uint64_t *)(win + (6 << 20));
+	uint64_t before;
+	TsrFaults f;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	chip_map(a, 1, va, 0, 4 << 20,
+		 TSR_PTE_READ | TSR_PTE_WRITE | TSR_PTE_HBM);
+	fill(a->hbm + 3, len, 4);
+	before = rd(a, TSR_REG_CNT_HBM_READ_LO);
+	c = ici_write(dst, va + 3, 100, 1, len);
+	c.hdr.flags = TSR_ICI_WRITE_SEM;
+	c.sem_offset = 6 << 20;
+	c.sem_add = 1;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
+	EXPECT_EQ(0, memcmp(win + 100, a->hbm + 3, len));
+	EXPECT_EQ(1, *sem);
+	EXPECT_EQ(before + len, rd(a, TSR_REG_CNT_HBM_READ_LO));
+
+	tsr_core_get_faults(a->core, &f);
+	f.poison_addr = (2 << 20) + 0x80;
+	f.poison_size = 16;
+	tsr_core_set_faults(a->core, &f);
+	memset(win, 0, 4 << 20);
+	comp = chip_run(a, &c, sizeof(c));
+	EXPECT_EQ(TSR_ERR_ECC, comp->error);
+	EXPECT_EQ(va + (2 << 20) + 0x80, comp->fault_va);
+	EXPECT_EQ(1, *sem);
+	slice_free(s);
+}
+
 TEST(links_train_and_registers_tell_the_slice)
 {
 	struct slice *s = slice_new(2, false);
