@@ -24,8 +24,6 @@
 
 /* Operands (addresses) of one command at most. */
 #define MAX_OPERANDS		8
-/* Jobs remembered per uploaded copy; beyond, the copy is never reused. */
-#define MAX_TRACKED_JOBS	8
 #define MIN_CAPACITY		512
 #define MIN_BO_SIZE		4096
 #define MESSAGE_LEN		256
@@ -45,7 +43,7 @@ struct accel_cmdbuf {
 	/* The device copy of the commands, and the jobs that may read it. */
 	struct accel_buffer *bo;
 	bool bo_current;		/* @bo holds exactly data[0, len) */
-	uint64_t bo_jobs[MAX_TRACKED_JOBS];
+	uint64_t bo_jobs[ACCEL_CMD_COPY_JOBS];
 	unsigned int bo_njobs;
 	bool bo_untracked;		/* more jobs than bo_jobs holds */
 	char message[MESSAGE_LEN];
@@ -80,6 +78,70 @@ int accel_cmdbuf_create(struct accel_device *dev, struct accel_cmdbuf **cb)
 	return ACCEL_OK;
 }
 
+/* Whether a job among @jobs may still read the copy they ran from. */
+static bool jobs_pending(struct accel_device *dev, const uint64_t *jobs,
+			 unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (accel_job_may_be_pending(dev, jobs[i]))
+			return true;
+	return false;
+}
+
+/*
+ * @cb gives up its device copy: to the device's pool, for a later upload
+ * once its jobs are done; or freed, when the pool is full or the jobs are
+ * too many to remember (jobs keep a copy alive as long as they need it).
+ */
+static void retire_copy(struct accel_cmdbuf *cb)
+{
+	struct accel_device *dev = cb->dev;
+	struct accel_cmd_copy *c;
+
+	if (!cb->bo)
+		return;
+	pthread_mutex_lock(&dev->cmd_pool_lock);
+	if (!cb->bo_untracked && dev->cmd_pooled < ACCEL_CMD_POOL) {
+		c = &dev->cmd_pool[dev->cmd_pooled++];
+		c->bo = cb->bo;
+		memcpy(c->jobs, cb->bo_jobs, sizeof(c->jobs));
+		c->njobs = cb->bo_njobs;
+		cb->bo = NULL;
+	}
+	pthread_mutex_unlock(&dev->cmd_pool_lock);
+	accel_buffer_destroy(cb->bo);
+	cb->bo = NULL;
+}
+
+/* A pooled copy of at least @len bytes that no job reads now, or NULL. */
+static struct accel_buffer *reuse_copy(struct accel_device *dev, size_t len)
+{
+	struct accel_buffer *bo = NULL;
+	unsigned int i;
+
+	pthread_mutex_lock(&dev->cmd_pool_lock);
+	for (i = 0; i < dev->cmd_pooled && !bo; i++) {
+		struct accel_cmd_copy *c = &dev->cmd_pool[i];
+
+		if (c->bo->size < len || jobs_pending(dev, c->jobs, c->njobs))
+			continue;
+		bo = c->bo;
+		*c = dev->cmd_pool[--dev->cmd_pooled];
+	}
+	pthread_mutex_unlock(&dev->cmd_pool_lock);
+	return bo;
+}
+
+void accel_cmd_pool_drain(struct accel_device *dev)
+{
+	pthread_mutex_lock(&dev->cmd_pool_lock);
+	while (dev->cmd_pooled)
+		accel_buffer_destroy(dev->cmd_pool[--dev->cmd_pooled].bo);
+	pthread_mutex_unlock(&dev->cmd_pool_lock);
+}
+
 static void release_uses(struct accel_cmdbuf *cb)
 {
 	unsigned int i;
@@ -94,7 +156,7 @@ void accel_cmdbuf_destroy(struct accel_cmdbuf *cb)
 	if (!cb)
 		return;
 	release_uses(cb);
-	accel_buffer_destroy(cb->bo);
+	retire_copy(cb);
 	free(cb->uses);
 	free(cb->data);
 	free(cb);
@@ -953,14 +1015,8 @@ int accel_cmdbuf_ici_sem_inc(struct accel_cmdbuf *cb, struct accel_coords dst,
 /* Whether a job may still read the uploaded copy. */
 static bool bo_busy(struct accel_cmdbuf *cb)
 {
-	unsigned int i;
-
-	if (cb->bo_untracked)
-		return true;
-	for (i = 0; i < cb->bo_njobs; i++)
-		if (accel_job_may_be_pending(cb->dev, cb->bo_jobs[i]))
-			return true;
-	return false;
+	return cb->bo_untracked ||
+	       jobs_pending(cb->dev, cb->bo_jobs, cb->bo_njobs);
 }
 
 int accel_cmdbuf_upload(struct accel_cmdbuf *cb, uint32_t *handle,
@@ -973,20 +1029,20 @@ int accel_cmdbuf_upload(struct accel_cmdbuf *cb, uint32_t *handle,
 		return accel_cmdbuf_fail(cb, ACCEL_ERR_INVALID_ARGUMENT,
 					 "submit: the command buffer is empty");
 	if (cb->bo && !cb->bo_current &&
-	    (cb->bo->size < cb->len || bo_busy(cb))) {
-		/* Jobs keep the old copy alive as long as they need it. */
-		accel_buffer_destroy(cb->bo);
-		cb->bo = NULL;
-	}
+	    (cb->bo->size < cb->len || bo_busy(cb)))
+		retire_copy(cb);
 	if (!cb->bo) {
 		uint64_t bytes = MIN_BO_SIZE;
 
 		while (bytes < cb->len)
 			bytes *= 2;
-		ret = accel_buffer_create(cb->dev, bytes, ACCEL_PLACEMENT_HOST,
-					  &cb->bo);
-		if (ret)
-			return ret;
+		cb->bo = reuse_copy(cb->dev, cb->len);
+		if (!cb->bo) {
+			ret = accel_buffer_create(cb->dev, bytes,
+						  ACCEL_PLACEMENT_HOST, &cb->bo);
+			if (ret)
+				return ret;
+		}
 		cb->bo_current = false;
 	}
 	if (!cb->bo_current) {
@@ -1005,7 +1061,7 @@ int accel_cmdbuf_upload(struct accel_cmdbuf *cb, uint32_t *handle,
 
 void accel_cmdbuf_submitted(struct accel_cmdbuf *cb, uint64_t seq)
 {
-	if (cb->bo_njobs < MAX_TRACKED_JOBS)
+	if (cb->bo_njobs < ACCEL_CMD_COPY_JOBS)
 		cb->bo_jobs[cb->bo_njobs++] = seq;
 	else
 		cb->bo_untracked = true;

@@ -195,6 +195,7 @@ static int open_matching(const struct device_filter *filter,
 	dev->mxu_dim = info.mxu_dim;
 	memcpy(dev->topology, info.topology, sizeof(dev->topology));
 	pthread_mutex_init(&dev->lock, NULL);
+	pthread_mutex_init(&dev->cmd_pool_lock, NULL);
 	accel_trace_env_open(dev);
 	*out = dev;
 	return ACCEL_OK;
@@ -238,9 +239,17 @@ void accel_device_close(struct accel_device *dev)
 	if (!dev)
 		return;
 	accel_trace_env_close(dev);
+	accel_cmd_pool_drain(dev);
 	close(dev->fd);
+	pthread_mutex_destroy(&dev->cmd_pool_lock);
 	pthread_mutex_destroy(&dev->lock);
 	free(dev);
+}
+
+void accel_device_trim(struct accel_device *dev)
+{
+	if (dev)
+		accel_cmd_pool_drain(dev);
 }
 
 int accel_device_fd(const struct accel_device *dev)

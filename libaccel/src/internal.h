@@ -10,6 +10,10 @@
 
 #include <accel/accel.h>
 
+/* Retired command buffer copies a device keeps, and jobs each remembers. */
+#define ACCEL_CMD_POOL		16
+#define ACCEL_CMD_COPY_JOBS	8
+
 struct accel_device {
 	int fd;
 	unsigned int index;
@@ -31,6 +35,19 @@ struct accel_device {
 	/* With TESSERA_TRACE_DIR: the device's own trace, and where it goes. */
 	struct accel_trace *env_trace;
 	char *env_trace_dir;
+	/*
+	 * Device copies of command buffers that their command buffers gave
+	 * up, with the jobs that may still read them: taken again once those
+	 * jobs are done, rather than allocating, mapping and zeroing a new
+	 * buffer for every job (cmdbuf.c).  Under @cmd_pool_lock.
+	 */
+	pthread_mutex_t cmd_pool_lock;
+	struct accel_cmd_copy {
+		struct accel_buffer *bo;
+		uint64_t jobs[ACCEL_CMD_COPY_JOBS];
+		unsigned int njobs;
+	} cmd_pool[ACCEL_CMD_POOL];
+	unsigned int cmd_pooled;
 };
 
 struct accel_buffer {
@@ -136,5 +153,7 @@ int accel_trace_submitted(struct accel_device *dev, struct accel_buffer *buf,
 
 /* Whether job @seq of @dev may still be queued or running. */
 bool accel_job_may_be_pending(struct accel_device *dev, uint64_t seq);
+/* Free the command buffer copies @dev keeps for reuse (cmdbuf.c). */
+void accel_cmd_pool_drain(struct accel_device *dev);
 
 #endif /* ACCEL_INTERNAL_H */

@@ -1052,6 +1052,52 @@ TEST_F(lib, a_command_buffer_changes_freely_while_its_jobs_run)
 	accel_buffer_destroy(y);
 }
 
+/*
+ * A command buffer's device copy outlives the command buffer while a job
+ * runs from it: another command buffer is not given that copy until the
+ * job is done, and then it may be.
+ */
+TEST_F(lib, a_gone_command_buffers_copy_is_not_reused_while_its_job_runs)
+{
+	struct accel_buffer *sem, *x, *y;
+	struct accel_cmdbuf *gone;
+	struct accel_job *blocked, *other;
+	uint32_t words[4] = { 0 };
+	unsigned int round;
+
+	NEW_BUFFER(sem, 4096, ACCEL_PLACEMENT_HOST);
+	NEW_BUFFER(x, 4096, ACCEL_PLACEMENT_HOST);
+	NEW_BUFFER(y, 4096, ACCEL_PLACEMENT_HOST);
+	ASSERT_EQ(ACCEL_OK, accel_cmdbuf_create(self->dev, &gone));
+	ASSERT_EQ(ACCEL_OK, accel_cmdbuf_sem_wait(gone, sem, 0, 1));
+	ASSERT_EQ(ACCEL_OK, accel_cmdbuf_fill(gone, x, 0, 1, 4));
+	ASSERT_EQ(ACCEL_OK, accel_submit(self->dev, gone, NULL, &blocked));
+	accel_cmdbuf_destroy(gone);
+	/* Commands of the same size, which would fit its copy. */
+	for (round = 0; round < 2; round++) {
+		EMIT(accel_cmdbuf_sem_wait(self->cb, sem, 8, 0));
+		EMIT(accel_cmdbuf_fill(self->cb, y, 8, 2 + round, 4));
+		SUBMIT(other, .queue = 1);
+		EXPECT_EQ(ACCEL_OK, accel_job_wait(other, WAIT_NS));
+		accel_job_destroy(other);
+		ASSERT_EQ(ACCEL_OK, accel_buffer_download(y, 0, words, sizeof(words)));
+		EXPECT_EQ(2 + round, words[2]);
+		if (round)
+			break;
+		/* The job that runs from the gone copy still has its commands. */
+		EXPECT_EQ(ACCEL_ERR_TIMEOUT, accel_job_wait(blocked, 0));
+		set_semaphore(sem, 0, 1);
+		EXPECT_EQ(ACCEL_OK, accel_job_wait(blocked, WAIT_NS));
+		ASSERT_EQ(ACCEL_OK, accel_buffer_download(x, 0, words, sizeof(words)));
+		EXPECT_EQ(1, words[0]);
+		EXPECT_EQ(0, words[2]);
+	}
+	accel_job_destroy(blocked);
+	accel_buffer_destroy(sem);
+	accel_buffer_destroy(x);
+	accel_buffer_destroy(y);
+}
+
 TEST_F(lib, a_wait_times_out_and_the_job_goes_on)
 {
 	struct accel_job_status st;

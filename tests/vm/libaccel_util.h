@@ -98,15 +98,19 @@ static inline void leak_snapshot(const struct accel_device *dev,
 	s->hbm = fdinfo_bytes(accel_device_fd(dev), "drm-total-hbm");
 }
 
-/* In a fixture's teardown: a test that passed left nothing behind. */
+/*
+ * In a fixture's teardown: a test that passed left nothing behind (once
+ * the handle has let go of what it keeps for reuse).
+ */
 static inline void leak_expect_none(struct __test_metadata *_metadata,
-				    const struct accel_device *dev,
+				    struct accel_device *dev,
 				    const struct leak_snapshot *before)
 {
 	struct leak_snapshot after;
 
 	if (_metadata->exit_code != KSFT_PASS)
 		return;
+	accel_device_trim(dev);
 	leak_snapshot(dev, &after);
 	EXPECT_EQ(before->fds, after.fds);
 	EXPECT_EQ(before->host, after.host);

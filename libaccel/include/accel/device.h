@@ -154,6 +154,14 @@ ACCEL_API int accel_device_open_pci(const char *pci_address,
  */
 ACCEL_API void accel_device_close(struct accel_device *dev);
 
+/**
+ * accel_device_trim() - free what a handle keeps for reuse: the device
+ * copies of command buffers that are gone (a handle keeps up to 16, so
+ * that submitting does not allocate a buffer per job).  Memory the device
+ * file accounts for (its fdinfo) then is the caller's buffers only.
+ */
+ACCEL_API void accel_device_trim(struct accel_device *dev);
+
 /** accel_device_fd() - the DRM file descriptor behind a handle. */
 ACCEL_API int accel_device_fd(const struct accel_device *dev);
 
