@@ -356,6 +356,9 @@ static bool wire_has_room(const TsrLink *link)
 /* Queue @len bytes behind the frames already waiting for the wire. */
 static void wbuf_put(TsrLink *link, const void *p, size_t len)
 {
+    if (!len) {
+        return;     /* @p may be NULL */
+    }
     memcpy(link->wbuf + link->wlen, p, len);
     link->wlen += len;
 }
@@ -1041,7 +1044,9 @@ int tsr_link_sendv(TsrLink *link, unsigned int vc, const struct iovec *iov,
     p->len = len;
     p->vc = vc;
     for (len = 0, i = 0; i < iovcnt; len += iov[i++].iov_len) {
-        memcpy(p->data + len, iov[i].iov_base, iov[i].iov_len);
+        if (iov[i].iov_len) {
+            memcpy(p->data + len, iov[i].iov_base, iov[i].iov_len);
+        }
     }
     pump(link, now);
     return 0;
