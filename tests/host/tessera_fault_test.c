@@ -108,15 +108,21 @@ TEST_F(f, poisoned_hbm_fails_the_read_with_its_address)
 	EXPECT_EQ(TSR_ERR_NONE, chip_run(self->c, &hit, sizeof(hit))->error);
 }
 
+/* An 8x8 f32 product in HBM at @va: A on its second page, B on its first. */
+static struct tsr_cmd_matmul hbm_matmul(uint64_t va)
+{
+	return (struct tsr_cmd_matmul){
+		.hdr = HDR(TSR_OP_MATMUL, struct tsr_cmd_matmul),
+		.a = tensor(va + 0x1000, 8, 8, TSR_DTYPE_F32),
+		.b = tensor(va, 8, 8, TSR_DTYPE_F32),
+		.c = tensor(va + 0x4000, 8, 8, TSR_DTYPE_F32),
+	};
+}
+
 /* Operands read straight from HBM count as HBM reads, once each. */
 TEST_F(f, a_matmul_from_hbm_counts_its_operands_as_hbm_reads)
 {
-	struct tsr_cmd_matmul mm = {
-		.hdr = HDR(TSR_OP_MATMUL, struct tsr_cmd_matmul),
-		.a = tensor(self->hbm_va + 0x1000, 8, 8, TSR_DTYPE_F32),
-		.b = tensor(self->hbm_va, 8, 8, TSR_DTYPE_F32),
-		.c = tensor(self->hbm_va + 0x4000, 8, 8, TSR_DTYPE_F32),
-	};
+	struct tsr_cmd_matmul mm = hbm_matmul(self->hbm_va);
 	uint32_t before = rd(self->c, TSR_REG_CNT_HBM_READ_LO);
 
 	EXPECT_EQ(TSR_ERR_NONE, chip_run(self->c, &mm, sizeof(mm))->error);
@@ -125,12 +131,7 @@ TEST_F(f, a_matmul_from_hbm_counts_its_operands_as_hbm_reads)
 
 TEST_F(f, a_poisoned_matmul_operand_fails_the_matmul)
 {
-	struct tsr_cmd_matmul mm = {
-		.hdr = HDR(TSR_OP_MATMUL, struct tsr_cmd_matmul),
-		.a = tensor(self->hbm_va + 0x1000, 8, 8, TSR_DTYPE_F32),
-		.b = tensor(self->hbm_va, 8, 8, TSR_DTYPE_F32),
-		.c = tensor(self->hbm_va + 0x4000, 8, 8, TSR_DTYPE_F32),
-	};
+	struct tsr_cmd_matmul mm = hbm_matmul(self->hbm_va);
 	struct tsr_completion *comp;
 
 	inject(self->c, poison_second_page);
