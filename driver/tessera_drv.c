@@ -321,6 +321,7 @@ static int tessera_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 	init_completion(&tdev->ping_done);
+	spin_lock_init(&tdev->ping_irq_lock);
 	spin_lock_init(&tdev->reg64_lock);
 
 	ret = pcim_enable_device(pdev);

@@ -161,6 +161,9 @@ struct tessera_queue {
  * @reg64_lock: serialises reads of 64-bit registers, whose high halves
  *	the chip latches once for all registers
  * @ping_lock: serialises pings; the chip has one ping register
+ * @ping_irq_lock: makes the interrupt handler's check of an answer against
+ *	@ping_cookie and its completion of @ping_done one step, which the
+ *	start of the next ping cannot fall between
  * @ping_done: completed by the interrupt handler when a ping is acknowledged
  * @ping_ack: cookie the chip acknowledged, valid once @ping_done completes
  * @ping_cookie: the cookie of the ping being waited for
@@ -202,6 +205,8 @@ struct tessera_device {
 
 	/* serialises pings: the chip has one ping register */
 	struct mutex ping_lock;
+	/* an answer's check and its completion, against a ping's start */
+	spinlock_t ping_irq_lock;
 	struct completion ping_done;
 	u32 ping_ack;
 	u32 ping_cookie;

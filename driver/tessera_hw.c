@@ -38,11 +38,17 @@ static irqreturn_t tessera_device_irq(int irq, void *arg)
 	if (status & TSR_IRQ_PING) {
 		u32 ack = tessera_reg_read(tdev, TSR_REG_PING_ACK);
 
-		/* An older ping's answer, asked again across a reset, is not this one's. */
-		if (ack == READ_ONCE(tdev->ping_cookie)) {
-			WRITE_ONCE(tdev->ping_ack, ack);
+		/*
+		 * An older ping's answer, asked again across a reset, is not
+		 * this one's: it is only taken for the ping it was checked
+		 * against.
+		 */
+		spin_lock(&tdev->ping_irq_lock);
+		if (tdev->ping_waiting && ack == tdev->ping_cookie) {
+			tdev->ping_ack = ack;
 			complete(&tdev->ping_done);
 		}
+		spin_unlock(&tdev->ping_irq_lock);
 	}
 	if (status & TSR_IRQ_ECC_CORRECTABLE)
 		tessera_count(tdev, TESSERA_CNT_ECC_CORRECTABLE);
@@ -229,16 +235,20 @@ int tessera_hw_ping(struct tessera_device *tdev, u32 cookie,
 		ret = -ENODEV;
 		goto out;
 	}
+	spin_lock_irq(&tdev->ping_irq_lock);
 	reinit_completion(&tdev->ping_done);
 	WRITE_ONCE(tdev->ping_cookie, cookie);
 	WRITE_ONCE(tdev->ping_waiting, true);
+	spin_unlock_irq(&tdev->ping_irq_lock);
 	start = ktime_get();
 	tessera_reg_write(tdev, TSR_REG_PING, cookie);
 	drm_dev_exit(idx);
 
 	left = wait_for_completion_interruptible_timeout(&tdev->ping_done,
 							 msecs_to_jiffies(timeout_ms));
+	spin_lock_irq(&tdev->ping_irq_lock);
 	WRITE_ONCE(tdev->ping_waiting, false);
+	spin_unlock_irq(&tdev->ping_irq_lock);
 	if (left < 0) {
 		ret = left;
 	} else if (drm_dev_is_unplugged(&tdev->drm)) {

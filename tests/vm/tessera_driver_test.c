@@ -25,6 +25,7 @@ FIXTURE(drv) {
 	struct tsr_cmds c;
 	struct tsr_bo host, hbm;
 	uint32_t sync;
+	pid_t helper;	/* a child the test started; stopped at teardown */
 };
 
 FIXTURE_SETUP(drv)
@@ -43,6 +44,11 @@ FIXTURE_SETUP(drv)
 
 FIXTURE_TEARDOWN(drv)
 {
+	/* A test that failed half way leaves no child behind to disturb the next. */
+	if (self->helper > 0) {
+		kill(self->helper, SIGKILL);
+		waitpid(self->helper, NULL, 0);
+	}
 	close(self->fd);
 }
 
@@ -837,6 +843,7 @@ TEST_F(drv, pings_across_chip_resets_are_answered)
 	ASSERT_LE(0, resetter);
 	if (!resetter)
 		reset_until_killed(self->pci);
+	self->helper = resetter;
 	for (i = 0; i < 300; i++) {
 		struct drm_tessera_ping ping = {
 			.cookie = 0x5a5a0000 + i, .timeout_ms = 2000,
@@ -849,6 +856,7 @@ TEST_F(drv, pings_across_chip_resets_are_answered)
 	}
 	kill(resetter, SIGKILL);
 	ASSERT_EQ(resetter, waitpid(resetter, &status, 0));
+	self->helper = 0;
 	EXPECT_TRUE(WIFSIGNALED(status)) TH_LOG("the resetter failed");
 	EXPECT_EQ(0, timeouts);
 }
