@@ -226,10 +226,57 @@ static uint32_t vpu_check(const struct tsr_cmd_vpu *c, unsigned int *nargs)
     return err;
 }
 
-/* Dense f32 copies of one block of rows of each operand. */
+/*
+ * One block of rows of each operand, dense f32: widened copies, or rows
+ * of the operands read in place (views: dense f32 tensors in HBM).
+ */
 typedef struct VpuBlock {
     float *a, *b, *c, *out;
+    const float *view_a, *view_b, *view_c;
 } VpuBlock;
+
+/*
+ * out = a (op) b over @n elements of operands of one shape, the common
+ * case (collectives' reductions, residual adds), in loops of nothing but
+ * the operation.  Each element is what apply2() gives.  False for the
+ * operations it leaves to the general loop.
+ */
+static bool apply2_same_shape(uint32_t op, const float *restrict a,
+                              const float *restrict b, float *restrict out,
+                              uint64_t n)
+{
+    uint64_t i;
+
+    switch (op) {
+    case TSR_VPU_ADD:
+        for (i = 0; i < n; i++) {
+            out[i] = a[i] + b[i];
+        }
+        return true;
+    case TSR_VPU_SUB:
+        for (i = 0; i < n; i++) {
+            out[i] = a[i] - b[i];
+        }
+        return true;
+    case TSR_VPU_MUL:
+        for (i = 0; i < n; i++) {
+            out[i] = a[i] * b[i];
+        }
+        return true;
+    case TSR_VPU_MAX:
+        for (i = 0; i < n; i++) {
+            out[i] = tsr_maxf(a[i], b[i]);
+        }
+        return true;
+    case TSR_VPU_MIN:
+        for (i = 0; i < n; i++) {
+            out[i] = tsr_minf(a[i], b[i]);
+        }
+        return true;
+    default:
+        return false;
+    }
+}
 
 /*
  * Load rows [@row, @row + @rows) of operand @t, broadcast like @b, into
@@ -252,6 +299,38 @@ static int load_operand_rows(TsrMem *mem, const struct tsr_tensor *t,
                                      : tsr_tensor_load_f32(mem, &block, buf);
 }
 
+/*
+ * Operand @t of a command writing @out in place, if it is dense f32 in
+ * HBM (its bytes counted as read); NULL if not, and its blocks are loaded
+ * instead.  A row broadcast down several rows is always loaded: it is
+ * read once, before any block is stored, and @out may overlap it.
+ */
+static const float *operand_view(TsrMem *mem, const struct tsr_tensor *t,
+                                 const struct tsr_tensor *out)
+{
+    if (t->dtype != TSR_DTYPE_F32 || t->stride != t->cols ||
+        (t->rows == 1 && out->rows != 1)) {
+        return NULL;
+    }
+    return (const float *)tsr_mem_read_view(mem, t->va,
+                                            elems(t) * sizeof(float));
+}
+
+/*
+ * Rows [@row, @row + @rows) of an operand, broadcast like
+ * load_operand_rows(): from its view, or loaded into @buf.  NULL with
+ * mem->error set if loading failed.
+ */
+static const float *operand_rows(TsrMem *mem, const struct tsr_tensor *t,
+                                 const float *view, uint32_t row,
+                                 uint32_t rows, float *buf)
+{
+    if (view) {
+        return t->rows == 1 ? view : view + (uint64_t)row * t->cols;
+    }
+    return load_operand_rows(mem, t, row, rows, buf) ? NULL : buf;
+}
+
 /* Element (r, c) of a dense I32 operand that may be broadcast. */
 static int32_t at_i32(const float *v, const struct tsr_tensor *t, uint32_t r,
                       uint32_t c)
@@ -264,7 +343,7 @@ static int32_t at_i32(const float *v, const struct tsr_tensor *t, uint32_t r,
 }
 
 static void compute_i32(const struct tsr_cmd_vpu *c, uint32_t rows,
-                        const VpuBlock *v)
+                        const float *va, const float *vb, float *out)
 {
     struct tsr_tensor a = c->a;
     uint32_t r, col;
@@ -272,10 +351,10 @@ static void compute_i32(const struct tsr_cmd_vpu *c, uint32_t rows,
     a.rows = rows;
     for (r = 0; r < rows; r++) {
         for (col = 0; col < c->out.cols; col++) {
-            int32_t y = apply2_i32(c->op, at_i32(v->a, &a, r, col),
-                                   at_i32(v->b, &c->b, r, col));
+            int32_t y = apply2_i32(c->op, at_i32(va, &a, r, col),
+                                   at_i32(vb, &c->b, r, col));
 
-            memcpy(&v->out[(uint64_t)r * c->out.cols + col], &y, sizeof(y));
+            memcpy(&out[(uint64_t)r * c->out.cols + col], &y, sizeof(y));
         }
     }
 }
@@ -284,35 +363,46 @@ static uint32_t vpu_block(TsrMem *mem, const struct tsr_cmd_vpu *c,
                           unsigned int nargs, uint32_t row, uint32_t rows,
                           const VpuBlock *v)
 {
-    struct tsr_tensor a = tsr_tensor_block(&c->a, row, rows, 0, c->a.cols);
     struct tsr_tensor out = tsr_tensor_block(&c->out, row, rows, 0,
                                              c->out.cols);
+    uint64_t n = (uint64_t)rows * c->out.cols;
+    const float *va, *vb = NULL, *vc = NULL;
     uint32_t r, col;
 
     if (tsr_mem_aborted(mem)) {
         return TSR_ERR_ABORTED;
     }
-    if (load_operand_rows(mem, &a, 0, rows, v->a) ||
-        (nargs >= 2 && load_operand_rows(mem, &c->b, row, rows, v->b)) ||
-        (nargs == 3 && load_operand_rows(mem, &c->c, row, rows, v->c))) {
+    va = operand_rows(mem, &c->a, v->view_a, row, rows, v->a);
+    if (va && nargs >= 2) {
+        vb = operand_rows(mem, &c->b, v->view_b, row, rows, v->b);
+    }
+    if (vb && nargs == 3) {
+        vc = operand_rows(mem, &c->c, v->view_c, row, rows, v->c);
+    }
+    if (!va || (nargs >= 2 && !vb) || (nargs == 3 && !vc)) {
         return mem->error;
     }
     if (int_command(c)) {
-        compute_i32(c, rows, v);
+        compute_i32(c, rows, va, vb, v->out);
         return tsr_tensor_store_raw(mem, &out, v->out) ? mem->error
                                                         : TSR_ERR_NONE;
+    }
+    if (nargs == 2 && c->b.rows == c->out.rows && c->b.cols == c->out.cols &&
+        apply2_same_shape(c->op, va, vb, v->out, n)) {
+        return tsr_tensor_store_f32(mem, &out, v->out) ? mem->error
+                                                      : TSR_ERR_NONE;
     }
     for (r = 0; r < rows; r++) {
         for (col = 0; col < c->out.cols; col++) {
             uint64_t i = (uint64_t)r * c->out.cols + col;
 
             if (nargs == 1) {
-                v->out[i] = apply1(c->op, v->a[i]);
+                v->out[i] = apply1(c->op, va[i]);
             } else if (nargs == 2) {
-                v->out[i] = apply2(c->op, v->a[i], at(v->b, &c->b, r, col));
+                v->out[i] = apply2(c->op, va[i], at(vb, &c->b, r, col));
             } else {
-                v->out[i] = v->a[i] != 0.0f ? at(v->b, &c->b, r, col)
-                                            : at(v->c, &c->c, r, col);
+                v->out[i] = va[i] != 0.0f ? at(vb, &c->b, r, col)
+                                          : at(vc, &c->c, r, col);
             }
         }
     }
@@ -326,14 +416,18 @@ static uint32_t vpu_run(TsrMem *mem, const struct tsr_cmd_vpu *c,
     uint32_t block = tsr_block_rows(&c->out, TSR_BLOCK_ELEMS);
     size_t size = (size_t)block * c->out.cols * sizeof(float);
     VpuBlock v = {
-        .a = malloc(size),
-        .b = nargs >= 2 ? malloc(size) : NULL,
-        .c = nargs == 3 ? malloc(size) : NULL,
+        .view_a = operand_view(mem, &c->a, &c->out),
+        .view_b = nargs >= 2 ? operand_view(mem, &c->b, &c->out) : NULL,
+        .view_c = nargs == 3 ? operand_view(mem, &c->c, &c->out) : NULL,
         .out = malloc(size),
     };
     uint32_t err = TSR_ERR_NONE, row, rows;
 
-    if (!v.a || !v.out || (nargs >= 2 && !v.b) || (nargs == 3 && !v.c)) {
+    v.a = v.view_a ? NULL : malloc(size);
+    v.b = nargs < 2 || v.view_b ? NULL : malloc(size);
+    v.c = nargs < 3 || v.view_c ? NULL : malloc(size);
+    if (!v.out || (!v.view_a && !v.a) || (nargs >= 2 && !v.view_b && !v.b) ||
+        (nargs == 3 && !v.view_c && !v.c)) {
         err = TSR_ERR_TOO_LARGE;
     }
     for (row = 0; !err && row < c->out.rows; row += rows) {

@@ -351,6 +351,159 @@ TEST_F(eng, binary_vpu_ops_broadcast_rows_and_columns)
 	EXPECT_EQ(TSR_ERR_BAD_SHAPE, chip_run(self->c, &cmd, sizeof(cmd))->error);
 }
 
+/* What apply2 must give, element by element: XLA's max and min. */
+static float ref2(uint32_t op, float x, float y)
+{
+	switch (op) {
+	case TSR_VPU_ADD: return x + y;
+	case TSR_VPU_SUB: return x - y;
+	case TSR_VPU_MUL: return x * y;
+	case TSR_VPU_DIV: return x / y;
+	case TSR_VPU_MAX:
+		if (isnan(x) || isnan(y))
+			return NAN;
+		if (x == y)
+			return signbit(x) ? y : x;
+		return x > y ? x : y;
+	case TSR_VPU_MIN:
+		if (isnan(x) || isnan(y))
+			return NAN;
+		if (x == y)
+			return signbit(x) ? x : y;
+		return x < y ? x : y;
+	case TSR_VPU_CMP_EQ: return x == y;
+	case TSR_VPU_CMP_LT: return x < y;
+	default: return x <= y;
+	}
+}
+
+/* Bit for bit, but any NaN for a NaN. */
+static bool same_float(float want, float got)
+{
+	return isnan(want) ? isnan(got) : !memcmp(&want, &got, sizeof(got));
+}
+
+/*
+ * Map @len bytes of HBM at @hbm to @va of context 1, zeroed; the host's
+ * view of them.
+ */
+static float *hbm_buffer(struct test_chip *c, uint64_t va, uint64_t hbm,
+			 uint64_t len)
+{
+	chip_map(c, 1, va, hbm, len,
+		 TSR_PTE_READ | TSR_PTE_WRITE | TSR_PTE_HBM);
+	memset(c->hbm + hbm, 0, len);
+	return (float *)(c->hbm + hbm);
+}
+
+/*
+ * Every binary operation on operands of one shape, NaNs, zeros of both
+ * signs and infinities among them, from system memory (widened copies)
+ * and from HBM (read in place, counted once as HBM reads).
+ */
+TEST_F(eng, binary_vpu_ops_of_one_shape_match_the_reference_anywhere)
+{
+	static const float special[] = {
+		NAN, -NAN, 0.0f, -0.0f, INFINITY, -INFINITY, 1.0f, -2.5f,
+		3e38f, 1e-45f,
+	};
+	const unsigned int n = 3 * 40, ns = sizeof(special) / sizeof(special[0]);
+	uint64_t sys[3] = {
+		chip_buffer(self->c, 1, n * 4), chip_buffer(self->c, 1, n * 4),
+		chip_buffer(self->c, 1, n * 4),
+	};
+	uint64_t hbm_va = 0x40000000;
+	float *hbm = hbm_buffer(self->c, hbm_va, 0, 3 * 4096);
+	unsigned int where, i;
+	uint32_t op;
+
+	for (where = 0; where < 2; where++) {
+		uint64_t va[3] = { sys[0], sys[1], sys[2] };
+		float *v[3];
+
+		if (where) {
+			for (i = 0; i < 3; i++)
+				va[i] = hbm_va + i * 4096;
+		}
+		for (i = 0; i < 3; i++)
+			v[i] = where ? hbm + i * 1024 : host_ptr(self->c, va[i]);
+		/* Every special value against every other, then ordinary ones. */
+		for (i = 0; i < n; i++) {
+			v[0][i] = i < ns * ns ? special[i / ns] : i * 0.37f - 20;
+			v[1][i] = i < ns * ns ? special[i % ns] : 7.5f - i * 0.11f;
+		}
+		for (op = TSR_VPU_ADD; op <= TSR_VPU_CMP_LE; op++) {
+			struct tsr_cmd_vpu cmd = {
+				.hdr = HDR(TSR_OP_VPU, struct tsr_cmd_vpu), .op = op,
+				.a = tensor(va[0], 3, 40, TSR_DTYPE_F32),
+				.b = tensor(va[1], 3, 40, TSR_DTYPE_F32),
+				.out = tensor(va[2], 3, 40, TSR_DTYPE_F32),
+			};
+			uint32_t reads = rd(self->c, TSR_REG_CNT_HBM_READ_LO);
+
+			ASSERT_EQ(TSR_ERR_NONE,
+				  chip_run(self->c, &cmd, sizeof(cmd))->error);
+			for (i = 0; i < n; i++)
+				ASSERT_TRUE(same_float(ref2(op, v[0][i], v[1][i]),
+						       v[2][i]))
+					TH_LOG("%s, op %u: %g (op) %g gave %g",
+					       where ? "HBM" : "memory", op,
+					       v[0][i], v[1][i], v[2][i]);
+			EXPECT_EQ(reads + (where ? 2 * n * 4 : 0),
+				  rd(self->c, TSR_REG_CNT_HBM_READ_LO));
+		}
+	}
+}
+
+/*
+ * An add of two blocks of rows in HBM, in place (a is out, as in a
+ * collective's reduction), with a row of out broadcast as b: every block
+ * adds the row as it was before the command, and each operand's bytes
+ * are counted once.
+ */
+TEST_F(eng, a_large_vpu_add_in_place_in_hbm_sees_its_broadcast_row_as_it_was)
+{
+	const unsigned int r = 1100, cols = 1000;
+	const uint64_t bytes = (uint64_t)r * cols * 4, va = 0x40000000;
+	float *acc = hbm_buffer(self->c, va, 0, bytes);
+	float *other = hbm_buffer(self->c, va + 8 * 1024 * 1024,
+				  8 * 1024 * 1024, bytes);
+	float *row0 = malloc(cols * 4);
+	uint32_t reads, writes;
+	struct tsr_cmd_vpu cmd = {
+		.hdr = HDR(TSR_OP_VPU, struct tsr_cmd_vpu), .op = TSR_VPU_ADD,
+		.a = tensor(va, r, cols, TSR_DTYPE_F32),
+		.b = tensor(va + 8 * 1024 * 1024, r, cols, TSR_DTYPE_F32),
+		.out = tensor(va, r, cols, TSR_DTYPE_F32),
+	};
+	unsigned int i, j;
+
+	ASSERT_NE(NULL, row0);
+	for (i = 0; i < r * cols; i++) {
+		acc[i] = i % 1000;
+		other[i] = (float)(i / 1000);
+	}
+	reads = rd(self->c, TSR_REG_CNT_HBM_READ_LO);
+	writes = rd(self->c, TSR_REG_CNT_HBM_WRITE_LO);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (i = 0; i < r; i++)
+		for (j = 0; j < cols; j++)
+			ASSERT_EQ((float)(j + i), acc[i * cols + j])
+				TH_LOG("%u, %u", i, j);
+	EXPECT_EQ(reads + 2 * bytes, rd(self->c, TSR_REG_CNT_HBM_READ_LO));
+	EXPECT_EQ(writes + bytes, rd(self->c, TSR_REG_CNT_HBM_WRITE_LO));
+
+	/* out += its own first row, broadcast down both blocks. */
+	memcpy(row0, acc, cols * 4);
+	cmd.b = tensor(va, 1, cols, TSR_DTYPE_F32);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (i = 0; i < r; i++)
+		for (j = 0; j < cols; j++)
+			ASSERT_EQ((float)(j + i) + row0[j], acc[i * cols + j])
+				TH_LOG("%u, %u", i, j);
+	free(row0);
+}
+
 TEST_F(eng, compare_and_select_build_a_mask)
 {
 	uint64_t a = chip_buffer(self->c, 1, 4096);

@@ -141,6 +141,25 @@ TEST_F(f, a_poisoned_matmul_operand_fails_the_matmul)
 	EXPECT_EQ(1, rd(self->c, TSR_REG_CNT_ECC_UE_LO));
 }
 
+/* An add read in place from HBM fails at the poisoned byte all the same. */
+TEST_F(f, a_poisoned_vpu_operand_in_hbm_fails_the_command_with_its_address)
+{
+	struct tsr_cmd_vpu add = {
+		.hdr = HDR(TSR_OP_VPU, struct tsr_cmd_vpu), .op = TSR_VPU_ADD,
+		.a = tensor(self->hbm_va, 1, 1024, TSR_DTYPE_F32),
+		.b = tensor(self->hbm_va + 0x1000, 1, 1024, TSR_DTYPE_F32),
+		.out = tensor(self->hbm_va + 0x4000, 1, 1024, TSR_DTYPE_F32),
+	};
+	struct tsr_completion *comp;
+
+	EXPECT_EQ(TSR_ERR_NONE, chip_run(self->c, &add, sizeof(add))->error);
+	inject(self->c, poison_second_page);
+	comp = chip_run(self->c, &add, sizeof(add));
+	EXPECT_EQ(TSR_ERR_ECC, comp->error);
+	EXPECT_EQ(self->hbm_va + 0x1080, comp->fault_va);
+	EXPECT_EQ(1, rd(self->c, TSR_REG_CNT_ECC_UE_LO));
+}
+
 static void poison_to_the_end(TsrFaults *f)
 {
 	/* From 4 KiB to the end of the 64-bit space: the end wraps. */
