@@ -7,7 +7,8 @@
 #   make demo     ... then a 2x2 slice of 2 VMs trains a classifier (tools/tessera-demo)
 #   make check    ... then lint, host unit tests and in-VM kselftests;
 #                 ends with "N passed, N failed"; T=NAME runs one suite,
-#                 test program or test (tests/run-checks --list names them)
+#                 test program or test (tests/run-checks --list names them);
+#                 its suites run side by side, CHECK_JOBS=1 one at a time
 #   make check-debug  the in-VM tests on the debug kernel (KASAN, lockdep,
 #                 UBSAN, kmemleak), and planted bugs it must catch
 #   make debug-kernel  only build that kernel (build/debug-kernel, cached)
@@ -402,11 +403,13 @@ demo: all
 	tools/tessera-demo
 
 # T=NAME: one suite, test program or test (tests/run-checks --test).
+# CHECK_JOBS=N: suites run at once (run-checks --jobs; default one per CPU).
+CHECK_ARGS = $(if $(CHECK_JOBS),--jobs $(CHECK_JOBS))
 check: all
-	$(PYTHON) tests/run-checks $(if $(T),--test $(T))
+	$(PYTHON) tests/run-checks $(CHECK_ARGS) $(if $(T),--test $(T))
 
 check-debug: all debug-initramfs
-	$(PYTHON) tests/run-checks --debug
+	$(PYTHON) tests/run-checks --debug $(CHECK_ARGS)
 
 # Slices too large for make check: every chip writes to every other.
 check-slices: all
