@@ -700,6 +700,22 @@ int coll_plan_build(const struct coll_params *p, struct coll_plan *plan)
 	return 0;
 }
 
+bool coll_params_equal(const struct coll_params *a,
+		       const struct coll_params *b)
+{
+	unsigned int d;
+
+	for (d = 0; d < COLL_DIMS; d++) {
+		if (a->dims[d] != b->dims[d] || a->coords[d] != b->coords[d] ||
+		    a->root[d] != b->root[d])
+			return false;
+	}
+	return a->wrap == b->wrap && a->kind == b->kind &&
+	       a->colours == b->colours && a->count == b->count &&
+	       a->acc_piece == b->acc_piece && a->out_piece == b->out_piece &&
+	       a->slots == b->slots;
+}
+
 void coll_plan_free(struct coll_plan *plan)
 {
 	unsigned int i;

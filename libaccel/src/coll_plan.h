@@ -165,6 +165,9 @@ struct coll_plan {
 /* 0, or -EINVAL for parameters out of range, -ENOMEM. */
 int coll_plan_build(const struct coll_params *p, struct coll_plan *plan);
 void coll_plan_free(struct coll_plan *plan);
+/* Whether @a and @b ask for the same plan: every field is the same. */
+bool coll_params_equal(const struct coll_params *a,
+		       const struct coll_params *b);
 
 /* The channel's number, below COLL_CHANNELS. */
 static inline unsigned int coll_channel(unsigned int colour, unsigned int dir,

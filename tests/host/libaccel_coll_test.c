@@ -761,4 +761,49 @@ TEST(a_plan_refuses_what_it_cannot_do)
 	coll_plan_free(&plan);
 }
 
+/*
+ * A communicator reuses its last plan for parameters equal to the last
+ * call's: equal means every field, whatever lies between them.
+ */
+TEST(parameters_that_differ_in_any_field_ask_for_another_plan)
+{
+	struct coll_params base, other;
+	unsigned int field, d;
+
+	memset(&base, 0x5a, sizeof(base));	/* padding unlike other's */
+	memset(&other, 0, sizeof(other));
+	for (d = 0; d < COLL_DIMS; d++) {
+		base.dims[d] = other.dims[d] = 4;
+		base.coords[d] = other.coords[d] = d;
+		base.root[d] = other.root[d] = 3 - d;
+	}
+	base.wrap = other.wrap = 7;
+	base.kind = other.kind = COLL_ALL_REDUCE;
+	base.colours = other.colours = 3;
+	base.count = other.count = 1000;
+	base.acc_piece = other.acc_piece = 64;
+	base.out_piece = other.out_piece = 32;
+	base.slots = other.slots = 2;
+	ASSERT_TRUE(coll_params_equal(&base, &other));
+	for (field = 0; field < 3 * COLL_DIMS + 7; field++) {
+		struct coll_params p = base;
+
+		d = field % COLL_DIMS;
+		switch (field < 3 * COLL_DIMS ? field / COLL_DIMS : field - 6) {
+		case 0: p.dims[d]++; break;
+		case 1: p.coords[d]++; break;
+		case 2: p.root[d]++; break;
+		case 3: p.wrap ^= 1; break;
+		case 4: p.kind = COLL_BROADCAST; break;
+		case 5: p.colours--; break;
+		case 6: p.count++; break;
+		case 7: p.acc_piece++; break;
+		case 8: p.out_piece++; break;
+		default: p.slots++; break;
+		}
+		EXPECT_FALSE(coll_params_equal(&base, &p)) TH_LOG("field %u", field);
+		EXPECT_FALSE(coll_params_equal(&p, &base)) TH_LOG("field %u", field);
+	}
+}
+
 TEST_HARNESS_MAIN
