@@ -19,7 +19,7 @@
 #include "tessera_util.h"
 
 #define XFER		(4u << 20)
-#define ITER		32	/* transfers per pass, unless --iter */
+#define ITER		128	/* transfers per pass, unless --iter */
 #define PASSES		3	/* warm-up, timed, timed with drops */
 #define WINDOW_ID	9
 #define WINDOW_KEY	0xbe4c4b1cull
@@ -53,6 +53,14 @@ static unsigned int iter = ITER;
 
 static const uint8_t receiver_chip[3] = { 1, 0, 0 };
 
+/* A pass's commands, in whole pages. */
+static uint64_t cmds_size(void)
+{
+	uint64_t bytes = (uint64_t)iter * sizeof(struct tsr_cmd_ici_write);
+
+	return (bytes + 4095) & ~4095ull;
+}
+
 static void emit_write(struct tsr_cmds *c, uint64_t src, uint32_t bytes,
 		       bool sem)
 {
@@ -71,7 +79,7 @@ static void sender(int fd, const struct drm_tessera_info *info,
 	uint64_t end, t0, i, pass;
 	int ret;
 
-	if (tsr_bo_create(fd, 64 * 1024, 0, &c.bo) ||
+	if (tsr_bo_create(fd, cmds_size(), 0, &c.bo) ||
 	    tsr_bo_create(fd, XFER, DRM_TESSERA_BO_HBM, &src) ||
 	    tsr_pci_address(0, pci, sizeof(pci)))
 		die("set-up", -ENOMEM);
@@ -131,7 +139,7 @@ static void receiver(int fd)
 	uint64_t i;
 	int ret;
 
-	if (tsr_bo_create(fd, 64 * 1024, 0, &c.bo) ||
+	if (tsr_bo_create(fd, cmds_size(), 0, &c.bo) ||
 	    tsr_bo_create(fd, XFER + 4096, DRM_TESSERA_BO_HBM, &window))
 		die("set-up", -ENOMEM);
 	wo.handle = window.handle;
@@ -162,8 +170,8 @@ int main(int argc, char **argv)
 		else
 			die(argv[i], -EINVAL);
 	}
-	if (!iter)
-		die("--iter 0", -EINVAL);
+	if (!iter || iter > 65536)
+		die("--iter: 1 to 65536 transfers", -EINVAL);
 	if (fd < 0 || tsr_info(fd, &info))
 		die("opening chip 0", fd < 0 ? fd : -errno);
 	if (info.slice_chips != 2)
