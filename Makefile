@@ -267,6 +267,12 @@ $(B)/bench/chip_bench: tests/bench/chip_bench.c tests/host/tessera_chip.h $(CORE
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) $(CORE_LIBS)
 
+# The floor of a link carried by a socket, beside a raw socket copy.
+$(B)/bench/link_floor: tests/bench/link_floor.c qemu-device/core/tessera-link.c \
+		qemu-device/core/tessera-link.h $(USER_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) -pthread
+
 # The host's reference for the collectives: Open MPI's MPI_Allreduce.
 $(B)/bench/mpi_allreduce: tests/bench/mpi_allreduce.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
