@@ -7,12 +7,15 @@
  *   chip 0   writes ITER transfers of 4 MiB to chip 1's window, each
  *            adding 1 to a semaphore there, as one job, untimed (both
  *            QEMUs warm up: first-time translation, socket buffers); then
- *            the same, timed; then with frames dropped at --drop-ppm on
- *            its port
+ *            the same, timed, four times: without faults and with frames
+ *            dropped at --drop-ppm on its port, in turns
  *   chip 1   opens the window and waits for every transfer
  *
  * Chip 0 prints "BENCH <name> <value> <unit>" lines: wall and modeled
- * bandwidth of each pass.
+ * bandwidth, the best of the two passes of each kind (a pass's wall
+ * figure swings by a fifth on a busy 2-core host; taking each kind's
+ * best of two passes in turns keeps the loss to drops from being the
+ * host's doing).
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -20,7 +23,7 @@
 
 #define XFER		(4u << 20)
 #define ITER		128	/* transfers per pass, unless --iter */
-#define PASSES		3	/* warm-up, timed, timed with drops */
+#define PASSES		5	/* warm-up, then clean and with drops in turns */
 #define WINDOW_ID	9
 #define WINDOW_KEY	0xbe4c4b1cull
 #define SEM		XFER
@@ -75,6 +78,7 @@ static void sender(int fd, const struct drm_tessera_info *info,
 	uint32_t sync = tsr_syncobj(fd);
 	struct tsr_cmds c = { 0 };
 	struct tsr_bo src;
+	struct { double wall, modeled; } best[2] = { { 0 } };
 	char pci[32];
 	uint64_t end, t0, i, pass;
 	int ret;
@@ -96,12 +100,12 @@ static void sender(int fd, const struct drm_tessera_info *info,
 		die("first write", ret);
 
 	for (pass = 0; pass < PASSES; pass++) {
-		const char *tag = pass == 2 ? "_drop" : "";
-		double secs, cycles;
+		bool drops = pass % 2 == 0;
+		double secs, cycles, gbps;
 
-		if (pass == 2 &&
+		if (pass > 0 &&
 		    (ret = tsr_debugfs_write(pci, "ici0/fault_drop_ppm",
-					     drop_ppm)))
+					     drops ? drop_ppm : 0)))
 			die("fault_drop_ppm (debug-regs=on?)", ret);
 		for (i = 0; i < iter; i++)
 			emit_write(&c, src.va, XFER, true);
@@ -113,11 +117,19 @@ static void sender(int fd, const struct drm_tessera_info *info,
 		cycles = st.end_cycle - st.start_cycle;
 		if (pass == 0)
 			continue;	/* the warm-up */
-		printf("BENCH vm_ici_wall%s_gbps %.3f GB/s\n", tag,
-		       (double)iter * XFER / secs / 1e9);
+		gbps = (double)iter * XFER / secs / 1e9;
+		if (gbps > best[drops].wall) {
+			best[drops].wall = gbps;
+			best[drops].modeled = (double)iter * XFER /
+				(cycles / (info->clock_mhz * 1e6)) / 1e9;
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		const char *tag = i ? "_drop" : "";
+
+		printf("BENCH vm_ici_wall%s_gbps %.3f GB/s\n", tag, best[i].wall);
 		printf("BENCH vm_ici_modeled%s_gbps %.3f GB/s\n", tag,
-		       (double)iter * XFER / (cycles / (info->clock_mhz * 1e6)) /
-		       1e9);
+		       best[i].modeled);
 	}
 	printf("BENCH vm_ici_link_preset_gbps %.3f GB/s\n",
 	       (double)info->ici_link_gbps);
