@@ -351,7 +351,12 @@ static gboolean tessera_port_writable(void *do_not_use, GIOCondition cond,
     return G_SOURCE_REMOVE;
 }
 
-/* Write what port @p holds; true if its buffer has room again. */
+/*
+ * Write what port @p holds; true if its buffer has room again.  The lock
+ * is not held across the write: the link's threads only add bytes behind
+ * the ones being written, and only the main loop takes bytes out (here)
+ * or empties the ring (tessera_port_event()).
+ */
 static bool tessera_port_drain(TesseraPort *p)
 {
     bool drained = false;
@@ -362,8 +367,11 @@ static bool tessera_port_drain(TesseraPort *p)
         uint32_t len;
         const uint8_t *buf = fifo8_peek_bufptr(&p->out,
                                                fifo8_num_used(&p->out), &len);
-        int n = qemu_chr_fe_write(&p->chr, buf, len);
+        int n;
 
+        qemu_mutex_unlock(&p->out_lock);
+        n = qemu_chr_fe_write(&p->chr, buf, len);
+        qemu_mutex_lock(&p->out_lock);
         if (n < 0 && errno != EAGAIN) {
             /* Gone: the link retrains and resends once it is back. */
             n = len;

@@ -74,6 +74,13 @@ typedef struct IciPort {
     uint64_t order[ICI_ORDERS];
     /* Bytes of faulted frames already charged to the timeline. */
     uint64_t charged_faults;
+    /*
+     * Queue workers waiting for room to send on this port (ici->lock).
+     * They are woken once a send queue is half empty, not at each frame
+     * that leaves it: a worker then queues several chunks per wake-up.
+     */
+    pthread_cond_t room;
+    unsigned int room_waiters[TSR_ICI_VCS];
 } IciPort;
 
 typedef struct IciReq {
@@ -97,6 +104,11 @@ struct TsrIci {
     uint32_t wired;
     uint64_t retransmit_ns;
     IciReq req[TSR_MAX_QUEUES][ICI_QUEUE_REQS];
+    /*
+     * The chunk each queue's worker builds outside the lock: the copy
+     * from HBM and its CRC do not hold up the links.  The worker's own.
+     */
+    TsrLinkBuf *stage[TSR_MAX_QUEUES];
     uint32_t next_req;
     uint64_t window_table;
     uint32_t window_count;
@@ -301,11 +313,13 @@ static int route(TsrIci *ici, const uint8_t dst[3], bool minus,
 /*
  * Queue @msg (with its data) on @port, on the channel a frame arriving
  * along @in_dim on @in_vc takes, in @order (see depart()); false if that
- * channel has no room.
+ * channel has no room.  The data is @data, or, with @staged, the sealed
+ * buffer *@staged already holds behind the header.
  */
 static bool send_msg(TsrIci *ici, unsigned int port, unsigned int in_dim,
                      unsigned int in_vc, struct tsr_ici_msg *msg,
-                     const void *data, unsigned int order)
+                     const void *data, TsrLinkBuf **staged,
+                     unsigned int order)
 {
     IciPort *p = &ici->port[port];
     unsigned int vc = tsr_route_vc(&ici->slice.topo, ici->slice.coords, port,
@@ -319,6 +333,9 @@ static bool send_msg(TsrIci *ici, unsigned int port, unsigned int in_dim,
         return false;
     }
     msg->arrival = depart(p, msg->arrival, msg, order);
+    if (staged) {
+        return tsr_link_send_buf(p->link, vc, staged, msg, now_ns()) == 0;
+    }
     return tsr_link_sendv(p->link, vc, iov, 2, now_ns()) == 0;
 }
 
@@ -465,7 +482,7 @@ static void flush_answers(TsrIci *ici)
 
         if (port >= 0 && (ici->wired & (1u << port)) &&
             tsr_link_state(ici->port[port].link) == TSR_ICI_STATE_UP &&
-            !send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, a, NULL, 0)) {
+            !send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, a, NULL, NULL, 0)) {
             return;
         }
         /* Sent, or its way is down: its requester fails with LINK_DOWN. */
@@ -494,7 +511,7 @@ static void answer(TsrIci *ici, struct tsr_ici_msg *ans)
     }
     flush_answers(ici);
     if (!ici->pending_count &&
-        send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, ans, NULL, 0)) {
+        send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, ans, NULL, NULL, 0)) {
         return;
     }
     if (ici->pending_count == ICI_PENDING_ANSWERS) {
@@ -561,7 +578,8 @@ static bool deliver(void *opaque, unsigned int vc, const void *payload,
     }
     /* In transit: on to the next chip, untouched. */
     return send_msg(ici, port, in_dim, vc, &m,
-                    (const uint8_t *)payload + sizeof(m), transit_order(m.src));
+                    (const uint8_t *)payload + sizeof(m), NULL,
+                    transit_order(m.src));
 }
 
 static size_t wire_write(void *opaque, const void *buf, size_t len)
@@ -600,12 +618,22 @@ static const TsrLinkOps ici_link_ops = {
 static void settle(TsrIci *ici)
 {
     uint64_t now = now_ns();
-    unsigned int p;
+    unsigned int p, vc;
 
     flush_answers(ici);
     for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
-        if (ici->port[p].link) {
-            tsr_link_rx_ready(ici->port[p].link, now);
+        IciPort *port = &ici->port[p];
+
+        if (!port->link) {
+            continue;
+        }
+        tsr_link_rx_ready(port->link, now);
+        for (vc = 0; vc < TSR_ICI_VCS; vc++) {
+            if (port->room_waiters[vc] &&
+                (tsr_link_half_empty(port->link, vc) ||
+                 tsr_link_state(port->link) != TSR_ICI_STATE_UP)) {
+                pthread_cond_broadcast(&port->room);
+            }
         }
     }
     pthread_cond_broadcast(&ici->cond);
@@ -626,16 +654,25 @@ TsrIci *tsr_ici_new(TsrCore *core, const TsrSlice *slice)
     if (!ici) {
         return NULL;
     }
+    pthread_mutex_init(&ici->lock, NULL);
+    pthread_cond_init(&ici->cond, NULL);
+    for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
+        pthread_cond_init(&ici->port[p].room, NULL);
+    }
     ici->pending = calloc(ICI_PENDING_ANSWERS, sizeof(*ici->pending));
-    if (!ici->pending) {
-        free(ici);
+    for (p = 0; p < TSR_MAX_QUEUES; p++) {
+        ici->stage[p] = tsr_link_buf_new();
+        if (!ici->stage[p]) {
+            break;
+        }
+    }
+    if (!ici->pending || p < TSR_MAX_QUEUES) {
+        tsr_ici_free(ici);
         return NULL;
     }
     ici->core = core;
     ici->slice = *slice;
     ici->retransmit_ns = ICI_RETRANSMIT_NS;
-    pthread_mutex_init(&ici->lock, NULL);
-    pthread_cond_init(&ici->cond, NULL);
     for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
         ici->port[p].ici = ici;
         ici->port[p].index = p;
@@ -652,6 +689,10 @@ void tsr_ici_free(TsrIci *ici)
     }
     for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
         tsr_link_free(ici->port[p].link);
+        pthread_cond_destroy(&ici->port[p].room);
+    }
+    for (p = 0; p < TSR_MAX_QUEUES; p++) {
+        tsr_link_buf_free(ici->stage[p]);
     }
     pthread_cond_destroy(&ici->cond);
     pthread_mutex_destroy(&ici->lock);
@@ -1094,8 +1135,8 @@ static IciReq *req_get(TsrIci *ici, unsigned int q)
     return NULL;
 }
 
-/* Wait on the lock's condition for a little, then look again. */
-static void wait_a_little(TsrIci *ici)
+/* Wait on @cond, under the lock, for a little; then look again. */
+static void wait_a_little(TsrIci *ici, pthread_cond_t *cond)
 {
     struct timespec until;
 
@@ -1105,17 +1146,19 @@ static void wait_a_little(TsrIci *ici)
         until.tv_sec++;
         until.tv_nsec -= 1000000000;
     }
-    pthread_cond_timedwait(&ici->cond, &ici->lock, &until);
+    pthread_cond_timedwait(cond, &ici->lock, &until);
 }
 
 /*
- * Send one chunk; under the lock.  Waits while the channel is full; fails
- * with LINK_DOWN if the way goes down, ABORTED if the job is reset.
+ * Send one chunk, sealed in *@staged with its data at @data; under the
+ * lock.  Waits while the channel is full; fails with LINK_DOWN if the way
+ * goes down, ABORTED if the job is reset.
  */
 static uint32_t send_chunk(TsrIci *ici, TsrMem *mem, struct tsr_ici_msg *m,
-                           const uint8_t *data)
+                           TsrLinkBuf **staged, const uint8_t *data)
 {
     uint32_t err = TSR_ERR_NONE;
+    unsigned int vc;
 
     for (;;) {
         int port = route(ici, m->dst, m->flags & TSR_ICI_MSG_MINUS, &err);
@@ -1129,7 +1172,8 @@ static uint32_t send_chunk(TsrIci *ici, TsrMem *mem, struct tsr_ici_msg *m,
         if (port == TSR_ROUTE_NONE) {
             return err;
         }
-        if (send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, m, data, mem->queue)) {
+        if (send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, m, NULL, staged,
+                     mem->queue)) {
             return TSR_ERR_NONE;
         }
         pthread_mutex_unlock(&ici->lock);
@@ -1138,7 +1182,11 @@ static uint32_t send_chunk(TsrIci *ici, TsrMem *mem, struct tsr_ici_msg *m,
             return TSR_ERR_ABORTED;
         }
         pthread_mutex_lock(&ici->lock);
-        wait_a_little(ici);
+        vc = tsr_route_vc(&ici->slice.topo, ici->slice.coords, port,
+                          TSR_ICI_MAX_DIMS, 0);
+        ici->port[port].room_waiters[vc]++;
+        wait_a_little(ici, &ici->port[port].room);
+        ici->port[port].room_waiters[vc]--;
     }
 }
 
@@ -1213,7 +1261,7 @@ static uint32_t settle_queue(TsrIci *ici, TsrMem *mem, unsigned int keep)
             return TSR_ERR_ABORTED;
         }
         pthread_mutex_lock(&ici->lock);
-        wait_a_little(ici);
+        wait_a_little(ici, &ici->cond);
     }
 }
 
@@ -1247,8 +1295,8 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
 {
     TsrIci *ici = mem->core->ici;
     uint64_t total, row, done, start, left;
-    uint8_t data[TSR_ICI_MSG_MAX_DATA];
-    const uint8_t *src;
+    TsrLinkBuf **stage = &ici->stage[mem->queue];
+    uint8_t *data;
     uint32_t err = write_check(c, &total);
     struct tsr_ici_msg m = {
         .type = TSR_ICI_MSG_WRITE, .window = c->window, .key = c->key,
@@ -1316,22 +1364,23 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
             if (done + n == c->row_bytes && row + 1 >= c->rows) {
                 m.flags |= TSR_ICI_MSG_LAST;
             }
+            /* The chunk is built without the lock (see TsrIci.stage). */
             pthread_mutex_unlock(&ici->lock);
-            src = data;
+            data = tsr_link_buf_data(*stage) + sizeof(m);
             if (n) {
                 uint64_t va = c->src + row * c->src_stride + done;
+                const void *view = tsr_mem_read_view(mem, va, n);
 
-                /* Straight from HBM to the link when it lies in one run. */
-                src = tsr_mem_read_view(mem, va, n);
-                if (!src) {
-                    src = data;
-                    err = tsr_mem_read(mem, va, data, n) ? mem->error
-                                                         : TSR_ERR_NONE;
+                if (view) {
+                    memcpy(data, view, n);
+                } else if (tsr_mem_read(mem, va, data, n)) {
+                    err = mem->error;
                 }
             }
+            tsr_link_buf_seal(*stage, sizeof(m), sizeof(m) + n);
             pthread_mutex_lock(&ici->lock);
             if (!err) {
-                err = send_chunk(ici, mem, &m, src);
+                err = send_chunk(ici, mem, &m, stage, data);
             }
             if (!err && port >= 0) {
                 left = tsr_max(left, m.arrival - hop_cycles(ici));

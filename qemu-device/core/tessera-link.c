@@ -29,6 +29,9 @@ _Static_assert(HDR_SIZE == 28, "the ICI frame header is 28 bytes");
 
 /* ------------------------------------------------------------- CRC32C */
 
+/* Castagnoli's polynomial, bit-reflected. */
+#define CRC32C_POLY 0x82f63b78u
+
 static uint32_t crc32c_table[256];
 
 /*
@@ -42,6 +45,7 @@ static uint32_t crc32c_table[256];
 #define CRC32C_BLOCK 1024
 static uint32_t crc32c_shift[4][256];
 static pthread_once_t crc32c_once = PTHREAD_ONCE_INIT;
+static void crc32c_combine_init(void);
 
 /* Un-inverted state @c run through @n zero bytes, a byte at a time. */
 static uint32_t crc32c_zeros(uint32_t c, size_t n)
@@ -59,7 +63,7 @@ static void crc32c_init(void)
     for (i = 0; i < 256; i++) {
         c = i;
         for (j = 0; j < 8; j++) {
-            c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+            c = c & 1 ? (c >> 1) ^ CRC32C_POLY : c >> 1;
         }
         crc32c_table[i] = c;
     }
@@ -68,6 +72,7 @@ static void crc32c_init(void)
             crc32c_shift[i][j] = crc32c_zeros(j << (8 * i), CRC32C_BLOCK);
         }
     }
+    crc32c_combine_init();
 }
 
 #if defined(__x86_64__)
@@ -129,6 +134,60 @@ uint32_t tsr_crc32c(uint32_t crc, const void *buf, size_t len)
     return ~crc;
 }
 
+/*
+ * Joining two CRCs: crc(A B) = crc(A) x^(8 |B|) + crc(B), mod P, for the
+ * conditioned (inverted) CRCs as well, since the conditioning of A's end
+ * and B's start cancel.  Polynomials are bit-reflected, as the CRC state
+ * is: bit 31 is x^0.
+ */
+static uint32_t crc32c_x8n[32];     /* x^(8 * 2^k) mod P */
+
+static uint32_t crc32c_mul(uint32_t a, uint32_t b)
+{
+    uint32_t m, p = 0;
+
+    for (m = 1u << 31; m; m >>= 1) {
+        if (a & m) {
+            p ^= b;
+        }
+        b = b & 1 ? (b >> 1) ^ CRC32C_POLY : b >> 1;
+    }
+    return p;
+}
+
+static void crc32c_combine_init(void)
+{
+    unsigned int k;
+
+    crc32c_x8n[0] = 1u << (31 - 8);
+    for (k = 1; k < 32; k++) {
+        crc32c_x8n[k] = crc32c_mul(crc32c_x8n[k - 1], crc32c_x8n[k - 1]);
+    }
+}
+
+uint32_t tsr_crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b)
+{
+    /* A thread joins parts of one length over and over: keep its shift. */
+    static __thread size_t last_len;
+    static __thread uint32_t last_shift = 1u << 31;     /* x^0 */
+    uint32_t shift = 1u << 31;
+    size_t n = len_b;
+    unsigned int k;
+
+    if (len_b == last_len) {
+        return crc32c_mul(last_shift, crc_a) ^ crc_b;
+    }
+    pthread_once(&crc32c_once, crc32c_init);
+    for (k = 0; n; k++, n >>= 1) {
+        if (n & 1) {
+            shift = crc32c_mul(shift, crc32c_x8n[k]);
+        }
+    }
+    last_len = len_b;
+    last_shift = shift;
+    return crc32c_mul(shift, crc_a) ^ crc_b;
+}
+
 /* ------------------------------------------------------------ helpers */
 
 static bool seq_lt(uint32_t a, uint32_t b)
@@ -141,42 +200,58 @@ static bool seq_le(uint32_t a, uint32_t b)
     return (int32_t)(a - b) <= 0;
 }
 
-typedef struct Payload {
+/*
+ * A payload: in a send queue, the replay ring, the receive hold, or a
+ * user's hands (tsr_link_buf_new()).
+ */
+struct TsrLinkBuf {
     uint16_t len;
     uint8_t vc;
+    /* Sealed by a user: the first @head bytes are still to be written. */
+    uint16_t head;
+    /* Of data[head, len) once sealed; of all of it once queued. */
+    uint32_t crc;
     uint8_t data[TSR_ICI_MAX_PAYLOAD];
-} Payload;
+};
 
 /*
- * @count payload buffers in one block, and a slot pointing at each.  The
- * slots of the send queues and of the replay ring trade buffers rather
- * than copy 32 KiB payloads (see admit_one()), so a buffer may end up in
- * another block's slots; the blocks are only for freeing.
+ * @count slots, each holding a payload buffer of its own.  The send
+ * queues, the replay ring and users' buffers trade buffers rather than
+ * copy 32 KiB payloads (see admit_one() and tsr_link_send_buf()), so a
+ * buffer may end up in another's slot; each is always in exactly one, and
+ * is freed from there.
  */
 typedef struct Slots {
-    Payload **slot;
-    Payload *store;
+    TsrLinkBuf **slot;
+    unsigned int count;
 } Slots;
 
 static bool slots_init(Slots *s, unsigned int count)
 {
     unsigned int i;
 
+    s->count = count;
     s->slot = calloc(count, sizeof(*s->slot));
-    s->store = calloc(count, sizeof(*s->store));
-    if (!s->slot || !s->store) {
+    if (!s->slot) {
         return false;
     }
     for (i = 0; i < count; i++) {
-        s->slot[i] = &s->store[i];
+        s->slot[i] = malloc(sizeof(TsrLinkBuf));
+        if (!s->slot[i]) {
+            return false;
+        }
     }
     return true;
 }
 
 static void slots_free(Slots *s)
 {
+    unsigned int i;
+
+    for (i = 0; s->slot && i < s->count; i++) {
+        free(s->slot[i]);
+    }
     free(s->slot);
-    free(s->store);
 }
 
 /* A FIFO of payloads. */
@@ -194,14 +269,19 @@ static bool fifo_init(Fifo *f, unsigned int cap)
     return slots_init(&f->s, cap);
 }
 
-static Payload *fifo_front(Fifo *f)
+static TsrLinkBuf *fifo_front(Fifo *f)
 {
     return f->s.slot[f->head];
 }
 
-static Payload *fifo_push(Fifo *f)
+static TsrLinkBuf **fifo_push_slot(Fifo *f)
 {
-    return f->s.slot[(f->head + f->count++) % f->cap];
+    return &f->s.slot[(f->head + f->count++) % f->cap];
+}
+
+static TsrLinkBuf *fifo_push(Fifo *f)
+{
+    return *fifo_push_slot(f);
 }
 
 static void fifo_pop(Fifo *f)
@@ -370,14 +450,14 @@ static void wbuf_put(TsrLink *link, const void *p, size_t len)
  * waits in wbuf.
  */
 static void emit(TsrLink *link, uint8_t type, uint8_t flags, uint32_t seq,
-                 const void *payload, uint16_t len, bool first, uint64_t now)
+                 const void *payload, uint16_t len, uint32_t crc, bool first,
+                 uint64_t now)
 {
     struct tsr_ici_frame_hdr h = {
         .magic = TSR_ICI_FRAME_MAGIC, .type = type, .flags = flags,
         .len = len, .seq = seq, .ack = link->rcv_next,
     };
     size_t total = HDR_SIZE + (len ? len + CRC_SIZE : 0);
-    uint32_t crc = len ? tsr_crc32c(0, payload, len) : 0;
     const struct iovec piece[3] = {
         { .iov_base = &h, .iov_len = HDR_SIZE },
         { .iov_base = (void *)payload, .iov_len = len },
@@ -444,7 +524,8 @@ static void send_train(TsrLink *link, uint64_t now)
 
     memcpy(t.coords, link->cfg.self.coords, sizeof(t.coords));
     if (wire_has_room(link)) {
-        emit(link, TSR_ICI_FRAME_TRAIN, 0, 0, &t, sizeof(t), false, now);
+        emit(link, TSR_ICI_FRAME_TRAIN, 0, 0, &t, sizeof(t),
+             tsr_crc32c(0, &t, sizeof(t)), false, now);
     }
     link->train_deadline = now + link->cfg.retransmit_ns;
     wire_flush(link, now);
@@ -452,7 +533,7 @@ static void send_train(TsrLink *link, uint64_t now)
 
 /* ------------------------------------------------------------ sending */
 
-static Payload **ring_slot(TsrLink *link, uint32_t seq)
+static TsrLinkBuf **ring_slot(TsrLink *link, uint32_t seq)
 {
     return &link->ring.slot[seq & (link->cfg.window - 1)];
 }
@@ -460,7 +541,7 @@ static Payload **ring_slot(TsrLink *link, uint32_t seq)
 /* Move one queued payload into the ring, if room and credit allow. */
 static bool admit_one(TsrLink *link)
 {
-    Payload **slot, *free_buf;
+    TsrLinkBuf **slot, *free_buf;
     unsigned int i;
 
     if (link->snd_end - link->snd_una >= link->cfg.window) {
@@ -517,9 +598,9 @@ static void pump(TsrLink *link, uint64_t now)
     while (link->state == TSR_ICI_STATE_UP && wire_has_room(link)) {
         if (link->nak_due) {
             link->nak_due = false;
-            emit(link, TSR_ICI_FRAME_NAK, 0, 0, NULL, 0, false, now);
+            emit(link, TSR_ICI_FRAME_NAK, 0, 0, NULL, 0, 0, false, now);
         } else if (link->snd_nxt != link->snd_end) {
-            Payload *p = *ring_slot(link, link->snd_nxt);
+            TsrLinkBuf *p = *ring_slot(link, link->snd_nxt);
             bool first = !seq_lt(link->snd_nxt, link->snd_max);
 
             if (first) {
@@ -528,13 +609,13 @@ static void pump(TsrLink *link, uint64_t now)
                 link->cnt.replays++;
             }
             emit(link, TSR_ICI_FRAME_DATA, p->vc ? TSR_ICI_FRAME_VC1 : 0,
-                 link->snd_nxt++, p->data, p->len, first, now);
+                 link->snd_nxt++, p->data, p->len, p->crc, first, now);
             if (!link->rto_deadline) {
                 link->rto_deadline = now + rto(link);
             }
         } else if (!admit_one(link)) {
             if (link->ack_due) {
-                emit(link, TSR_ICI_FRAME_ACK, 0, 0, NULL, 0, false, now);
+                emit(link, TSR_ICI_FRAME_ACK, 0, 0, NULL, 0, 0, false, now);
             }
             break;
         }
@@ -611,7 +692,7 @@ static void deliver_held(TsrLink *link, unsigned int vc)
     Fifo *q = &link->held[vc];
 
     while (q->count) {
-        Payload *p = fifo_front(q);
+        TsrLinkBuf *p = fifo_front(q);
 
         if (!link->ops->deliver(link->opaque, vc, p->data, p->len)) {
             return;
@@ -635,7 +716,7 @@ static void take_data(TsrLink *link, const struct tsr_ici_frame_hdr *h,
 {
     unsigned int vc = h->flags & TSR_ICI_FRAME_VC1 ? 1 : 0;
     Fifo *q = &link->held[vc];
-    Payload *p;
+    TsrLinkBuf *p;
 
     if (h->seq != link->rcv_next) {
         link->cnt.seq_errors++;
@@ -1029,7 +1110,7 @@ int tsr_link_sendv(TsrLink *link, unsigned int vc, const struct iovec *iov,
 {
     size_t len = 0;
     unsigned int i;
-    Payload *p;
+    TsrLinkBuf *p;
 
     for (i = 0; i < iovcnt; i++) {
         if (iov[i].iov_len > TSR_ICI_MAX_PAYLOAD - len) {
@@ -1048,6 +1129,57 @@ int tsr_link_sendv(TsrLink *link, unsigned int vc, const struct iovec *iov,
             memcpy(p->data + len, iov[i].iov_base, iov[i].iov_len);
         }
     }
+    p->crc = tsr_crc32c(0, p->data, p->len);
+    pump(link, now);
+    return 0;
+}
+
+TsrLinkBuf *tsr_link_buf_new(void)
+{
+    return calloc(1, sizeof(TsrLinkBuf));
+}
+
+void tsr_link_buf_free(TsrLinkBuf *b)
+{
+    free(b);
+}
+
+uint8_t *tsr_link_buf_data(TsrLinkBuf *b)
+{
+    return b->data;
+}
+
+int tsr_link_buf_seal(TsrLinkBuf *b, size_t head, size_t len)
+{
+    if (!len || len > TSR_ICI_MAX_PAYLOAD || head > len) {
+        return -1;
+    }
+    b->len = len;
+    b->head = head;
+    b->crc = tsr_crc32c(0, b->data + head, len - head);
+    return 0;
+}
+
+int tsr_link_send_buf(TsrLink *link, unsigned int vc, TsrLinkBuf **b,
+                      const void *head, uint64_t now)
+{
+    TsrLinkBuf *p = *b, **slot;
+
+    if (!p->len || !tsr_link_can_send(link, vc)) {
+        return -1;
+    }
+    if (p->head) {
+        memcpy(p->data, head, p->head);
+        p->crc = tsr_crc32c_combine(tsr_crc32c(0, p->data, p->head), p->crc,
+                                    p->len - p->head);
+    }
+    p->head = 0;
+    p->vc = vc;
+    /* The queue's slot is free: trade buffers. */
+    slot = fifo_push_slot(&link->txq[vc]);
+    *b = *slot;
+    (*b)->len = 0;
+    *slot = p;
     pump(link, now);
     return 0;
 }
@@ -1063,6 +1195,12 @@ int tsr_link_send(TsrLink *link, unsigned int vc, const void *payload,
 bool tsr_link_can_send(const TsrLink *link, unsigned int vc)
 {
     return vc < TSR_ICI_VCS && link->txq[vc].count < link->txq[vc].cap;
+}
+
+bool tsr_link_half_empty(const TsrLink *link, unsigned int vc)
+{
+    return vc < TSR_ICI_VCS &&
+           2 * link->txq[vc].count <= link->txq[vc].cap;
 }
 
 unsigned int tsr_link_pending(const TsrLink *link)
@@ -1116,7 +1254,7 @@ void tsr_link_poll(TsrLink *link, uint64_t now)
         link->probe_deadline = 0;
         if (credit_stalled(link) && !link->wlen) {
             emit(link, TSR_ICI_FRAME_ACK, TSR_ICI_FRAME_PROBE, 0, NULL, 0,
-                 false, now);
+                 0, false, now);
         }
     }
     pump(link, now);

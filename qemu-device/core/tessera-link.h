@@ -41,6 +41,8 @@ typedef struct TsrLink TsrLink;
 
 /* CRC32C (Castagnoli), as in iSCSI and ext4: check value 0xe3069283. */
 uint32_t tsr_crc32c(uint32_t crc, const void *buf, size_t len);
+/* CRC32C of bytes A then B, from crc(A), crc(B) and B's length. */
+uint32_t tsr_crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b);
 
 /* Who is at one end of a link. */
 typedef struct TsrLinkId {
@@ -166,8 +168,35 @@ int tsr_link_send(TsrLink *link, unsigned int vc, const void *payload,
 /* The same, the payload gathered from @iovcnt pieces. */
 int tsr_link_sendv(TsrLink *link, unsigned int vc, const struct iovec *iov,
                    unsigned int iovcnt, uint64_t now);
+/*
+ * A payload built outside the link, without the lock that guards it:
+ * write it at tsr_link_buf_data(), seal it (which takes its CRC), then
+ * tsr_link_send_buf() queues it without a copy, writing the first @head
+ * bytes only then (a message header that must be completed under the
+ * lock).  The buffer is traded for an empty one of the link's.
+ */
+typedef struct TsrLinkBuf TsrLinkBuf;
+
+TsrLinkBuf *tsr_link_buf_new(void);
+void tsr_link_buf_free(TsrLinkBuf *b);
+/* TSR_ICI_MAX_PAYLOAD bytes. */
+uint8_t *tsr_link_buf_data(TsrLinkBuf *b);
+/*
+ * The payload is @len bytes (1 to TSR_ICI_MAX_PAYLOAD), of which bytes
+ * @head on are written; -1 if the sizes are wrong.
+ */
+int tsr_link_buf_seal(TsrLinkBuf *b, size_t head, size_t len);
+/*
+ * Queue sealed *@b on @vc, its first bytes copied from @head; *@b becomes
+ * an empty buffer to build the next payload in.  -1 (nothing queued, *@b
+ * kept) if it is not sealed or @vc has no room.
+ */
+int tsr_link_send_buf(TsrLink *link, unsigned int vc, TsrLinkBuf **b,
+                      const void *head, uint64_t now);
 /* Whether tsr_link_send() would take a payload on @vc now. */
 bool tsr_link_can_send(const TsrLink *link, unsigned int vc);
+/* Whether @vc's send queue is at most half full. */
+bool tsr_link_half_empty(const TsrLink *link, unsigned int vc);
 /* Payloads queued or unacknowledged. */
 unsigned int tsr_link_pending(const TsrLink *link);
 
