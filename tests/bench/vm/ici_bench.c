@@ -7,14 +7,14 @@
  *   chip 0   writes ITER transfers of 4 MiB to chip 1's window, each
  *            adding 1 to a semaphore there, as one job, untimed (both
  *            QEMUs warm up: first-time translation, socket buffers); then
- *            the same, timed, four times: without faults and with frames
+ *            the same, timed, eight times: without faults and with frames
  *            dropped at --drop-ppm on its port, in turns
  *   chip 1   opens the window and waits for every transfer
  *
  * Chip 0 prints "BENCH <name> <value> <unit>" lines: wall and modeled
- * bandwidth, the best of the two passes of each kind (a pass's wall
+ * bandwidth, the best of the four passes of each kind (a pass's wall
  * figure swings by a fifth on a busy 2-core host; taking each kind's
- * best of two passes in turns keeps the loss to drops from being the
+ * best of four passes in turns keeps the loss to drops from being the
  * host's doing).
  *
  * Copyright (C) 2026 The Tessera Authors
@@ -23,7 +23,7 @@
 
 #define XFER		(4u << 20)
 #define ITER		128	/* transfers per pass, unless --iter */
-#define PASSES		5	/* warm-up, then clean and with drops in turns */
+#define PASSES		9	/* warm-up, then clean and with drops in turns */
 #define WINDOW_ID	9
 #define WINDOW_KEY	0xbe4c4b1cull
 #define SEM		XFER
