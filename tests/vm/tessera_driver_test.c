@@ -1062,7 +1062,8 @@ static int stress_child(unsigned int id)
 	return 0;
 }
 
-TEST(four_processes_a_thousand_jobs_each)
+/* 4000 jobs: beyond the default 30 s on the debug kernel of a busy host. */
+TEST_F_TIMEOUT(drv, four_processes_a_thousand_jobs_each, 120)
 {
 	pid_t pids[STRESS_PROCS];
 	unsigned int i;
