@@ -42,7 +42,9 @@ TsrCore *tsr_core_new(const TsrConfig *cfg, uint8_t *hbm,
     }
     pthread_mutex_init(&core->sem_lock, NULL);
     pthread_mutex_init(&core->wake_lock, NULL);
-    pthread_cond_init(&core->sem_cond, NULL);
+    for (q = 0; q < TSR_MAX_QUEUES; q++) {
+        pthread_cond_init(&core->sem_waiter[q].cond, NULL);
+    }
     tsr_core_reset(core);
     core->counters[TSR_CNT_RESETS] = 0;
     return core;
@@ -53,7 +55,9 @@ void tsr_core_free(TsrCore *core)
     unsigned int q;
 
     if (core) {
-        pthread_cond_destroy(&core->sem_cond);
+        for (q = 0; q < TSR_MAX_QUEUES; q++) {
+            pthread_cond_destroy(&core->sem_waiter[q].cond);
+        }
         pthread_mutex_destroy(&core->wake_lock);
         tsr_ici_free(core->ici);
         pthread_mutex_destroy(&core->sem_lock);
@@ -116,10 +120,42 @@ void tsr_core_reset(TsrCore *core)
     tsr_core_wake_waiters(core);
 }
 
+/* Every queue waiting on a semaphore looks again: a reset, a fatal error. */
 void tsr_core_wake_waiters(TsrCore *core)
 {
+    unsigned int q;
+
     pthread_mutex_lock(&core->wake_lock);
-    pthread_cond_broadcast(&core->sem_cond);
+    for (q = 0; q < TSR_MAX_QUEUES; q++) {
+        if (core->sem_waiter[q].waiting) {
+            core->sem_waiter[q].woken = true;
+            core->sem_waiter[q].wakeups++;
+            pthread_cond_signal(&core->sem_waiter[q].cond);
+        }
+    }
+    pthread_mutex_unlock(&core->wake_lock);
+}
+
+/*
+ * The semaphore at @va of @context changed: the queues waiting on it look
+ * again, and no other.  (A semaphore reached through another mapping of
+ * its page is seen by the waiters' polling, as a CPU's write is.)
+ */
+void tsr_core_wake_sem(TsrCore *core, uint32_t context, uint64_t va)
+{
+    unsigned int q;
+
+    pthread_mutex_lock(&core->wake_lock);
+    for (q = 0; q < TSR_MAX_QUEUES; q++) {
+        TsrSemWaiter *w = &core->sem_waiter[q];
+
+        if (w->waiting && w->context == context &&
+            (w->va == va || w->abort_va == va)) {
+            w->woken = true;
+            w->wakeups++;
+            pthread_cond_signal(&w->cond);
+        }
+    }
     pthread_mutex_unlock(&core->wake_lock);
 }
 

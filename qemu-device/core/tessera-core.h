@@ -163,6 +163,18 @@ typedef struct TsrFaults {
 void tsr_core_get_faults(TsrCore *core, TsrFaults *faults);
 /* Replace the injected faults; kicks queues a hang no longer holds. */
 void tsr_core_set_faults(TsrCore *core, const TsrFaults *faults);
+/*
+ * For tests: semaphore waits re-read memory every @ns instead of the
+ * chip's 200 us doubling up to 10 ms (0 restores that); an hour shows
+ * that a wait ended on its signal, not on a re-read.
+ */
+void tsr_core_set_sem_poll(TsrCore *core, uint64_t ns);
+/*
+ * For tests: whether queue @queue's job sleeps in a semaphore wait now,
+ * and how often its waits were woken so far.
+ */
+void tsr_core_sem_waiter(TsrCore *core, unsigned int queue, bool *sleeping,
+                         uint64_t *wakeups);
 /* A fatal error: every queue stops and STATUS says FATAL until reset. */
 void tsr_core_raise_fatal(TsrCore *core);
 

@@ -450,7 +450,7 @@ static uint32_t apply_write(TsrIci *ici, const struct tsr_ici_msg *m,
                                    false, m->sem_add, m->arrival);
     }
     pthread_mutex_unlock(&core->sem_lock);
-    tsr_core_wake_waiters(core);
+    tsr_core_wake_sem(core, w.context, w.va + m->sem_offset);
     return mem.error ? refuse(ici, m, TSR_ICI_VIOL_FAULT) : TSR_ERR_NONE;
 }
 

@@ -59,6 +59,18 @@ typedef struct TsrQueue {
     uint64_t clock;
 } TsrQueue;
 
+/* A queue waiting on a semaphore; the core's wake_lock. */
+typedef struct TsrSemWaiter {
+    pthread_cond_t cond;
+    bool waiting;
+    bool woken;                 /* since the queue last looked */
+    bool sleeping;
+    uint64_t wakeups;           /* for tests */
+    uint32_t context;
+    uint64_t va;
+    uint64_t abort_va;          /* 0: none */
+} TsrSemWaiter;
+
 /* Counters, in the order of the counters block. */
 enum {
     TSR_CNT_MXU_BUSY,
@@ -146,12 +158,17 @@ struct TsrCore {
     } sem_times[TSR_SEM_TIMES];
     unsigned int sem_times_next;
     /*
-     * sem_cond wakes queues waiting on a semaphore: after a signal, a
-     * reset or a fatal error.  wake_lock is held only around the wait and
-     * the broadcast, never across a transfer.
+     * The queues waiting on a semaphore (tessera-sync.c), each on its own
+     * condition: a signal wakes only those waiting on the semaphore it
+     * changed (or on it as their abort semaphore), a reset or a fatal
+     * error all of them.  A waiter is registered before it first reads
+     * the semaphore and sleeps only while not @woken since it last looked,
+     * so no wake-up falls between its reading and its sleeping.
+     * wake_lock is held only around these, never across a transfer.
      */
     pthread_mutex_t wake_lock;
-    pthread_cond_t sem_cond;
+    TsrSemWaiter sem_waiter[TSR_MAX_QUEUES];
+    uint64_t sem_poll_ns;           /* tsr_core_set_sem_poll(); 0: own */
 
     /* The ICI ports, windows and remote writes; its own lock. */
     TsrIci *ici;
@@ -209,6 +226,7 @@ void tsr_core_guest_error(TsrCore *core, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Wake every job waiting on a semaphore; call without sem_lock held. */
 void tsr_core_wake_waiters(TsrCore *core);
+void tsr_core_wake_sem(TsrCore *core, uint32_t context, uint64_t va);
 
 /*
  * A queue's job should stop: the queue or the chip was reset, the queue

@@ -7,6 +7,7 @@
  * Copyright (C) 2026 The Tessera Authors
  */
 
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
@@ -28,6 +29,11 @@
 #define TSR_SEM_POLL_MAX_NS 10000000
 
 /* ------------------------------------------------------- semaphores */
+
+void tsr_core_set_sem_poll(TsrCore *core, uint64_t ns)
+{
+    core->sem_poll_ns = ns;
+}
 
 /* Semaphores and TIMESTAMP: no flags, and one 8-byte aligned address. */
 static uint32_t va_command_check(const struct tsr_cmd_header *h, uint64_t va)
@@ -177,26 +183,72 @@ uint32_t tsr_cmd_sem_update(TsrMem *mem, const struct tsr_cmd_sem *c,
                                    tsr_cost_now(cost));
     }
     pthread_mutex_unlock(&core->sem_lock);
-    tsr_core_wake_waiters(core);
+    tsr_core_wake_sem(core, mem->context, c->va);
     return mem->error;
 }
 
 /*
- * Wait until the semaphore at @va is >= @value, or, with an @abort_va,
- * fail once the semaphore there is not zero.
+ * Sleep until @w is woken or @poll_ns have passed; false on the timeout.
+ * Not at all if it was woken since it last looked.
  */
-static uint32_t sem_wait(TsrMem *mem, uint64_t va, uint64_t value,
-                         uint64_t abort_va, TsrCost *cost)
+static bool sem_sleep(TsrCore *core, TsrSemWaiter *w, uint64_t poll_ns)
+{
+    struct timespec until;
+    bool woken;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += poll_ns / 1000000000;
+    until.tv_nsec += poll_ns % 1000000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_nsec -= 1000000000;
+        until.tv_sec++;
+    }
+    pthread_mutex_lock(&core->wake_lock);
+    w->sleeping = true;
+    while (!w->woken) {
+        if (pthread_cond_timedwait(&w->cond, &core->wake_lock, &until) ==
+            ETIMEDOUT) {
+            break;
+        }
+    }
+    w->sleeping = false;
+    woken = w->woken;
+    w->woken = false;
+    pthread_mutex_unlock(&core->wake_lock);
+    return woken;
+}
+
+void tsr_core_sem_waiter(TsrCore *core, unsigned int queue, bool *sleeping,
+                         uint64_t *wakeups)
+{
+    *sleeping = false;
+    *wakeups = 0;
+    if (queue < TSR_MAX_QUEUES) {
+        pthread_mutex_lock(&core->wake_lock);
+        *sleeping = core->sem_waiter[queue].sleeping;
+        *wakeups = core->sem_waiter[queue].wakeups;
+        pthread_mutex_unlock(&core->wake_lock);
+    }
+}
+
+/*
+ * Wait until the semaphore at @va is >= @value, or, with an @abort_va,
+ * fail once the semaphore there is not zero; on the queue's own
+ * condition, which only a signal of either semaphore, a reset or a fatal
+ * error wakes (tsr_core_wake_sem()).
+ */
+static uint32_t sem_wait_loop(TsrMem *mem, uint64_t va, uint64_t value,
+                              uint64_t abort_va, TsrCost *cost)
 {
     TsrCore *core = mem->core;
-    long poll_ns = TSR_SEM_POLL_MIN_NS;
+    uint64_t poll_ns = core->sem_poll_ns ? core->sem_poll_ns :
+                       TSR_SEM_POLL_MIN_NS;
+    uint64_t poll_max = core->sem_poll_ns ? core->sem_poll_ns :
+                        TSR_SEM_POLL_MAX_NS;
     uint32_t err;
     uint64_t v;
 
-    cost->other += TSR_SEM_CYCLES;
     for (;;) {
-        struct timespec until;
-
         if (abort_va) {
             if (tsr_mem_read(mem, abort_va, &v, sizeof(v))) {
                 return mem->error;
@@ -226,21 +278,37 @@ static uint32_t sem_wait(TsrMem *mem, uint64_t va, uint64_t value,
         if (err) {
             return err;
         }
-        /* Woken by another queue's signal, or re-read for the CPU's. */
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += poll_ns;
-        if (until.tv_nsec >= 1000000000) {
-            until.tv_nsec -= 1000000000;
-            until.tv_sec++;
-        }
-        pthread_mutex_lock(&core->wake_lock);
-        if (pthread_cond_timedwait(&core->sem_cond, &core->wake_lock,
-                                   &until) == ETIMEDOUT &&
-            poll_ns < TSR_SEM_POLL_MAX_NS) {
+        /* Woken by a signal, or re-read for the CPU's. */
+        if (!sem_sleep(core, &core->sem_waiter[mem->queue], poll_ns) &&
+            poll_ns < poll_max) {
             poll_ns *= 2;
         }
-        pthread_mutex_unlock(&core->wake_lock);
     }
+}
+
+static uint32_t sem_wait(TsrMem *mem, uint64_t va, uint64_t value,
+                         uint64_t abort_va, TsrCost *cost)
+{
+    TsrCore *core = mem->core;
+    TsrSemWaiter *w;
+    uint32_t err;
+
+    cost->other += TSR_SEM_CYCLES;
+    /* Commands run on the hardware queues only. */
+    assert(mem->queue < TSR_MAX_QUEUES);
+    w = &core->sem_waiter[mem->queue];
+    pthread_mutex_lock(&core->wake_lock);
+    w->waiting = true;
+    w->woken = false;
+    w->context = mem->context;
+    w->va = va;
+    w->abort_va = abort_va;
+    pthread_mutex_unlock(&core->wake_lock);
+    err = sem_wait_loop(mem, va, value, abort_va, cost);
+    pthread_mutex_lock(&core->wake_lock);
+    w->waiting = false;
+    pthread_mutex_unlock(&core->wake_lock);
+    return err;
 }
 
 uint32_t tsr_cmd_sem_wait(TsrMem *mem, const struct tsr_cmd_sem *c,

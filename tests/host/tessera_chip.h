@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "drm/tessera_chip.h"
 #include "tessera-core.h"
@@ -424,6 +425,29 @@ static inline void *run_queue(void *arg)
 
     tsr_core_queue_run(r->c->core, r->queue);
     return NULL;
+}
+
+/*
+ * Until queue @q's job sleeps in a semaphore wait: its wake-ups so far
+ * (tsr_core_sem_waiter()), or -1 if it did not within @ms.
+ */
+static inline int64_t chip_until_sem_sleeping(struct test_chip *c,
+                                              unsigned int q, int ms)
+{
+    struct timespec tick = { 0, 1000000 };
+    uint64_t wakeups;
+    bool sleeping;
+
+    for (;;) {
+        tsr_core_sem_waiter(c->core, q, &sleeping, &wakeups);
+        if (sleeping) {
+            return (int64_t)wakeups;
+        }
+        if (!ms--) {
+            return -1;
+        }
+        nanosleep(&tick, NULL);
+    }
 }
 
 #define HDR(op, type) ((struct tsr_cmd_header){ \

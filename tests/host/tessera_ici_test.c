@@ -999,4 +999,35 @@ TEST(a_sem_wait_on_the_target_ends_no_earlier_than_the_data_arrives)
 	slice_free(s);
 }
 
+/*
+ * A remote write's increment wakes the target's queue sleeping on that
+ * semaphore: with re-reads an hour apart, nothing else ends its wait.
+ */
+TEST(a_remote_increment_wakes_the_queue_sleeping_on_it)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	uint8_t dst[3] = { 1, 0, 0 };
+	struct tsr_cmd_sem wait = sem_wait_for(s->win[1] + (6 << 20), 1);
+	struct runner waiter = { b, 0 };
+	struct tsr_cmd_ici_write c;
+	struct tsr_completion *w;
+	pthread_t t;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	tsr_core_set_sem_poll(b->core, 3600ull * 1000000000);
+	w = chip_queue_job(b, 0, 1, &wait, sizeof(wait), 1);
+	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &waiter));
+	ASSERT_LE(0, chip_until_sem_sleeping(b, 0, 10000));
+	c = ici_write(dst, s->src[0], 0, 1, 4096);
+	c.hdr.flags = TSR_ICI_WRITE_SEM;
+	c.sem_offset = 6 << 20;
+	c.sem_add = 1;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(TSR_JOB_STATUS_DONE, w->status);
+	slice_free(s);
+}
+
 TEST_HARNESS_MAIN

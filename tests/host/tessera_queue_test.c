@@ -380,6 +380,69 @@ TEST_F(q, a_wait_on_one_queue_is_released_by_a_signal_on_another)
 	EXPECT_EQ(3, *(uint64_t *)host_ptr(self->c, sem));
 }
 
+/* A job on queue @q of context 1, run to its end; returns its record. */
+static struct tsr_completion *run_on_queue(struct test_chip *c, unsigned int q,
+					   const void *cmds, uint32_t len)
+{
+	static uint64_t fence = 1000;
+	struct tsr_completion *rec = chip_queue_job(c, q, 1, cmds, len, ++fence);
+
+	tsr_core_queue_run(c->core, q);
+	return rec;
+}
+
+/*
+ * Re-reads an hour apart: only a wake-up ends these waits, sent by a
+ * signal of the semaphore waited on or of the abort semaphore, and not by
+ * one of a semaphore next to them.
+ */
+TEST_F(q, a_signal_wakes_the_queue_sleeping_on_its_semaphore)
+{
+	uint64_t sem = chip_buffer(self->c, 1, 4096), abort_sem = sem + 8;
+	uint64_t other = sem + 16;
+	struct tsr_cmd_sem wait = {
+		HDR(TSR_OP_SEM_WAIT, struct tsr_cmd_sem), sem, 2 };
+	struct tsr_cmd_sem_wait_abort wait_abort = {
+		HDR(TSR_OP_SEM_WAIT_ABORT, struct tsr_cmd_sem_wait_abort),
+		sem, 100, abort_sem };
+	struct tsr_cmd_sem signals[3] = {
+		{ HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem), other, 1 },
+		{ HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem), sem, 1 },
+		{ HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem), sem, 1 },
+	};
+	struct tsr_cmd_sem abort_it = {
+		HDR(TSR_OP_SEM_SIGNAL, struct tsr_cmd_sem), abort_sem, 1 };
+	struct runner waiter = { self->c, 0 };
+	struct tsr_completion *w;
+	int64_t wakeups;
+	uint64_t now;
+	bool sleeping;
+	pthread_t t;
+
+	tsr_core_set_sem_poll(self->c->core, 3600ull * 1000000000);
+	w = chip_queue_job(self->c, 0, 1, &wait, sizeof(wait), 1);
+	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &waiter));
+	wakeups = chip_until_sem_sleeping(self->c, 0, 10000);
+	ASSERT_LE(0, wakeups);
+	/* The neighbour's signal leaves it alone. */
+	ASSERT_EQ(TSR_ERR_NONE,
+		  run_on_queue(self->c, 1, &signals[0], sizeof(signals[0]))->error);
+	tsr_core_sem_waiter(self->c->core, 0, &sleeping, &now);
+	EXPECT_EQ(wakeups, (int64_t)now);
+	ASSERT_EQ(TSR_ERR_NONE,
+		  run_on_queue(self->c, 1, &signals[1], 2 * sizeof(signals[1]))->error);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(TSR_JOB_STATUS_DONE, w->status);
+
+	w = chip_queue_job(self->c, 0, 1, &wait_abort, sizeof(wait_abort), 2);
+	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &waiter));
+	ASSERT_LE(0, chip_until_sem_sleeping(self->c, 0, 10000));
+	ASSERT_EQ(TSR_ERR_NONE,
+		  run_on_queue(self->c, 1, &abort_it, sizeof(abort_it))->error);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(TSR_ERR_PEER_ABORT, w->error);
+}
+
 TEST_F(q, an_abortable_wait_ends_when_satisfied_or_fails_once_aborted)
 {
 	uint64_t sem = chip_buffer(self->c, 1, 4096), abort_sem = sem + 8;
