@@ -392,6 +392,19 @@ static inline struct tsr_completion *chip_run(struct test_chip *c, const void *c
     return comp;
 }
 
+/* Run a job on queue @q of context 1 to its end; returns its record. */
+static inline struct tsr_completion *chip_run_on(struct test_chip *c,
+                                                 unsigned int q,
+                                                 const void *cmds,
+                                                 uint32_t len)
+{
+    static uint64_t fence = 1000;
+    struct tsr_completion *comp = chip_queue_job(c, q, 1, cmds, len, ++fence);
+
+    tsr_core_queue_run(c->core, q);
+    return comp;
+}
+
 /*
  * Run a job on queue 0 of context 1 with its trace (TSR_JOB_TRACE) at @va,
  * @size bytes; returns its record.

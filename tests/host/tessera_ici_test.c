@@ -743,17 +743,6 @@ static double hop_cycles(struct test_chip *c)
 	return cfg->ici_link_latency_ns * cfg->clock_mhz / 1000.0;
 }
 
-/* A job of @len bytes of commands on queue @q of chip @c, run to its end. */
-static struct tsr_completion *run_on(struct test_chip *c, unsigned int q,
-				     const void *cmds, size_t len)
-{
-	static uint64_t fence;
-	struct tsr_completion *rec = chip_queue_job(c, q, 1, cmds, len, ++fence);
-
-	tsr_core_queue_run(c->core, q);
-	return rec;
-}
-
 static struct tsr_cmd_sem sem_wait_for(uint64_t va, uint64_t value)
 {
 	return (struct tsr_cmd_sem){
@@ -839,7 +828,7 @@ TEST(a_link_shared_by_two_queues_serves_each_when_it_is_ready)
 		HDR(TSR_OP_DMA_FILL, struct tsr_cmd_dma), .src = 7, .dst = big,
 		.size = { 8 << 20, 1, 1 } };
 	late.w = ici_write(dst, s->src[0], 0, 1, 4 << 20);
-	l = run_on(a, 0, &late, sizeof(late));
+	l = chip_run_on(a, 0, &late, sizeof(late));
 	ASSERT_EQ(TSR_ERR_NONE, l->error);
 	ASSERT_LT(link_cycles(a, 1 << 20), l->end_cycle - l->start_cycle -
 					   link_cycles(a, 4 << 20));
@@ -848,9 +837,9 @@ TEST(a_link_shared_by_two_queues_serves_each_when_it_is_ready)
 	early.hdr.flags = TSR_ICI_WRITE_SEM;
 	early.sem_offset = 6 << 20;
 	early.sem_add = 1;
-	e = run_on(a, 1, &early, sizeof(early));
+	e = chip_run_on(a, 1, &early, sizeof(early));
 	ASSERT_EQ(TSR_ERR_NONE, e->error);
-	w = run_on(b, 0, &wait, sizeof(wait));
+	w = chip_run_on(b, 0, &wait, sizeof(wait));
 	ASSERT_EQ(TSR_ERR_NONE, w->error);
 	TH_LOG("64 KiB from cycle %llu arrived at %llu; the 4 MiB left from %llu",
 	       (unsigned long long)e->start_cycle,
@@ -881,13 +870,13 @@ TEST(a_link_shared_by_two_queues_serves_each_when_it_is_ready)
 		after.inc.hdr.flags = TSR_ICI_WRITE_SEM;
 		after.inc.sem_offset = 6 << 20;
 		after.inc.sem_add = 1;
-		l = run_on(a, 0, &marked, sizeof(marked));
+		l = chip_run_on(a, 0, &marked, sizeof(marked));
 		ASSERT_EQ(TSR_ERR_NONE, l->error);
-		e = run_on(a, 2, &after, sizeof(after));
+		e = chip_run_on(a, 2, &after, sizeof(after));
 		ASSERT_EQ(TSR_ERR_NONE, e->error);
 	}
 	wait.value = 2;
-	w = run_on(b, 1, &wait, sizeof(wait));
+	w = chip_run_on(b, 1, &wait, sizeof(wait));
 	ASSERT_EQ(TSR_ERR_NONE, w->error);
 	TH_LOG("the increment from cycle %llu arrived at %llu; the 4 MiB left by %llu",
 	       (unsigned long long)e->start_cycle,

@@ -380,17 +380,6 @@ TEST_F(q, a_wait_on_one_queue_is_released_by_a_signal_on_another)
 	EXPECT_EQ(3, *(uint64_t *)host_ptr(self->c, sem));
 }
 
-/* A job on queue @q of context 1, run to its end; returns its record. */
-static struct tsr_completion *run_on_queue(struct test_chip *c, unsigned int q,
-					   const void *cmds, uint32_t len)
-{
-	static uint64_t fence = 1000;
-	struct tsr_completion *rec = chip_queue_job(c, q, 1, cmds, len, ++fence);
-
-	tsr_core_queue_run(c->core, q);
-	return rec;
-}
-
 /*
  * Re-reads an hour apart: only a wake-up ends these waits, sent by a
  * signal of the semaphore waited on or of the abort semaphore, and not by
@@ -426,11 +415,11 @@ TEST_F(q, a_signal_wakes_the_queue_sleeping_on_its_semaphore)
 	ASSERT_LE(0, wakeups);
 	/* The neighbour's signal leaves it alone. */
 	ASSERT_EQ(TSR_ERR_NONE,
-		  run_on_queue(self->c, 1, &signals[0], sizeof(signals[0]))->error);
+		  chip_run_on(self->c, 1, &signals[0], sizeof(signals[0]))->error);
 	tsr_core_sem_waiter(self->c->core, 0, &sleeping, &now);
 	EXPECT_EQ(wakeups, (int64_t)now);
 	ASSERT_EQ(TSR_ERR_NONE,
-		  run_on_queue(self->c, 1, &signals[1], 2 * sizeof(signals[1]))->error);
+		  chip_run_on(self->c, 1, &signals[1], 2 * sizeof(signals[1]))->error);
 	ASSERT_EQ(0, pthread_join(t, NULL));
 	EXPECT_EQ(TSR_JOB_STATUS_DONE, w->status);
 
@@ -438,7 +427,7 @@ TEST_F(q, a_signal_wakes_the_queue_sleeping_on_its_semaphore)
 	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &waiter));
 	ASSERT_LE(0, chip_until_sem_sleeping(self->c, 0, 10000));
 	ASSERT_EQ(TSR_ERR_NONE,
-		  run_on_queue(self->c, 1, &abort_it, sizeof(abort_it))->error);
+		  chip_run_on(self->c, 1, &abort_it, sizeof(abort_it))->error);
 	ASSERT_EQ(0, pthread_join(t, NULL));
 	EXPECT_EQ(TSR_ERR_PEER_ABORT, w->error);
 }
