@@ -15,6 +15,7 @@
 TsrCore *tsr_core_new(const TsrConfig *cfg, uint8_t *hbm,
                       const TsrCoreOps *ops, void *opaque)
 {
+    pthread_condattr_t attr;
     const char *why;
     TsrCore *core;
     unsigned int q;
@@ -42,9 +43,13 @@ TsrCore *tsr_core_new(const TsrConfig *cfg, uint8_t *hbm,
     }
     pthread_mutex_init(&core->sem_lock, NULL);
     pthread_mutex_init(&core->wake_lock, NULL);
+    /* Re-reads keep their pace if the wall clock is set back. */
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     for (q = 0; q < TSR_MAX_QUEUES; q++) {
-        pthread_cond_init(&core->sem_waiter[q].cond, NULL);
+        pthread_cond_init(&core->sem_waiter[q].cond, &attr);
     }
+    pthread_condattr_destroy(&attr);
     tsr_core_reset(core);
     core->counters[TSR_CNT_RESETS] = 0;
     return core;
@@ -137,9 +142,11 @@ void tsr_core_wake_waiters(TsrCore *core)
 }
 
 /*
- * The semaphore at @va of @context changed: the queues waiting on it look
- * again, and no other.  (A semaphore reached through another mapping of
- * its page is seen by the waiters' polling, as a CPU's write is.)
+ * The semaphore at @va of @context changed: the queues of that context
+ * waiting on it look again, and every queue waiting in another context,
+ * where a buffer shared between processes may put the same semaphore at
+ * another address.  (One mapped twice in one context is seen by its
+ * waiters' re-reads, as a CPU's write is.)
  */
 void tsr_core_wake_sem(TsrCore *core, uint32_t context, uint64_t va)
 {
@@ -149,8 +156,8 @@ void tsr_core_wake_sem(TsrCore *core, uint32_t context, uint64_t va)
     for (q = 0; q < TSR_MAX_QUEUES; q++) {
         TsrSemWaiter *w = &core->sem_waiter[q];
 
-        if (w->waiting && w->context == context &&
-            (w->va == va || w->abort_va == va)) {
+        if (w->waiting && (w->context != context || w->va == va ||
+                           w->abort_va == va)) {
             w->woken = true;
             w->wakeups++;
             pthread_cond_signal(&w->cond);

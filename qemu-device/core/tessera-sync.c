@@ -196,7 +196,7 @@ static bool sem_sleep(TsrCore *core, TsrSemWaiter *w, uint64_t poll_ns)
     struct timespec until;
     bool woken;
 
-    clock_gettime(CLOCK_REALTIME, &until);
+    clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += poll_ns / 1000000000;
     until.tv_nsec += poll_ns % 1000000000;
     if (until.tv_nsec >= 1000000000) {
@@ -279,9 +279,8 @@ static uint32_t sem_wait_loop(TsrMem *mem, uint64_t va, uint64_t value,
             return err;
         }
         /* Woken by a signal, or re-read for the CPU's. */
-        if (!sem_sleep(core, &core->sem_waiter[mem->queue], poll_ns) &&
-            poll_ns < poll_max) {
-            poll_ns *= 2;
+        if (!sem_sleep(core, &core->sem_waiter[mem->queue], poll_ns)) {
+            poll_ns = tsr_min(2 * poll_ns, poll_max);
         }
     }
 }

@@ -432,6 +432,41 @@ TEST_F(q, a_signal_wakes_the_queue_sleeping_on_its_semaphore)
 	EXPECT_EQ(TSR_ERR_PEER_ABORT, w->error);
 }
 
+/*
+ * A signal in one context wakes the queues waiting in another, where a
+ * shared buffer may hold the same semaphore at another address.
+ */
+TEST_F(q, a_signal_also_wakes_the_waiters_of_other_contexts)
+{
+	uint64_t mine = chip_buffer(self->c, 1, 4096), theirs;
+	struct tsr_cmd_sem inc = { HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem), mine, 1 };
+	struct tsr_cmd_sem wait = { HDR(TSR_OP_SEM_WAIT, struct tsr_cmd_sem), 0, 1 };
+	struct runner waiter = { self->c, 0 };
+	struct tsr_completion *w;
+	int64_t wakeups;
+	uint64_t now;
+	bool sleeping;
+	pthread_t t;
+
+	chip_context(self->c, 2);
+	theirs = chip_buffer(self->c, 2, 4096);
+	wait.va = theirs;
+	tsr_core_set_sem_poll(self->c->core, 3600ull * 1000000000);
+	w = chip_queue_job(self->c, 0, 2, &wait, sizeof(wait), 1);
+	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &waiter));
+	wakeups = chip_until_sem_sleeping(self->c, 0, 10000);
+	ASSERT_LE(0, wakeups);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run_on(self->c, 1, &inc, sizeof(inc))->error);
+	tsr_core_sem_waiter(self->c->core, 0, &sleeping, &now);
+	EXPECT_EQ(wakeups + 1, (int64_t)now);
+	/* Its own semaphore, from its own context, ends the wait. */
+	inc.va = theirs;
+	chip_queue_job(self->c, 1, 2, &inc, sizeof(inc), 2);
+	tsr_core_queue_run(self->c->core, 1);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(TSR_JOB_STATUS_DONE, w->status);
+}
+
 TEST_F(q, an_abortable_wait_ends_when_satisfied_or_fails_once_aborted)
 {
 	uint64_t sem = chip_buffer(self->c, 1, 4096), abort_sem = sem + 8;
