@@ -159,8 +159,9 @@ struct TsrCore {
     unsigned int sem_times_next;
     /*
      * The queues waiting on a semaphore (tessera-sync.c), each on its own
-     * condition: a signal wakes only those waiting on the semaphore it
-     * changed (or on it as their abort semaphore), a reset or a fatal
+     * condition: a signal wakes those of its context waiting on the
+     * semaphore it changed (or on it as their abort semaphore) and those
+     * waiting in other contexts (tsr_core_wake_sem()), a reset or a fatal
      * error all of them.  A waiter is registered before it first reads
      * the semaphore and sleeps only while not @woken since it last looked,
      * so no wake-up falls between its reading and its sleeping.
@@ -226,6 +227,7 @@ void tsr_core_guest_error(TsrCore *core, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Wake every job waiting on a semaphore; call without sem_lock held. */
 void tsr_core_wake_waiters(TsrCore *core);
+/* The semaphore at @va of @context changed; the same. */
 void tsr_core_wake_sem(TsrCore *core, uint32_t context, uint64_t va);
 
 /*

@@ -234,8 +234,8 @@ void tsr_core_sem_waiter(TsrCore *core, unsigned int queue, bool *sleeping,
 /*
  * Wait until the semaphore at @va is >= @value, or, with an @abort_va,
  * fail once the semaphore there is not zero; on the queue's own
- * condition, which only a signal of either semaphore, a reset or a fatal
- * error wakes (tsr_core_wake_sem()).
+ * condition, which a signal of either semaphore (or any signal in another
+ * context, tsr_core_wake_sem()), a reset or a fatal error wakes.
  */
 static uint32_t sem_wait_loop(TsrMem *mem, uint64_t va, uint64_t value,
                               uint64_t abort_va, TsrCost *cost)
