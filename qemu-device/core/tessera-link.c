@@ -316,6 +316,8 @@ struct TsrLink {
     uint64_t rto_deadline;          /* 0: not armed */
     uint64_t probe_deadline;        /* credit stall: 0, not armed */
     unsigned int retries;
+    /* A valid frame came from the peer since the last probe. */
+    bool heard;
     uint64_t train_deadline;        /* 0: not training */
 
     /* Receiving. */
@@ -627,6 +629,8 @@ static void pump(TsrLink *link, uint64_t now)
      */
     if (credit_stalled(link) && !link->probe_deadline) {
         link->probe_deadline = now + link->cfg.retransmit_ns;
+        /* The first probe is not judged: nothing was asked before it. */
+        link->heard = true;
     }
     wire_flush(link, now);
 }
@@ -764,6 +768,8 @@ static void reset_streams(TsrLink *link)
         link->peer_credit[vc] = 0;
         link->consumed[vc] = 0;
         link->held[vc].head = link->held[vc].count = 0;
+        /* What was queued was for the peer's old incarnation. */
+        link->txq[vc].head = link->txq[vc].count = 0;
         link->stalled[vc] = false;
     }
     link->nak_sent = link->nak_due = false;
@@ -868,6 +874,7 @@ static void take_frame(TsrLink *link, const struct tsr_ici_frame_hdr *h,
     if (link->state != TSR_ICI_STATE_UP) {
         return;
     }
+    link->heard = true;
     take_ack(link, h->ack, now);
     take_credit(link, h);
     switch (h->type) {
@@ -1194,7 +1201,8 @@ int tsr_link_send(TsrLink *link, unsigned int vc, const void *payload,
 
 bool tsr_link_can_send(const TsrLink *link, unsigned int vc)
 {
-    return vc < TSR_ICI_VCS && link->txq[vc].count < link->txq[vc].cap;
+    return link->state == TSR_ICI_STATE_UP && vc < TSR_ICI_VCS &&
+           link->txq[vc].count < link->txq[vc].cap;
 }
 
 bool tsr_link_half_empty(const TsrLink *link, unsigned int vc)
@@ -1225,6 +1233,37 @@ void tsr_link_flush(TsrLink *link, uint64_t now)
     pump(link, now);
 }
 
+/*
+ * Still stalled a retransmit interval later: ask for credit.  A peer that
+ * only holds its frames answers with the credit it has; one that has not
+ * been heard since the last probe counts a timeout, so a stalled sender
+ * facing a peer that stopped (or whose wire is backed up) goes down after
+ * as long as a sender of lost frames would.  Returns whether it did.
+ */
+static bool probe(TsrLink *link, uint64_t now)
+{
+    link->probe_deadline = 0;
+    if (!credit_stalled(link)) {
+        return false;
+    }
+    if (link->heard) {
+        link->retries = 0;
+    } else {
+        link->cnt.timeouts++;
+        if (++link->retries > link->cfg.retry_limit) {
+            go_down(link);
+            return true;
+        }
+    }
+    link->heard = false;
+    if (!link->wlen) {
+        emit(link, TSR_ICI_FRAME_ACK, TSR_ICI_FRAME_PROBE, 0, NULL, 0,
+             0, false, now);
+    }
+    link->probe_deadline = now + rto(link);
+    return false;
+}
+
 void tsr_link_poll(TsrLink *link, uint64_t now)
 {
     if (link->train_deadline && now >= link->train_deadline &&
@@ -1232,30 +1271,31 @@ void tsr_link_poll(TsrLink *link, uint64_t now)
         send_train(link, now);
     }
     if (link->rto_deadline && now >= link->rto_deadline &&
-        link->state == TSR_ICI_STATE_UP && link->wlen) {
-        /* The wire is backed up or held: nothing is lost, just late. */
+        link->state == TSR_ICI_STATE_UP && now < link->hold_until) {
+        /* The wire is held by an injected delay: nothing is lost. */
         link->rto_deadline = now + rto(link);
     } else if (link->rto_deadline && now >= link->rto_deadline &&
                link->state == TSR_ICI_STATE_UP) {
+        /*
+         * No acknowledgement for a whole interval.  If the wire is still
+         * backed up the peer is not even reading: that counts towards the
+         * retry limit as a lost frame does, but resending would only add
+         * to the backlog.
+         */
         link->cnt.timeouts++;
         if (++link->retries > link->cfg.retry_limit) {
             go_down(link);
             return;
         }
-        go_back(link, now);
-    }
-    /*
-     * Still stalled a retransmit interval later: ask.  A peer that only
-     * holds its frames answers with the credit it has, so this never
-     * takes the link down.
-     */
-    if (link->probe_deadline && now >= link->probe_deadline &&
-        link->state == TSR_ICI_STATE_UP) {
-        link->probe_deadline = 0;
-        if (credit_stalled(link) && !link->wlen) {
-            emit(link, TSR_ICI_FRAME_ACK, TSR_ICI_FRAME_PROBE, 0, NULL, 0,
-                 0, false, now);
+        if (link->wlen) {
+            link->rto_deadline = now + rto(link);
+        } else {
+            go_back(link, now);
         }
+    }
+    if (link->probe_deadline && now >= link->probe_deadline &&
+        link->state == TSR_ICI_STATE_UP && probe(link, now)) {
+        return;
     }
     pump(link, now);
 }
@@ -1284,6 +1324,11 @@ uint64_t tsr_link_deadline(const TsrLink *link)
 void tsr_link_get_counters(const TsrLink *link, TsrLinkCounters *c)
 {
     *c = link->cnt;
+}
+
+void tsr_link_count_protocol_error(TsrLink *link)
+{
+    link->cnt.protocol_errors++;
 }
 
 uint64_t tsr_link_fault_bytes(const TsrLink *link)

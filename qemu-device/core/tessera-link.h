@@ -204,12 +204,23 @@ unsigned int tsr_link_pending(const TsrLink *link);
 void tsr_link_rx_ready(TsrLink *link, uint64_t now);
 /* The wire can take bytes again: send what is waiting. */
 void tsr_link_flush(TsrLink *link, uint64_t now);
-/* Timers: call at or after tsr_link_deadline(). */
+/*
+ * Timers: call at or after tsr_link_deadline().  Besides resending, they
+ * give up on a silent peer: unacknowledged frames, a wire it does not
+ * read, or credit probes it does not answer, for cfg.retry_limit
+ * retransmit intervals in a row (with their backoff), take the link
+ * down.
+ */
 void tsr_link_poll(TsrLink *link, uint64_t now);
 /* When tsr_link_poll() is next needed; UINT64_MAX if not. */
 uint64_t tsr_link_deadline(const TsrLink *link);
 
 void tsr_link_get_counters(const TsrLink *link, TsrLinkCounters *c);
+/*
+ * The user found a payload no correct peer sends (a forged or malformed
+ * message): count it with the link's protocol errors.
+ */
+void tsr_link_count_protocol_error(TsrLink *link);
 /*
  * Wire bytes of DATA frames the injected faults lost or corrupted: the
  * timing model charges their resending, deterministically (resends the

@@ -122,6 +122,35 @@ unsigned int tsr_route_vc(const TsrTopology *topo, const uint8_t here[3],
     return crosses || (in_dim == d && in_vc) ? 1 : 0;
 }
 
+static bool same_chip(const uint8_t a[3], const uint8_t b[3])
+{
+    return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
+}
+
+int tsr_route_arrival_port(const TsrTopology *topo, const uint8_t src[3],
+                           const uint8_t dst[3], bool minus,
+                           const uint8_t here[3])
+{
+    uint8_t at[3] = { src[0], src[1], src[2] }, next[3];
+    unsigned int hop;
+
+    /* No route is longer than half of every ring, let alone all of it. */
+    for (hop = 0; hop < 3 * 256; hop++) {
+        int port = tsr_route_port_way(topo, at, dst, minus);
+
+        if (port < 0 || !tsr_route_neighbour(topo, at, port, next)) {
+            return -1;
+        }
+        if (same_chip(next, here)) {
+            return TSR_ICI_PORT_OPPOSITE(port);
+        }
+        at[0] = next[0];
+        at[1] = next[1];
+        at[2] = next[2];
+    }
+    return -1;
+}
+
 unsigned int tsr_route_hops(const TsrTopology *topo, const uint8_t src[3],
                             const uint8_t dst[3])
 {

@@ -58,6 +58,16 @@ unsigned int tsr_route_vc(const TsrTopology *topo, const uint8_t here[3],
                           unsigned int port, unsigned int in_dim,
                           unsigned int in_vc);
 
+/*
+ * The port of @here by which a frame routed from @src to @dst (the minus
+ * way on ties if @minus) arrives there, or -1 if its route does not pass
+ * through @here (or starts there).  A chip checks with it that what a
+ * neighbour sends came the way its claimed source would have sent it.
+ */
+int tsr_route_arrival_port(const TsrTopology *topo, const uint8_t src[3],
+                           const uint8_t dst[3], bool minus,
+                           const uint8_t here[3]);
+
 /* Hops from @src to @dst. */
 unsigned int tsr_route_hops(const TsrTopology *topo, const uint8_t src[3],
                             const uint8_t dst[3]);

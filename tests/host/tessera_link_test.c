@@ -28,6 +28,7 @@ struct end {
 	const size_t *cuts;
 	unsigned int ncuts, cut;
 	bool blackhole;		/* the wire loses everything */
+	bool stopped;		/* neither reads, sends nor runs its timers */
 	/* What arrived, per virtual channel, and how many payloads. */
 	uint8_t *log[TSR_ICI_VCS];
 	size_t log_len[TSR_ICI_VCS];
@@ -160,7 +161,7 @@ static void carry(FIXTURE_DATA(link) *self, struct end *e)
 {
 	size_t n = e->wire_len;
 
-	if (!n)
+	if (!n || e->peer->stopped)
 		return;
 	e->wire_len = 0;
 	/* Into a copy: the peer's answer may refill e->wire. */
@@ -191,10 +192,10 @@ static void step(FIXTURE_DATA(link) *self)
 	carry(self, &self->b);
 	self->now += 1000;
 	d = tsr_link_deadline(self->a.link);
-	if (self->now >= d)
+	if (self->now >= d && !self->a.stopped)
 		tsr_link_poll(self->a.link, self->now);
 	d = tsr_link_deadline(self->b.link);
-	if (self->now >= d)
+	if (self->now >= d && !self->b.stopped)
 		tsr_link_poll(self->b.link, self->now);
 }
 
@@ -929,6 +930,134 @@ TEST_F(link, a_built_payload_is_refused_when_it_cannot_be_sent)
 			TH_LOG("payload %u", i);
 		p += len;
 	}
+	tsr_link_buf_free(b);
+}
+
+/*
+ * How long a silent peer is given: retry_limit + 1 retransmit intervals
+ * in a row, with their backoff (tessera-link.c, rto()).
+ */
+static uint64_t dead_ns(const TsrLinkConfig *c)
+{
+	uint64_t total = 0;
+	unsigned int i;
+
+	for (i = 0; i <= c->retry_limit; i++)
+		total += c->retransmit_ns <<
+			 (i < TSR_LINK_BACKOFF_MAX ? i : TSR_LINK_BACKOFF_MAX);
+	return total;
+}
+
+/* Step until a's link is down or @limit_ns pass; how long it took. */
+static uint64_t until_a_down(FIXTURE_DATA(link) *self, uint64_t limit_ns)
+{
+	uint64_t t0 = self->now;
+
+	while (tsr_link_state(self->a.link) == TSR_ICI_STATE_UP &&
+	       self->now - t0 < limit_ns)
+		step(self);
+	return self->now - t0;
+}
+
+/*
+ * The peer stops (SIGSTOP of its QEMU) while a sends more than the wire
+ * holds: the wire stays backed up, nothing is acknowledged, and the link
+ * must still go down within the time a silent peer is given, not wait
+ * for room forever.
+ */
+TEST_F(link, a_peer_that_stops_reading_takes_the_link_down)
+{
+	uint64_t took;
+
+	ASSERT_TRUE(train(self));
+	self->b.stopped = true;
+	/* 4 MiB towards a wire of 256 KiB. */
+	EXPECT_FALSE(exchange(self, 200, 50));
+	ASSERT_NE(0, self->a.wire_len);
+	took = until_a_down(self, 10 * dead_ns(&self->ca));
+	EXPECT_EQ(TSR_ICI_STATE_DOWN, tsr_link_state(self->a.link));
+	EXPECT_GE(dead_ns(&self->ca) + 2 * RTO_NS, took);
+	EXPECT_EQ(self->ca.retry_limit + 1, counters(&self->a).timeouts);
+	EXPECT_EQ(1, counters(&self->a).link_downs);
+}
+
+/*
+ * A peer that holds its frames (its user is slow) answers the credit
+ * probes and keeps the link up however long it takes; one that stops
+ * answering them takes it down.
+ */
+TEST_F(link, a_stalled_sender_gives_up_on_a_peer_that_stops_answering)
+{
+	int i;
+
+	ASSERT_TRUE(train(self));
+	self->b.refuse = true;
+	EXPECT_FALSE(exchange(self, 200, 3000));
+	ASSERT_LE(1, counters(&self->a).credit_stalls);
+	/* Ten times as long as a silent peer is given: still up. */
+	for (i = 0; i < 10; i++)
+		EXPECT_LE(dead_ns(&self->ca), until_a_down(self, dead_ns(&self->ca)));
+	EXPECT_EQ(TSR_ICI_STATE_UP, tsr_link_state(self->a.link));
+	EXPECT_EQ(0, counters(&self->a).link_downs);
+	self->b.stopped = true;
+	EXPECT_GE(dead_ns(&self->ca) + 2 * RTO_NS,
+		  until_a_down(self, 10 * dead_ns(&self->ca)));
+	EXPECT_EQ(TSR_ICI_STATE_DOWN, tsr_link_state(self->a.link));
+}
+
+/*
+ * Payloads queued for a peer that then restarts (it trains FRESH) were
+ * meant for the peer that is gone: none reaches the new one.
+ */
+TEST_F(link, a_restarted_peer_gets_nothing_queued_for_its_old_self)
+{
+	uint8_t buf[64] = { 7 };
+	int i;
+
+	ASSERT_TRUE(train(self));
+	self->b.stopped = true;
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(0, tsr_link_send(self->a.link, i % 2, buf, sizeof(buf),
+					   self->now));
+	ASSERT_LT(0, tsr_link_pending(self->a.link));
+	tsr_link_disconnected(self->a.link);
+	EXPECT_EQ(-1, tsr_link_send(self->a.link, 0, buf, sizeof(buf), self->now));
+	/* A new peer process, with no memory of the old one. */
+	tsr_link_free(self->b.link);
+	self->b.link = tsr_link_new(&self->cb, &end_ops, &self->b);
+	self->b.stopped = false;
+	self->a.wire_len = self->b.wire_len = 0;
+	tsr_link_connected(self->a.link, self->now);
+	tsr_link_connected(self->b.link, self->now);
+	for (i = 0; i < 1000 && !both_up(self); i++)
+		step(self);
+	ASSERT_TRUE(both_up(self));
+	for (i = 0; i < 1000; i++)
+		step(self);
+	EXPECT_EQ(0, self->b.delivered);
+	EXPECT_EQ(0, tsr_link_pending(self->a.link));
+	/* And the link carries what is sent now. */
+	ASSERT_TRUE(exchange(self, 50, 100000));
+	EXPECT_EQ(50, self->b.delivered);
+}
+
+TEST_F(link, nothing_is_queued_on_a_link_that_is_not_up)
+{
+	uint8_t buf[64] = { 1 };
+	TsrLinkBuf *b = tsr_link_buf_new();
+	int i;
+
+	start(self);
+	EXPECT_EQ(-1, tsr_link_send(self->a.link, 0, buf, sizeof(buf), self->now));
+	EXPECT_FALSE(tsr_link_can_send(self->a.link, 0));
+	ASSERT_EQ(0, tsr_link_buf_seal(b, 0, sizeof(buf)));
+	EXPECT_EQ(-1, tsr_link_send_buf(self->a.link, 0, &b, NULL, self->now));
+	for (i = 0; i < 1000 && !both_up(self); i++)
+		step(self);
+	ASSERT_TRUE(both_up(self));
+	EXPECT_EQ(0, tsr_link_send_buf(self->a.link, 0, &b, NULL, self->now));
+	tsr_link_down(self->a.link);
+	EXPECT_EQ(-1, tsr_link_send(self->a.link, 0, buf, sizeof(buf), self->now));
 	tsr_link_buf_free(b);
 }
 

@@ -280,4 +280,61 @@ TEST(ties_go_the_minus_way_when_asked_and_nothing_else_changes)
 	EXPECT_EQ(TSR_ROUTE_HERE, tsr_route_port_way(&pair, a, a, true));
 }
 
+/*
+ * A chip checks that a message came in the way its claimed source would
+ * have sent it: the arrival port is that of the route's last hop into
+ * the chip, for every chip on the route and no other.
+ */
+static unsigned int check_arrivals(const TsrTopology *t, bool minus)
+{
+	unsigned int n = chips(t);
+	unsigned int s, d, h, bad = 0;
+
+	for (s = 0; s < n; s++) {
+		for (d = 0; d < n; d++) {
+			int want[64];
+			uint8_t src[3], dst[3], at[3], here[3];
+			int port;
+
+			coords_of(t, s, src);
+			coords_of(t, d, dst);
+			for (h = 0; h < n; h++)
+				want[h] = -1;
+			memcpy(at, src, 3);
+			while ((port = tsr_route_port_way(t, at, dst, minus)) >= 0) {
+				tsr_route_neighbour(t, at, port, at);
+				want[index_of(t, at)] = TSR_ICI_PORT_OPPOSITE(port);
+			}
+			for (h = 0; h < n; h++) {
+				coords_of(t, h, here);
+				if (h == s)
+					want[h] = -1;
+				bad += tsr_route_arrival_port(t, src, dst, minus,
+							      here) != want[h];
+			}
+		}
+	}
+	return bad;
+}
+
+TEST(a_message_arrives_by_the_last_hop_of_its_route_and_nowhere_else)
+{
+	TsrTopology torus = { .dims = { 4, 4, 1 }, .wrap = { true, true } };
+	TsrTopology pair = { .dims = { 2, 2, 1 }, .wrap = { true, true } };
+	TsrTopology cube = { .dims = { 2, 2, 2 } };
+	uint8_t a[3] = { 0, 0, 0 }, b[3] = { 1, 0, 0 }, far[3] = { 3, 0, 0 };
+
+	EXPECT_EQ(0, check_arrivals(&torus, false));
+	EXPECT_EQ(0, check_arrivals(&torus, true));
+	EXPECT_EQ(0, check_arrivals(&pair, true));
+	EXPECT_EQ(0, check_arrivals(&cube, false));
+	/* The two links of a ring of 2 are told apart. */
+	EXPECT_EQ(TSR_ICI_PORT(0, 1),
+		  tsr_route_arrival_port(&pair, a, b, false, b));
+	EXPECT_EQ(TSR_ICI_PORT(0, 0),
+		  tsr_route_arrival_port(&pair, a, b, true, b));
+	/* No such chip, no route. */
+	EXPECT_EQ(-1, tsr_route_arrival_port(&pair, far, b, false, b));
+}
+
 TEST_HARNESS_MAIN
