@@ -2,124 +2,23 @@
 /*
  * Collectives: coll_plan.c says what each chip does; this file turns a
  * chip's plan into command buffers, one stream per hardware queue, and
- * submits them.
- *
- * Each chip has one window, the same id and key on every chip:
- *
- *   0     data semaphores, one per channel: the previous chip's remote
- *         write adds 1 once a message is in its slot
- *   256   credit semaphores, one per channel: the next chip adds 1 each
- *         time it has freed one of our messages' slots
- *   512   the colours' two semaphores, where their streams meet
- *   640   hello, 648 goodbye: neighbours add their greeting
- *   656   abort: set by a neighbour (or this host) that gave up; every
- *         wait of the streams fails once it is not zero (SEM_WAIT_ABORT)
- *   4096  direct data semaphores, one per chip of the slice: its remote
- *         write adds 1 once a message is in its direct slot
- *   6144  direct credit semaphores, one per chip: it has freed its slot
- *   8192  the slots: per channel, COMM_SLOTS of slot_bytes; then one
- *         direct slot per chip of the slice
- *
- * Neighbours' channels carry the reductions and gathers; the direct
- * slots carry all-to-all, whose messages the links route to any chip.
- *
- * Semaphores only ever grow; the communicator counts, per channel, the
- * messages sent and taken and, per colour, the meetings, so every call
- * knows the values it waits for.
+ * submits them (coll_comm.h: the window they use).
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <accel/accel.h>
 #include <accel/collective.h>
 
+#include "coll_comm.h"
 #include "coll_plan.h"
 #include "internal.h"
 
-#define COMM_SLOTS		2
-#define SEM_DATA(ch)		(8ull * (ch))
-#define SEM_CREDIT(ch)		(256 + 8ull * (ch))
-#define SEM_MEET(colour, s)	(512 + 16ull * (colour) + 8ull * (s))
-#define SEM_HELLO		640ull
-#define SEM_GOODBYE		648ull
-#define SEM_ABORT		656ull
-#define SEM_DIRECT_DATA(rank)	(4096 + 8ull * (rank))
-#define SEM_DIRECT_CREDIT(rank)	(6144 + 8ull * (rank))
-#define SLOTS_OFFSET		8192ull
-/* Chips a slice has at most: 255 along x, but 256 for the semaphores. */
-#define MAX_RANKS		256
-
-#define DEFAULT_SLOT_BYTES	(256ull << 10)
-#define MIN_SLOT_BYTES		(4ull << 10)
-#define MAX_SLOT_BYTES		(4ull << 20)
-#define DEFAULT_TIMEOUT_NS	(60ull * 1000 * 1000 * 1000)
 /* Commands per job: a job's run stays well inside the driver's hang timeout. */
 #define JOB_COMMANDS		192
 /* Elements per VPU, cast or copy command: a row of at most TSR_MAX_DIM. */
 #define MAX_RUN			TSR_MAX_DIM
-
-struct comm_chip {
-	struct accel_device *dev;
-	struct accel_buffer *window_buf;
-	struct accel_window *window;
-	uint32_t coords[COLL_DIMS];
-	uint32_t rank;
-	unsigned int neighbours;	/* (direction, dimension) pairs with one */
-	uint64_t sent[COLL_CHANNELS];
-	uint64_t taken[COLL_CHANNELS];
-	/* Signals of each colour's two semaphores so far. */
-	uint64_t met[COLL_MAX_COLOURS][COLL_DIRS];
-	uint64_t direct_sent[MAX_RANKS];	/* messages to each chip */
-	uint64_t direct_taken[MAX_RANKS];	/* and from each */
-	struct accel_buffer *scratch;
-	uint64_t scratch_size;
-	struct accel_job *last[COLL_MAX_STREAMS];
-	/*
-	 * The last call's plan, for the next call that asks for the same
-	 * (a training loop's all-reduces): 1 to 2 ms of a 2x2 4 MiB call
-	 * under TCG.
-	 */
-	bool planned;
-	struct coll_params plan_params;
-	struct coll_plan plan;
-};
-
-struct accel_comm {
-	unsigned int count;
-	struct comm_chip chip[ACCEL_SLICE_MAX_LOCAL];
-	uint32_t dims[COLL_DIMS];
-	uint32_t wrap;
-	uint32_t chips;
-	uint32_t caps;			/* what every local chip has */
-	unsigned int colours;
-	uint32_t window_id;
-	uint64_t key;
-	uint64_t slot_bytes;
-	uint64_t timeout_ns;
-	unsigned int queues;		/* what every local chip has */
-	bool broken;
-	bool aborted;			/* the slice was told to give up */
-};
-
-/* A stream: local chip index x TSR_MAX_QUEUES + queue. */
-#define STREAMS			(ACCEL_SLICE_MAX_LOCAL * TSR_MAX_QUEUES)
-
-struct accel_coll {
-	struct accel_comm *comm;
-	unsigned int count, cap;
-	struct accel_job **jobs;
-	bool *opens;		/* the job starts its stream */
-	uint8_t *streams;	/* the job's stream */
-	bool *done;		/* the job has ended */
-	int result;
-	bool ended;
-	uint64_t start, end;	/* modeled: last stream start, last end */
-	uint64_t cycles;
-};
 
 /* Where a virtual vector lives in a buffer. */
 enum layout {
@@ -218,13 +117,6 @@ static uint64_t slot_offset(const struct accel_comm *comm, unsigned int ch,
 			      comm->slot_bytes;
 }
 
-/* Where @rank's direct messages land in every chip's window. */
-static uint64_t direct_slot(const struct accel_comm *comm, unsigned int rank)
-{
-	return SLOTS_OFFSET + (COLL_CHANNELS * COMM_SLOTS + rank) *
-			      comm->slot_bytes;
-}
-
 static struct accel_coords coords_of_rank(const struct accel_comm *comm,
 					  unsigned int rank)
 {
@@ -234,22 +126,6 @@ static struct accel_coords coords_of_rank(const struct accel_comm *comm,
 		(uint8_t)(rank / comm->dims[0] / comm->dims[1]),
 	} };
 
-	return c;
-}
-
-/* The chip next to @chip along @dim in direction @dir. */
-static struct accel_coords neighbour(const struct accel_comm *comm,
-				     const struct comm_chip *chip,
-				     unsigned int dim, unsigned int dir)
-{
-	struct accel_coords c;
-	uint32_t n = comm->dims[dim];
-	unsigned int d;
-
-	for (d = 0; d < COLL_DIMS; d++)
-		c.c[d] = (uint8_t)chip->coords[d];
-	c.c[dim] = (uint8_t)(dir == COLL_PLUS ? (chip->coords[dim] + 1) % n :
-				(chip->coords[dim] + n - 1) % n);
 	return c;
 }
 
@@ -273,89 +149,6 @@ static int explicit_buffers(struct exec *x)
 						      ACCEL_USE_EXPLICIT);
 	}
 	return ret;
-}
-
-/* Whether @chip has a neighbour along @dim in direction @dir. */
-static bool has_neighbour(const struct accel_comm *comm,
-			  const struct comm_chip *chip, unsigned int dim,
-			  unsigned int dir)
-{
-	if (comm->dims[dim] < 2)
-		return false;
-	return comm->wrap & 1u << dim ||
-	       chip->coords[dim] != (dir == COLL_PLUS ? comm->dims[dim] - 1 : 0);
-}
-
-static bool is_local(const struct accel_comm *comm, struct accel_coords c)
-{
-	unsigned int i, d;
-
-	for (i = 0; i < comm->count; i++) {
-		for (d = 0; d < COLL_DIMS && comm->chip[i].coords[d] == c.c[d]; d++)
-			;
-		if (d == COLL_DIMS)
-			return true;
-	}
-	return false;
-}
-
-/* A remote write that sets the abort semaphore of the chip at @to. */
-static void send_abort(struct accel_comm *comm, struct comm_chip *chip,
-		       struct accel_coords to)
-{
-	struct accel_submit_opts opts = { .queue = comm->queues - 1 };
-	struct accel_cmdbuf *cb;
-	struct accel_job *job;
-
-	if (accel_cmdbuf_create(chip->dev, &cb))
-		return;
-	if (!accel_cmdbuf_ici_sem_inc(cb, to, comm->window_id, comm->key,
-				      SEM_ABORT, 1) &&
-	    !accel_submit(chip->dev, cb, &opts, &job))
-		accel_job_destroy(job);		/* it runs on unwatched */
-	accel_cmdbuf_destroy(cb);
-}
-
-/*
- * A job failed: the whole slice gives up on the communicator.  The local
- * chips' abort semaphores are set from the CPU, which fails their
- * streams' waits at once; every neighbour on another host gets a remote
- * write to its own, on the last queue (behind, at worst, a stream's job
- * that fails at its next wait), and its process passes the failure on
- * when its waits fail in turn, until every chip has given up.  A chip
- * cut off entirely still ends at its driver's job timeout.  Once per
- * communicator, which is broken from then on.
- */
-static void comm_abort(struct accel_comm *comm)
-{
-	unsigned int i, dim, dir;
-
-	if (comm->aborted)
-		return;
-	comm->aborted = comm->broken = true;
-	if (!(comm->caps & TSR_CAP_SEM_ABORT))
-		return;
-	for (i = 0; i < comm->count; i++) {
-		uint64_t *sems;
-
-		if (!accel_buffer_map(comm->chip[i].window_buf, (void **)&sems))
-			__atomic_store_n(&sems[SEM_ABORT / 8], 1, __ATOMIC_SEQ_CST);
-	}
-	for (i = 0; i < comm->count; i++) {
-		struct comm_chip *chip = &comm->chip[i];
-
-		for (dim = 0; dim < COLL_DIMS; dim++) {
-			for (dir = 0; dir < COLL_DIRS; dir++) {
-				struct accel_coords to;
-
-				if (!has_neighbour(comm, chip, dim, dir))
-					continue;
-				to = neighbour(comm, chip, dim, dir);
-				if (!is_local(comm, to))
-					send_abort(comm, chip, to);
-			}
-		}
-	}
 }
 
 /* Room for twice the jobs. */
@@ -508,7 +301,7 @@ static int op_send(struct exec *x, const struct coll_op *op)
 	/* A ring of 2 has two links between its chips: one per direction. */
 	uint32_t way = op->dir == COLL_MINUS ? TSR_ICI_WRITE_MINUS : 0;
 	struct accel_ici_write w = {
-		.dst = neighbour(comm, x->chip, op->dim, op->dir),
+		.dst = coll_neighbour(comm, x->chip, op->dim, op->dir),
 		.window = comm->window_id, .key = comm->key,
 		.src_buffer = src->buf, .offset = slot_offset(comm, ch, m),
 		.rows = 1, .flags = way,
@@ -568,7 +361,7 @@ static int op_receive(struct exec *x, const struct coll_op *op)
 		 * port it would wait behind.
 		 */
 		struct accel_ici_write credit = {
-			.dst = neighbour(comm, x->chip, op->dim, !op->dir),
+			.dst = coll_neighbour(comm, x->chip, op->dim, !op->dir),
 			.window = comm->window_id, .key = comm->key,
 			.flags = TSR_ICI_WRITE_SEM |
 				 (op->dir == COLL_PLUS ? TSR_ICI_WRITE_MINUS : 0),
@@ -935,7 +728,7 @@ static int collective(struct accel_comm *comm, const struct call *c,
 		ret = c->kind == COLL_ALL_TO_ALL ? issue_all_to_all(comm, c, i, coll)
 						 : issue(comm, c, i, coll);
 	if (ret && coll->count)
-		comm_abort(comm);	/* the other chips wait for the rest */
+		coll_comm_abort(comm);	/* the other chips wait for the rest */
 	if (ret || !out) {
 		int waited = coll->count ? accel_coll_wait(coll, ACCEL_TIMEOUT_INFINITE) : 0;
 
@@ -976,12 +769,6 @@ int accel_all_gather(struct accel_comm *comm, struct accel_buffer *const *send,
 	return collective(comm, &c, coll);
 }
 
-/*
- * A collective's modeled time runs from when its last stream starts (its
- * queue free and its chip's inputs there: before then the collective
- * cannot run anywhere, and the queues' clocks only meet through their
- * waits) to when its last job ends.
- */
 int accel_all_to_all(struct accel_comm *comm, struct accel_buffer *const *send,
 		     struct accel_buffer *const *recv, uint64_t count,
 		     enum tsr_dtype dtype, struct accel_coll **coll)
@@ -1036,7 +823,7 @@ static int point_to_point(struct accel_comm *comm, unsigned int i,
 		ret = flush(&x);
 	accel_cmdbuf_destroy(x.cb);
 	if (ret && coll->count)
-		comm_abort(comm);
+		coll_comm_abort(comm);
 	if (ret || !out) {
 		int waited = coll->count ? accel_coll_wait(coll, ACCEL_TIMEOUT_INFINITE) : 0;
 
@@ -1069,418 +856,3 @@ int accel_broadcast(struct accel_comm *comm, struct accel_buffer *const *buf,
 
 	return collective(comm, &c, coll);
 }
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-/* Note that job @i ended with @ret: its modeled times, the first failure. */
-static void job_ended(struct accel_coll *coll, unsigned int i, int ret)
-{
-	struct accel_job_status st;
-
-	coll->done[i] = true;
-	if (!accel_job_status(coll->jobs[i], &st)) {
-		if (coll->opens[i] && st.start_cycle > coll->start)
-			coll->start = st.start_cycle;
-		if (st.end_cycle > coll->end)
-			coll->end = st.end_cycle;
-	}
-	if (!ret)
-		return;
-	/*
-	 * The communicator's windows stay open while its processes are in
-	 * it, with the slice's key: one that refuses a write was closed by a
-	 * process that gave up on the call and left.
-	 */
-	if (ret == ACCEL_ERR_REMOTE_ACCESS)
-		ret = ACCEL_ERR_PEER_ABORT;
-	/* What went wrong, rather than another chip's giving up on it. */
-	if (!coll->result || (coll->result == ACCEL_ERR_PEER_ABORT &&
-			      ret != ACCEL_ERR_PEER_ABORT))
-		coll->result = ret;
-	comm_abort(coll->comm);
-}
-
-static int poll_timeout_ms(uint64_t deadline)
-{
-	uint64_t now = now_ns();
-
-	if (deadline == UINT64_MAX)
-		return -1;
-	if (now >= deadline)
-		return 0;
-	return (deadline - now) / 1000000 > INT32_MAX ? INT32_MAX :
-	       (int)((deadline - now + 999999) / 1000000);
-}
-
-/*
- * Every stream's jobs end in order, so only the first pending job of each
- * is watched: the first job to fail, on any stream of any local chip,
- * aborts the communicator at once, which ends the others' waits.
- */
-int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
-{
-	uint64_t deadline;
-
-	if (!coll)
-		return ACCEL_ERR_INVALID_ARGUMENT;
-	deadline = timeout_ns == ACCEL_TIMEOUT_INFINITE ||
-		   timeout_ns > UINT64_MAX - now_ns() ? UINT64_MAX :
-		   now_ns() + timeout_ns;
-	while (!coll->ended) {
-		struct pollfd fds[STREAMS];
-		bool watched[STREAMS] = { false };
-		unsigned int i, n = 0;
-		int ret = ACCEL_OK, ready;
-
-		for (i = 0; i < coll->count && !ret; i++) {
-			if (coll->done[i] || watched[coll->streams[i]])
-				continue;
-			ret = accel_job_wait(coll->jobs[i], 0);
-			if (ret != ACCEL_ERR_TIMEOUT) {
-				job_ended(coll, i, ret);
-				ret = ACCEL_OK;
-				continue;
-			}
-			watched[coll->streams[i]] = true;
-			ret = accel_job_export_sync_file(coll->jobs[i], &fds[n].fd);
-			if (!ret)
-				fds[n++].events = POLLIN;
-		}
-		if (!ret && !n) {
-			coll->ended = true;
-			coll->cycles = coll->end > coll->start ?
-				       coll->end - coll->start : 0;
-			break;
-		}
-		ready = ret ? 0 : poll(fds, n, poll_timeout_ms(deadline));
-		if (ready < 0 && errno != EINTR)
-			ret = ACCEL_ERR_IO;
-		while (n)
-			close(fds[--n].fd);
-		if (ret)
-			return ret;
-		if (!ready)
-			return ACCEL_ERR_TIMEOUT;
-	}
-	return coll->result;
-}
-
-uint64_t accel_coll_cycles(struct accel_coll *coll)
-{
-	return coll && coll->ended ? coll->cycles : 0;
-}
-
-void accel_coll_destroy(struct accel_coll *coll)
-{
-	unsigned int i;
-
-	if (!coll)
-		return;
-	for (i = 0; i < coll->count; i++)
-		accel_job_destroy(coll->jobs[i]);
-	free(coll->jobs);
-	free(coll->opens);
-	free(coll->streams);
-	free(coll->done);
-	free(coll);
-}
-
-/* ------------------------------------------------------- communicator */
-
-static void pause_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000l };
-
-	nanosleep(&ts, NULL);
-}
-
-/* Run @cb on @chip's queue 0 and wait for it. */
-static int run_now(struct comm_chip *chip, struct accel_cmdbuf *cb,
-		   uint64_t timeout_ns)
-{
-	struct accel_job *job;
-	int ret = accel_submit(chip->dev, cb, NULL, &job);
-
-	if (ret)
-		return ret;
-	ret = accel_job_wait(job, timeout_ns);
-	accel_job_destroy(job);
-	return ret;
-}
-
-/*
- * Add 1 to the semaphore at @sem of each neighbour's window.  A
- * neighbour whose process has not opened its window yet refuses: ask
- * again until the deadline (there is no event to wait for on another
- * host).
- */
-static int greet(struct accel_comm *comm, struct comm_chip *chip,
-		 uint64_t sem, uint64_t deadline)
-{
-	unsigned int dim, dir;
-	unsigned int pause = 1;
-	int ret = ACCEL_OK;
-
-	for (dim = 0; dim < COLL_DIMS && !ret; dim++) {
-		for (dir = 0; dir < COLL_DIRS && !ret; dir++) {
-			struct accel_cmdbuf *cb;
-
-			if (!has_neighbour(comm, chip, dim, dir))
-				continue;
-			ret = accel_cmdbuf_create(chip->dev, &cb);
-			if (!ret)
-				ret = accel_cmdbuf_ici_sem_inc(cb,
-							       neighbour(comm, chip, dim, dir),
-							       comm->window_id, comm->key, sem, 1);
-			while (!ret) {
-				ret = run_now(chip, cb, comm->timeout_ns);
-				if (ret != ACCEL_ERR_REMOTE_ACCESS || now_ns() > deadline)
-					break;
-				pause_ms(pause);
-				pause = pause < 64 ? 2 * pause : pause;
-				ret = ACCEL_OK;
-			}
-			accel_cmdbuf_destroy(cb);
-		}
-	}
-	return ret == ACCEL_ERR_REMOTE_ACCESS ? ACCEL_ERR_TIMEOUT : ret;
-}
-
-/* Wait until every neighbour of @chip has greeted it at @sem @times times. */
-static int await_greetings(struct comm_chip *chip, uint64_t sem,
-			   uint64_t times, uint64_t deadline)
-{
-	unsigned int pause = 1;
-	uint64_t value = 0;
-	int ret;
-
-	for (;;) {
-		ret = accel_buffer_download(chip->window_buf, sem, &value,
-					    sizeof(value));
-		if (ret || value >= times * chip->neighbours)
-			return ret;
-		if (now_ns() > deadline)
-			return ACCEL_ERR_TIMEOUT;
-		pause_ms(pause);
-		pause = pause < 64 ? 2 * pause : pause;
-	}
-}
-
-static unsigned int count_neighbours(const struct accel_comm *comm,
-				     const struct comm_chip *chip)
-{
-	unsigned int dim, n = 0;
-
-	for (dim = 0; dim < COLL_DIMS; dim++) {
-		if (comm->dims[dim] < 2)
-			continue;
-		if (comm->wrap & 1u << dim)
-			n += 2;
-		else
-			n += (chip->coords[dim] > 0) + (chip->coords[dim] + 1 < comm->dims[dim]);
-	}
-	return n;
-}
-
-static int slice_key(const struct accel_comm_opts *opts, uint32_t slice_id,
-		     uint64_t *key)
-{
-	const char *env = getenv("TESSERA_SLICE_KEY");
-	char *end;
-
-	if (opts && opts->key) {
-		*key = opts->key;
-		return ACCEL_OK;
-	}
-	if (env && *env) {
-		*key = strtoull(env, &end, 16);
-		return *end || !*key ? ACCEL_ERR_INVALID_ARGUMENT : ACCEL_OK;
-	}
-	*key = 0x7e55e7a000000000ull | slice_id;
-	return ACCEL_OK;
-}
-
-static int open_chip(struct accel_comm *comm, struct comm_chip *chip,
-		     const struct accel_device_info *info)
-{
-	struct accel_window_opts wo = {
-		.flags = ACCEL_WINDOW_FIXED_ID | ACCEL_WINDOW_FIXED_KEY,
-		.id = comm->window_id, .key = comm->key,
-	};
-	uint64_t size = direct_slot(comm, comm->chips);
-	unsigned int d;
-	int ret;
-
-	for (d = 0; d < COLL_DIMS; d++)
-		chip->coords[d] = info->coords[d];
-	chip->rank = info->slice_index;
-	chip->neighbours = count_neighbours(comm, chip);
-	ret = accel_buffer_create(chip->dev, size, ACCEL_PLACEMENT_HBM,
-				  &chip->window_buf);
-	if (!ret) {
-		struct accel_cmdbuf *cb;
-
-		/* Semaphores start at zero, whatever the memory held. */
-		ret = accel_cmdbuf_create(chip->dev, &cb);
-		if (!ret)
-			ret = accel_cmdbuf_fill(cb, chip->window_buf, 0, 0,
-						SLOTS_OFFSET);
-		if (!ret)
-			ret = run_now(chip, cb, comm->timeout_ns);
-		accel_cmdbuf_destroy(cb);
-	}
-	if (!ret)
-		ret = accel_window_open(chip->dev, chip->window_buf, 0, size,
-					ACCEL_WINDOW_WRITE, &wo, &chip->window);
-	return ret;
-}
-
-static int check_devices(struct accel_comm *comm, struct accel_device *const *devs,
-			 unsigned int count, struct accel_device_info *info)
-{
-	unsigned int i, j, queues = TSR_MAX_QUEUES;
-
-	comm->caps = ~0u;
-	for (i = 0; i < count; i++) {
-		int ret;
-
-		if (!devs[i])
-			return ACCEL_ERR_INVALID_ARGUMENT;
-		ret = accel_device_get_info(devs[i], &info[i]);
-		if (ret)
-			return ret;
-		if (!(info[i].caps & TSR_CAP_ICI) || info[i].num_queues < 2)
-			return ACCEL_ERR_NOT_SUPPORTED;
-		queues = info[i].num_queues < queues ? info[i].num_queues : queues;
-		comm->caps &= info[i].caps;
-		for (j = 0; j < i; j++) {
-			if (info[j].slice_id != info[i].slice_id ||
-			    memcmp(info[j].topology, info[i].topology,
-				   sizeof(info[i].topology)) ||
-			    info[j].slice_index == info[i].slice_index)
-				return ACCEL_ERR_INVALID_ARGUMENT;
-		}
-	}
-	memcpy(comm->dims, info[0].topology, sizeof(comm->dims));
-	comm->wrap = info[0].wrap;
-	comm->chips = info[0].slice_chips;
-	if (comm->chips > MAX_RANKS)
-		return ACCEL_ERR_NOT_SUPPORTED;
-	comm->colours = queues / 2 < COLL_MAX_COLOURS ? queues / 2 : COLL_MAX_COLOURS;
-	comm->queues = queues;
-	return ACCEL_OK;
-}
-
-static int apply_opts(struct accel_comm *comm, const struct accel_comm_opts *opts)
-{
-	comm->window_id = ACCEL_COMM_WINDOW_ID;
-	comm->slot_bytes = DEFAULT_SLOT_BYTES;
-	comm->timeout_ns = DEFAULT_TIMEOUT_NS;
-	if (!opts)
-		return ACCEL_OK;
-	if (opts->algo != ACCEL_COLL_PINCER && opts->algo != ACCEL_COLL_ONE_COLOUR)
-		return ACCEL_ERR_INVALID_ARGUMENT;
-	if (opts->algo == ACCEL_COLL_ONE_COLOUR)
-		comm->colours = 1;
-	if (opts->window_id)
-		comm->window_id = opts->window_id;
-	if (opts->slot_bytes) {
-		if (opts->slot_bytes % 8 || opts->slot_bytes < MIN_SLOT_BYTES ||
-		    opts->slot_bytes > MAX_SLOT_BYTES)
-			return ACCEL_ERR_INVALID_ARGUMENT;
-		comm->slot_bytes = opts->slot_bytes;
-	}
-	if (opts->connect_timeout_ns)
-		comm->timeout_ns = opts->connect_timeout_ns;
-	return ACCEL_OK;
-}
-
-int accel_comm_create(struct accel_device *const *devs, unsigned int count,
-		      const struct accel_comm_opts *opts, struct accel_comm **out)
-{
-	struct accel_device_info info[ACCEL_SLICE_MAX_LOCAL];
-	struct accel_comm *comm;
-	uint64_t deadline;
-	unsigned int i;
-	int ret;
-
-	if (!devs || !out || !count || count > ACCEL_SLICE_MAX_LOCAL)
-		return ACCEL_ERR_INVALID_ARGUMENT;
-	comm = calloc(1, sizeof(*comm));
-	if (!comm)
-		return ACCEL_ERR_NO_MEMORY;
-	ret = check_devices(comm, devs, count, info);
-	if (!ret)
-		ret = apply_opts(comm, opts);
-	if (!ret)
-		ret = slice_key(opts, info[0].slice_id, &comm->key);
-	if (!ret && comm->window_id >= info[0].max_windows)
-		ret = ACCEL_ERR_INVALID_ARGUMENT;
-	for (i = 0; !ret && i < count; i++) {
-		comm->chip[i].dev = devs[i];
-		comm->count++;
-		ret = open_chip(comm, &comm->chip[i], &info[i]);
-	}
-	deadline = now_ns() + comm->timeout_ns;
-	for (i = 0; !ret && i < count; i++)
-		ret = greet(comm, &comm->chip[i], SEM_HELLO, deadline);
-	for (i = 0; !ret && i < count; i++)
-		ret = await_greetings(&comm->chip[i], SEM_HELLO, 1, deadline);
-	if (ret) {
-		comm->broken = true;
-		accel_comm_destroy(comm);
-		return ret;
-	}
-	*out = comm;
-	return ACCEL_OK;
-}
-
-void accel_comm_destroy(struct accel_comm *comm)
-{
-	uint64_t deadline;
-	unsigned int i;
-	int ret = ACCEL_OK;
-
-	if (!comm)
-		return;
-	/*
-	 * Every job this chip's neighbours send here comes before their
-	 * goodbye, so once all have said it the windows can close.
-	 */
-	deadline = now_ns() + comm->timeout_ns;
-	for (i = 0; !comm->broken && !ret && i < comm->count; i++)
-		ret = greet(comm, &comm->chip[i], SEM_GOODBYE, deadline);
-	for (i = 0; !comm->broken && !ret && i < comm->count; i++)
-		ret = await_greetings(&comm->chip[i], SEM_GOODBYE, 1, deadline);
-	for (i = 0; i < comm->count; i++) {
-		struct comm_chip *chip = &comm->chip[i];
-
-		accel_window_close(chip->window);
-		accel_buffer_destroy(chip->window_buf);
-		accel_buffer_destroy(chip->scratch);
-		coll_plan_free(&chip->plan);
-	}
-	free(comm);
-}
-
-unsigned int accel_comm_size(const struct accel_comm *comm)
-{
-	return comm ? comm->chips : 0;
-}
-
-unsigned int accel_comm_rank(const struct accel_comm *comm, unsigned int i)
-{
-	return comm && i < comm->count ? comm->chip[i].rank : 0;
-}
-
-unsigned int accel_comm_colours(const struct accel_comm *comm)
-{
-	return comm ? comm->colours : 0;
-}
-

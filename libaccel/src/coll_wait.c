@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+/* Collectives: waiting for a collective's jobs on every local chip. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <accel/accel.h>
+#include <accel/collective.h>
+
+#include "coll_comm.h"
+
+/* Note that job @i ended with @ret: its modeled times, the first failure. */
+static void job_ended(struct accel_coll *coll, unsigned int i, int ret)
+{
+	struct accel_job_status st;
+
+	coll->done[i] = true;
+	if (!accel_job_status(coll->jobs[i], &st)) {
+		if (coll->opens[i] && st.start_cycle > coll->start)
+			coll->start = st.start_cycle;
+		if (st.end_cycle > coll->end)
+			coll->end = st.end_cycle;
+	}
+	if (!ret)
+		return;
+	/*
+	 * The communicator's windows stay open while its processes are in
+	 * it, with the slice's key: one that refuses a write was closed by a
+	 * process that gave up on the call and left.
+	 */
+	if (ret == ACCEL_ERR_REMOTE_ACCESS)
+		ret = ACCEL_ERR_PEER_ABORT;
+	/* What went wrong, rather than another chip's giving up on it. */
+	if (!coll->result || (coll->result == ACCEL_ERR_PEER_ABORT &&
+			      ret != ACCEL_ERR_PEER_ABORT))
+		coll->result = ret;
+	coll_comm_abort(coll->comm);
+}
+
+static int poll_timeout_ms(uint64_t deadline)
+{
+	uint64_t now = now_ns();
+
+	if (deadline == UINT64_MAX)
+		return -1;
+	if (now >= deadline)
+		return 0;
+	return (deadline - now) / 1000000 > INT32_MAX ? INT32_MAX :
+	       (int)((deadline - now + 999999) / 1000000);
+}
+
+/*
+ * Every stream's jobs end in order, so only the first pending job of each
+ * is watched: the first job to fail, on any stream of any local chip,
+ * aborts the communicator at once, which ends the others' waits.
+ */
+int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
+{
+	uint64_t deadline;
+
+	if (!coll)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	deadline = timeout_ns == ACCEL_TIMEOUT_INFINITE ||
+		   timeout_ns > UINT64_MAX - now_ns() ? UINT64_MAX :
+		   now_ns() + timeout_ns;
+	while (!coll->ended) {
+		struct pollfd fds[STREAMS];
+		bool watched[STREAMS] = { false };
+		unsigned int i, n = 0;
+		int ret = ACCEL_OK, ready;
+
+		for (i = 0; i < coll->count && !ret; i++) {
+			if (coll->done[i] || watched[coll->streams[i]])
+				continue;
+			ret = accel_job_wait(coll->jobs[i], 0);
+			if (ret != ACCEL_ERR_TIMEOUT) {
+				job_ended(coll, i, ret);
+				ret = ACCEL_OK;
+				continue;
+			}
+			watched[coll->streams[i]] = true;
+			ret = accel_job_export_sync_file(coll->jobs[i], &fds[n].fd);
+			if (!ret)
+				fds[n++].events = POLLIN;
+		}
+		if (!ret && !n) {
+			coll->ended = true;
+			coll->cycles = coll->end > coll->start ?
+				       coll->end - coll->start : 0;
+			break;
+		}
+		ready = ret ? 0 : poll(fds, n, poll_timeout_ms(deadline));
+		if (ready < 0 && errno != EINTR)
+			ret = ACCEL_ERR_IO;
+		while (n)
+			close(fds[--n].fd);
+		if (ret)
+			return ret;
+		if (!ready)
+			return ACCEL_ERR_TIMEOUT;
+	}
+	return coll->result;
+}
+
+/*
+ * A collective's modeled time runs from when its last stream starts (its
+ * queue free and its chip's inputs there: before then the collective
+ * cannot run anywhere, and the queues' clocks only meet through their
+ * waits) to when its last job ends.
+ */
+uint64_t accel_coll_cycles(struct accel_coll *coll)
+{
+	return coll && coll->ended ? coll->cycles : 0;
+}
+
+void accel_coll_destroy(struct accel_coll *coll)
+{
+	unsigned int i;
+
+	if (!coll)
+		return;
+	for (i = 0; i < coll->count; i++)
+		accel_job_destroy(coll->jobs[i]);
+	free(coll->jobs);
+	free(coll->opens);
+	free(coll->streams);
+	free(coll->done);
+	free(coll);
+}
