@@ -23,17 +23,26 @@
 #define ICI_REQS (TSR_MAX_QUEUES * ICI_QUEUE_REQS)
 /*
  * Without an answer for this long after the last chunk left: LINK_DOWN.
- * A first hop that dies is seen sooner (the link goes down within 1.3 s);
- * this covers a peer further on that never answers.  Long beside a busy
- * host's stalls: the links under the request are reliable, so a late
- * answer is a slow host, not a lost one.
+ * The timeouts nest from the wire up (Documentation/ici.md, "When a
+ * peer fails"): a link whose peer is silent goes down within
+ * ICI_LINK_DEAD_NS, and a chip on the way whose next link is down
+ * answers at once; this covers a target that stopped after its link
+ * took the last chunk.  All of them end well inside the driver's job
+ * timeout (2 s in the tests, 5 s by default), so the link, not the
+ * watchdog, fails the job.
  */
-#define ICI_ANSWER_TIMEOUT_NS 10000000000ull
+#define ICI_ANSWER_TIMEOUT_NS 1500000000ull
 /*
  * Resend what is unacknowledged after this long: long beside the jitter of
  * host threads and sockets, so that a resend is a modeled fault's doing.
  */
 #define ICI_RETRANSMIT_NS 5000000ull
+/*
+ * Timeouts in a row that take a port down: with the backoff, a peer that
+ * stops answering or reading is given up after 5 + 10 + ... + 320 + 320
+ * ms = 0.955 s (ICI_LINK_DEAD_NS).
+ */
+#define ICI_RETRY_LIMIT 7
 /*
  * Answers waiting for room on their way back.  Each requester has at most
  * ICI_REQS requests out, so a slice of 256 chips needs at most 256 times
@@ -116,9 +125,13 @@ struct TsrIci {
     uint32_t irq_enable;
     uint32_t ports_changed;
     uint32_t latched_hi;
-    /* Requests refused lately, counted once: packed source, number. */
-    uint64_t refused[ICI_REQS];
-    unsigned int refused_next;
+    /*
+     * Requests this chip failed lately, as their target (refused) or on
+     * their way (the next link down), answered once: packed source,
+     * number.  Their later chunks are dropped.
+     */
+    uint64_t failed[ICI_REQS];
+    unsigned int failed_next;
     uint32_t violations;
     uint32_t viol_source;
     uint32_t viol_window;
@@ -346,17 +359,22 @@ static uint64_t request_id(const struct tsr_ici_msg *m)
     return (uint64_t)pack_coords(m->src) << 32 | m->req;
 }
 
-/* Whether the request of @m has been refused already. */
-static bool refused_before(TsrIci *ici, const struct tsr_ici_msg *m)
+/* Whether the request of @m has been failed here already. */
+static bool failed_before(TsrIci *ici, const struct tsr_ici_msg *m)
 {
     unsigned int i;
 
     for (i = 0; i < ICI_REQS; i++) {
-        if (ici->refused[i] == request_id(m)) {
+        if (ici->failed[i] == request_id(m)) {
             return true;
         }
     }
     return false;
+}
+
+static void remember_failed(TsrIci *ici, const struct tsr_ici_msg *m)
+{
+    ici->failed[ici->failed_next++ % ICI_REQS] = request_id(m);
 }
 
 /*
@@ -366,10 +384,10 @@ static bool refused_before(TsrIci *ici, const struct tsr_ici_msg *m)
 static uint32_t refuse(TsrIci *ici, const struct tsr_ici_msg *m,
                        uint32_t reason)
 {
-    if (refused_before(ici, m)) {
+    if (failed_before(ici, m)) {
         return TSR_ERR_REMOTE_ACCESS;
     }
-    ici->refused[ici->refused_next++ % ICI_REQS] = request_id(m);
+    remember_failed(ici, m);
     ici->violations++;
     ici->viol_source = pack_coords(m->src);
     ici->viol_window = m->window;
@@ -456,7 +474,32 @@ static uint32_t apply_write(TsrIci *ici, const struct tsr_ici_msg *m,
 
 /* ----------------------------------------------------------- messages */
 
-static void take_answer(TsrIci *ici, const struct tsr_ici_msg *m)
+static bool same_chip(const uint8_t a[3], const uint8_t b[3])
+{
+    return !memcmp(a, b, TSR_ICI_MAX_DIMS);
+}
+
+/*
+ * Whether @m may answer request @r: it comes from the chip asked, or it
+ * is a LINK_DOWN from a chip on the way there, whose next link is down.
+ */
+static bool answer_fits(TsrIci *ici, const IciReq *r,
+                        const struct tsr_ici_msg *m)
+{
+    if (same_chip(m->src, r->dst)) {
+        return true;
+    }
+    return m->status == TSR_ERR_LINK_DOWN &&
+           tsr_route_arrival_port(&ici->slice.topo, ici->slice.coords, r->dst,
+                                  r->minus, m->src) >= 0;
+}
+
+/*
+ * Take the answer @m to one of this chip's requests; false if it names a
+ * request out but cannot be its answer (forged: ignored).  An answer to a
+ * request no longer out (one forgotten after a failure) is ignored.
+ */
+static bool take_answer(TsrIci *ici, const struct tsr_ici_msg *m)
 {
     unsigned int i;
 
@@ -464,12 +507,16 @@ static void take_answer(TsrIci *ici, const struct tsr_ici_msg *m)
         IciReq *r = &ici->req[i / ICI_QUEUE_REQS][i % ICI_QUEUE_REQS];
 
         if (r->busy && !r->answered && r->number == m->req) {
+            if (!answer_fits(ici, r, m)) {
+                return false;
+            }
             r->answered = true;
             r->status = m->status;
             pthread_cond_broadcast(&ici->cond);
-            return;
+            return true;
         }
     }
+    return true;
 }
 
 /* Send the answers that wait, in order, while their channels have room. */
@@ -521,26 +568,34 @@ static void answer(TsrIci *ici, struct tsr_ici_msg *ans)
                  ICI_PENDING_ANSWERS] = *ans;
 }
 
-/* A message for this chip: always taken, so that it never blocks a link. */
-static bool take_local(TsrIci *ici, struct tsr_ici_msg *m,
+/*
+ * A message for this chip: always taken, so that it never blocks a link.
+ * @in is the port it came by, NULL for a chip's write to itself.
+ */
+static void take_local(TsrIci *ici, IciPort *in, struct tsr_ici_msg *m,
                        const uint8_t *data)
 {
     struct tsr_ici_msg ans;
     uint32_t err = TSR_ERR_NONE;
 
     if (m->type == TSR_ICI_MSG_ANSWER) {
-        take_answer(ici, m);
-        return true;
+        if (!take_answer(ici, m) && in) {
+            tsr_link_count_protocol_error(in->link);
+        }
+        return;
     }
     if (m->type != TSR_ICI_MSG_WRITE) {
-        return true;    /* nothing a correct peer sends: dropped */
+        if (in) {
+            tsr_link_count_protocol_error(in->link);
+        }
+        return;         /* nothing a correct peer sends: dropped */
     }
-    if (refused_before(ici, m)) {
-        return true;    /* answered at its first refused chunk */
+    if (failed_before(ici, m)) {
+        return;         /* answered at its first refused chunk */
     }
     err = apply_write(ici, m, data);
     if (!err && !(m->flags & TSR_ICI_MSG_LAST)) {
-        return true;
+        return;
     }
     ans = (struct tsr_ici_msg){
         .type = TSR_ICI_MSG_ANSWER, .req = m->req, .status = err,
@@ -549,7 +604,43 @@ static bool take_local(TsrIci *ici, struct tsr_ici_msg *m,
     memcpy(ans.src, ici->slice.coords, sizeof(ans.src));
     memcpy(ans.dst, m->src, sizeof(ans.dst));
     answer(ici, &ans);
-    return true;
+}
+
+/*
+ * A write for a chip beyond a link that is not up: dropped, and its
+ * requester told at once (LINK_DOWN, from this chip), so that it fails
+ * now rather than at its answer timeout, and the link the write came by
+ * goes on carrying everything else.
+ */
+static void fail_in_transit(TsrIci *ici, const struct tsr_ici_msg *m)
+{
+    struct tsr_ici_msg ans = {
+        .type = TSR_ICI_MSG_ANSWER, .req = m->req,
+        .status = TSR_ERR_LINK_DOWN, .arrival = m->arrival,
+    };
+
+    if (m->type != TSR_ICI_MSG_WRITE || failed_before(ici, m)) {
+        return;
+    }
+    remember_failed(ici, m);
+    memcpy(ans.src, ici->slice.coords, sizeof(ans.src));
+    memcpy(ans.dst, m->src, sizeof(ans.dst));
+    answer(ici, &ans);
+}
+
+/*
+ * Whether message @m, @len bytes with its data, is one a correct
+ * neighbour sends on port @in: whole, from a chip whose route to its
+ * destination comes in by @in (a neighbour cannot speak for chips whose
+ * messages it never carries).
+ */
+static bool msg_valid(TsrIci *ici, const IciPort *in,
+                      const struct tsr_ici_msg *m, size_t len)
+{
+    return m->len == len - sizeof(*m) &&
+           tsr_route_arrival_port(&ici->slice.topo, m->src, m->dst,
+                                  m->flags & TSR_ICI_MSG_MINUS,
+                                  ici->slice.coords) == (int)in->index;
 }
 
 static bool deliver(void *opaque, unsigned int vc, const void *payload,
@@ -562,19 +653,31 @@ static bool deliver(void *opaque, unsigned int vc, const void *payload,
     int port;
 
     if (len < sizeof(m)) {
+        tsr_link_count_protocol_error(in->link);
         return true;
     }
     memcpy(&m, payload, sizeof(m));
-    if (m.len != len - sizeof(m)) {
+    if (!msg_valid(ici, in, &m, len)) {
+        tsr_link_count_protocol_error(in->link);
         return true;
+    }
+    if (m.arrival > TSR_ICI_ARRIVAL_MAX) {
+        /* It would wrap the modeled clocks it feeds: a peer's lie. */
+        tsr_link_count_protocol_error(in->link);
+        m.arrival = TSR_ICI_ARRIVAL_MAX;
     }
     port = tsr_route_port_way(&ici->slice.topo, ici->slice.coords, m.dst,
                               m.flags & TSR_ICI_MSG_MINUS);
     if (port == TSR_ROUTE_HERE) {
-        return take_local(ici, &m, (const uint8_t *)payload + sizeof(m));
+        take_local(ici, in, &m, (const uint8_t *)payload + sizeof(m));
+        return true;
     }
     if (port < 0 || !(ici->wired & (1u << port))) {
         return true;    /* no such chip: dropped, its sender times out */
+    }
+    if (tsr_link_state(ici->port[port].link) != TSR_ICI_STATE_UP) {
+        fail_in_transit(ici, &m);
+        return true;
     }
     /* In transit: on to the next chip, untouched. */
     return send_msg(ici, port, in_dim, vc, &m,
@@ -738,7 +841,7 @@ int tsr_ici_attach(TsrIci *ici, unsigned int port)
     uint8_t peer[3];
     TsrLinkConfig cfg = {
         .window = 32, .rx_slots = 8, .tx_slots = 16,
-        .retransmit_ns = ici->retransmit_ns, .retry_limit = 8,
+        .retransmit_ns = ici->retransmit_ns, .retry_limit = ICI_RETRY_LIMIT,
     };
 
     if (port >= TSR_ICI_MAX_PORTS || ici->port[port].link ||
@@ -1112,9 +1215,11 @@ static uint32_t write_check(const struct tsr_cmd_ici_write *c,
                         c->dst_stride < c->row_bytes)) {
         return TSR_ERR_BAD_STRIDE;
     }
-    /* Where the last byte lands in the window must not wrap. */
+    /* Neither the last byte read nor where it lands in the window wraps. */
     if (c->rows && (!tsr_span(c->rows, c->dst_stride, c->row_bytes, &span) ||
-                    c->offset + span < c->offset)) {
+                    c->offset + span < c->offset ||
+                    !tsr_span(c->rows, c->src_stride, c->row_bytes, &span) ||
+                    c->src + span < c->src)) {
         return TSR_ERR_BAD_STRIDE;
     }
     return TSR_ERR_NONE;
@@ -1150,6 +1255,23 @@ static void wait_a_little(TsrIci *ici, pthread_cond_t *cond)
 }
 
 /*
+ * A chunk of a write of this chip to itself lands as the job's own
+ * write would: not once a reset has made the job stale.  Under the lock.
+ */
+static uint32_t write_here(TsrIci *ici, TsrMem *mem,
+                           const struct tsr_ici_msg *m, const uint8_t *data)
+{
+    struct tsr_ici_msg copy = *m;
+
+    if (!tsr_job_write_begin(ici->core, mem->queue, mem->generation)) {
+        return TSR_ERR_ABORTED;
+    }
+    take_local(ici, NULL, &copy, data);
+    tsr_job_write_end(ici->core, mem->queue);
+    return TSR_ERR_NONE;
+}
+
+/*
  * Send one chunk, sealed in *@staged with its data at @data; under the
  * lock.  Waits while the channel is full; fails with LINK_DOWN if the way
  * goes down, ABORTED if the job is reset.
@@ -1164,10 +1286,7 @@ static uint32_t send_chunk(TsrIci *ici, TsrMem *mem, struct tsr_ici_msg *m,
         int port = route(ici, m->dst, m->flags & TSR_ICI_MSG_MINUS, &err);
 
         if (port == TSR_ROUTE_HERE) {
-            struct tsr_ici_msg copy = *m;
-
-            return take_local(ici, &copy, data) ?
-                   TSR_ERR_NONE : TSR_ERR_LINK_DOWN;
+            return write_here(ici, mem, m, data);
         }
         if (port == TSR_ROUTE_NONE) {
             return err;
@@ -1290,6 +1409,34 @@ uint32_t tsr_ici_job_end(TsrMem *mem)
     return settle_job(mem, 0);
 }
 
+/*
+ * Read a chunk's @n bytes at @va into @data, as long as the job is live:
+ * a reset (or a disabled queue) stops a write within one chunk, and once
+ * the reset has returned no read of the job's is under way, so that a
+ * context the driver tears down after it is never walked again.
+ */
+static uint32_t read_chunk(TsrMem *mem, uint64_t va, uint8_t *data,
+                           uint64_t n)
+{
+    uint32_t err = TSR_ERR_NONE;
+    const void *view;
+
+    if (tsr_mem_aborted(mem) ||
+        !tsr_job_write_begin(mem->core, mem->queue, mem->generation)) {
+        return TSR_ERR_ABORTED;
+    }
+    if (n) {
+        view = tsr_mem_read_view(mem, va, n);
+        if (view) {
+            memcpy(data, view, n);
+        } else if (tsr_mem_read(mem, va, data, n)) {
+            err = mem->error;
+        }
+    }
+    tsr_job_write_end(mem->core, mem->queue);
+    return err;
+}
+
 uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
                            TsrCost *cost)
 {
@@ -1367,16 +1514,8 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
             /* The chunk is built without the lock (see TsrIci.stage). */
             pthread_mutex_unlock(&ici->lock);
             data = tsr_link_buf_data(*stage) + sizeof(m);
-            if (n) {
-                uint64_t va = c->src + row * c->src_stride + done;
-                const void *view = tsr_mem_read_view(mem, va, n);
-
-                if (view) {
-                    memcpy(data, view, n);
-                } else if (tsr_mem_read(mem, va, data, n)) {
-                    err = mem->error;
-                }
-            }
+            err = read_chunk(mem, c->src + row * c->src_stride + done,
+                             data, n);
             tsr_link_buf_seal(*stage, sizeof(m), sizeof(m) + n);
             pthread_mutex_lock(&ici->lock);
             if (!err) {

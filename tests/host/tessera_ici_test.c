@@ -1019,4 +1019,140 @@ TEST(a_remote_increment_wakes_the_queue_sleeping_on_it)
 	slice_free(s);
 }
 
+static double since_ms(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1e3 + (t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/*
+ * A chip whose link onward is down drops what it would forward there and
+ * answers LINK_DOWN at once: the writer fails long before its answer
+ * timeout, and the link it wrote by is not wedged behind held frames, so
+ * writes to the chip in between still land.
+ */
+TEST(transit_to_a_dead_link_fails_the_writer_fast_and_the_first_link_goes_on)
+{
+	struct slice *s = slice_new(3, false);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	uint8_t far[3] = { 2, 0, 0 }, mid[3] = { 1, 0, 0 };
+	struct tsr_cmd_ici_write c;
+	struct timespec t0;
+	unsigned int i;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	fill(host_ptr(a, s->src[0]), 4 << 20, 5);
+	wr(b, TSR_ICI_PORT_BASE(TSR_ICI_PORT(0, 0)) + TSR_IREG_CONTROL,
+	   TSR_ICI_CTRL_DOWN);
+	/* Twice, so that frames held by the first would block the second. */
+	for (i = 0; i < 2; i++) {
+		c = ici_write(far, s->src[0], 0, 1, 4 << 20);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		EXPECT_EQ(TSR_ERR_LINK_DOWN, chip_run(a, &c, sizeof(c))->error);
+		EXPECT_GT(500, since_ms(&t0));
+	}
+	c = ici_write(mid, s->src[0], 0, 1, 4 << 20);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	EXPECT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
+	EXPECT_GT(500, since_ms(&t0));
+	EXPECT_EQ(0, memcmp(host_ptr(b, s->win[1]), host_ptr(a, s->src[0]),
+			    4 << 20));
+	EXPECT_EQ(TSR_ICI_STATE_UP,
+		  rd(a, TSR_ICI_PORT_BASE(TSR_ICI_PORT(0, 0)) + TSR_IREG_STATE));
+	EXPECT_EQ(0, ((uint8_t *)host_ptr(s->chip[2], s->win[2]))[1000]);
+	slice_free(s);
+}
+
+/*
+ * A queue reset stops an ICI_WRITE within a chunk, whether it writes to
+ * another chip or to its own: 2^22 rows of one byte (a message each)
+ * would take minutes.  Nothing lands after the reset has returned but
+ * what was on the wire already.
+ */
+static void check_write_stops_at_reset(struct __test_metadata *_metadata,
+				       struct slice *s, unsigned int target)
+{
+	struct test_chip *a = s->chip[0], *t = s->chip[target];
+	uint8_t dst[3] = { target, 0, 0 };
+	struct tsr_cmd_ici_write c = ici_write(dst, s->src[0], 0, 1 << 22, 1);
+	volatile uint8_t *win = host_ptr(t, s->win[target]);
+	struct runner r = { a, 0 };
+	struct tsr_completion *rec;
+	struct timespec t0, tick = { 0, 100000 };
+	unsigned int i, landed;
+	pthread_t th;
+
+	memset(host_ptr(t, s->win[target]), 0, 4 << 20);
+	memset(host_ptr(a, s->src[0]), 0x5a, 4 << 20);
+	c.src_stride = 1;
+	c.dst_stride = 1;
+	rec = chip_queue_job(a, 0, 1, &c, sizeof(c), 77);
+	ASSERT_EQ(0, pthread_create(&th, NULL, run_queue, &r));
+	for (i = 0; i < 50000 && !win[100]; i++)
+		nanosleep(&tick, NULL);
+	ASSERT_EQ(0x5a, win[100]) TH_LOG("job: status %u error %u", rec->status, rec->error);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	qwr(a, 0, TSR_QREG_CONTROL, TSR_QCTRL_RESET | TSR_QCTRL_ENABLE);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_GT(200, since_ms(&t0));
+	a->tail[0] = 0;		/* the reset emptied the ring */
+	/* Let what was on the wire land, then nothing more may. */
+	for (i = 0; i < 200; i++)
+		nanosleep(&tick, NULL);
+	for (landed = 0; landed < (4u << 20) && win[landed]; landed++)
+		;
+	for (i = 0; i < 500; i++)
+		nanosleep(&tick, NULL);
+	EXPECT_EQ(0, win[landed]);
+	EXPECT_GT(1u << 22, landed);
+	EXPECT_EQ(0, qrd(a, 0, TSR_QREG_JOBS_DONE));
+}
+
+TEST(a_queue_reset_stops_an_ici_write_within_a_chunk)
+{
+	struct slice *s = slice_new(2, false);
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 0, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	check_write_stops_at_reset(_metadata, s, 1);
+	check_write_stops_at_reset(_metadata, s, 0);
+	slice_free(s);
+}
+
+/*
+ * A source span that wraps is refused as BAD_STRIDE before anything is
+ * read or sent, as every other command's is: a stride of 2^64 - 1 would
+ * otherwise read backwards.
+ */
+TEST(an_ici_write_whose_source_wraps_fails_bad_stride_before_reading)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	uint8_t dst[3] = { 1, 0, 0 };
+	struct tsr_cmd_ici_write c;
+	struct tsr_completion *rec;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	memset(host_ptr(a, s->src[0]), 0x77, 4096);
+	c = ici_write(dst, s->src[0] + 4000, 0, 3, 8);
+	c.src_stride = ~0ull;
+	rec = chip_run(a, &c, sizeof(c));
+	EXPECT_EQ(TSR_ERR_BAD_STRIDE, rec->error);
+	c = ici_write(dst, ~0ull, 0, 1, 1);
+	EXPECT_EQ(TSR_ERR_BAD_STRIDE, chip_run(a, &c, sizeof(c))->error);
+	c = ici_write(dst, ~0ull - 255, 0, 1, 512);
+	EXPECT_EQ(TSR_ERR_BAD_STRIDE, chip_run(a, &c, sizeof(c))->error);
+	c = ici_write(dst, s->src[0], 0, 4, 8);
+	c.src_stride = 1ull << 63;
+	EXPECT_EQ(TSR_ERR_BAD_STRIDE, chip_run(a, &c, sizeof(c))->error);
+	EXPECT_EQ(0, ((uint8_t *)host_ptr(b, s->win[1]))[0]);
+	slice_free(s);
+}
+
 TEST_HARNESS_MAIN

@@ -1083,6 +1083,13 @@ struct tsr_ici_msg {
 /* Data bytes one WRITE chunk carries. */
 #define TSR_ICI_MSG_MAX_DATA	(TSR_ICI_MAX_PAYLOAD - sizeof(struct tsr_ici_msg))
 
+/*
+ * The latest @arrival a chip takes from a message (2^56 cycles, over two
+ * years of modeled time at 1 GHz): a later one is a peer's lie, clamped
+ * to it and counted, so that it cannot wrap the modeled clocks it feeds.
+ */
+#define TSR_ICI_ARRIVAL_MAX	(1ull << 56)
+
 /* Bits of struct tsr_cmd_ici_write's header flags. */
 #define TSR_ICI_WRITE_SEM		0x0001	/* add @sem_add at @sem_offset */
 /*
