@@ -327,6 +327,11 @@ $(B)/tests/slice/slice_failure: $(B)/tests/slice/%: tests/slice/%.c $(LIBACCEL_S
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< -L$(B)/lib -laccel -lm
 
+# ... except those that go through libaccel.
+$(B)/tests/slice/slice_failure: $(B)/tests/slice/%: tests/slice/%.c $(LIBACCEL_SO) $(USER_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< -L$(B)/lib -laccel -lm
+
 # The tutorial's code is the C blocks of Documentation/tutorial.md, in order.
 $(B)/obj/tutorial.c: Documentation/tutorial.md mk/extract-c
 	@mkdir -p $(@D)

@@ -29,6 +29,8 @@ struct wire {
 	size_t len;
 	/* Where the bytes go. */
 	unsigned int to_chip, to_port;
+	/* Carries nothing: the chip beyond it stopped (SIGSTOP). */
+	volatile bool frozen;
 };
 
 struct slice {
@@ -38,20 +40,20 @@ struct slice {
 	struct wire *wires[MAX_CHIPS][TSR_ICI_MAX_PORTS];
 	pthread_t pump;
 	volatile bool stop;
+	/*
+	 * A liar: where chip[i] is NULL, a bare link layer speaks for chip i
+	 * (slice_with_liar()), under liar_lock; what it is sent is logged.
+	 */
+	TsrLink *liar;
+	pthread_mutex_t liar_lock;
+	struct tsr_ici_msg heard[16];
+	unsigned int nheard;
 	/* Per chip: the window table, a window buffer, a source buffer. */
 	uint64_t table[MAX_CHIPS], win[MAX_CHIPS], src[MAX_CHIPS];
 };
 
-static size_t slice_out(struct test_chip *c, unsigned int port,
-			const void *buf, size_t len)
+static size_t slice_wire_put(struct wire *w, const void *buf, size_t len)
 {
-	struct slice *s = c->ici_ctx;
-	unsigned int i;
-
-	for (i = 0; i < s->n && s->chip[i] != c; i++)
-		;
-	struct wire *w = s->wires[i][port];
-
 	if (!w)
 		return len;
 	pthread_mutex_lock(&w->lock);
@@ -61,6 +63,49 @@ static size_t slice_out(struct test_chip *c, unsigned int port,
 	w->len += len;
 	pthread_mutex_unlock(&w->lock);
 	return len;
+}
+
+static size_t slice_out(struct test_chip *c, unsigned int port,
+			const void *buf, size_t len)
+{
+	struct slice *s = c->ici_ctx;
+	unsigned int i;
+
+	for (i = 0; i < s->n && s->chip[i] != c; i++)
+		;
+	return slice_wire_put(s->wires[i][port], buf, len);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000ull + t.tv_nsec;
+}
+
+static void liar_receive(struct slice *s, const void *buf, size_t len)
+{
+	pthread_mutex_lock(&s->liar_lock);
+	tsr_link_receive(s->liar, buf, len, mono_ns());
+	pthread_mutex_unlock(&s->liar_lock);
+}
+
+static void liar_poll(struct slice *s)
+{
+	uint64_t now = mono_ns();
+
+	pthread_mutex_lock(&s->liar_lock);
+	if (tsr_link_deadline(s->liar) <= now)
+		tsr_link_poll(s->liar, now);
+	pthread_mutex_unlock(&s->liar_lock);
+}
+
+static void liar_connected(struct slice *s)
+{
+	pthread_mutex_lock(&s->liar_lock);
+	tsr_link_connected(s->liar, mono_ns());
+	pthread_mutex_unlock(&s->liar_lock);
 }
 
 static void *pump(void *arg)
@@ -76,20 +121,25 @@ static void *pump(void *arg)
 				struct wire *w = s->wires[i][p];
 				size_t n;
 
-				if (!w)
+				if (!w || w->frozen)
 					continue;
 				pthread_mutex_lock(&w->lock);
 				n = w->len;
 				memcpy(tmp, w->buf, n);
 				w->len = 0;
 				pthread_mutex_unlock(&w->lock);
-				if (n) {
+				if (n && s->chip[w->to_chip])
 					tsr_ici_receive(tsr_core_ici(s->chip[w->to_chip]->core),
 							w->to_port, tmp, n);
+				else if (n)
+					liar_receive(s, tmp, n);
+				if (n && s->chip[i])
 					tsr_ici_writable(tsr_core_ici(s->chip[i]->core), p);
-				}
 			}
-			tsr_ici_poll(tsr_core_ici(s->chip[i]->core));
+			if (s->chip[i])
+				tsr_ici_poll(tsr_core_ici(s->chip[i]->core));
+			else
+				liar_poll(s);
 		}
 		sched_yield();
 	}
@@ -175,17 +225,105 @@ static struct slice *slice_new(unsigned int n, bool wrap)
 	return s;
 }
 
+static size_t liar_write(void *opaque, const void *buf, size_t len)
+{
+	struct slice *s = opaque;
+
+	return slice_wire_put(s->wires[1][TSR_ICI_PORT(0, 1)], buf, len);
+}
+
+static bool liar_deliver(void *opaque, unsigned int vc, const void *payload,
+			 size_t len)
+{
+	struct slice *s = opaque;
+
+	if (s->nheard < 16)
+		memcpy(&s->heard[s->nheard++], payload,
+		       sizeof(struct tsr_ici_msg));
+	return true;
+}
+
+static const TsrLinkOps liar_ops = {
+	.wire_write = liar_write,
+	.deliver = liar_deliver,
+};
+
+/*
+ * A ring of three: chips 0 and 2 real, chip 1 a bare link layer on
+ * chip 0's +x port that sends whatever a test makes it (chip 2's -x port
+ * is not wired).  Chip 2's messages reach chip 0 on its -x port.
+ */
+static struct slice *slice_with_liar(void)
+{
+	struct slice *s = calloc(1, sizeof(*s));
+	TsrLinkConfig cfg = {
+		.self = { .slice_id = 3, .coords = { 1, 0, 0 },
+			  .port = TSR_ICI_PORT(0, 1) },
+		.peer = { .slice_id = 3, .coords = { 0, 0, 0 },
+			  .port = TSR_ICI_PORT(0, 0) },
+		.window = 32, .rx_slots = 8, .tx_slots = 16,
+		.retransmit_ns = 5000000, .retry_limit = 7,
+	};
+	unsigned int i;
+
+	s->n = 3;
+	for (i = 0; i < 3; i += 2) {
+		TsrSlice sl = {
+			.slice_id = 3,
+			.topo = { .dims = { 3, 1, 1 }, .wrap = { true } },
+			.coords = { i, 0, 0 },
+		};
+		struct test_chip *c = chip_new("v4");
+
+		c->ici_out = slice_out;
+		c->ici_ctx = s;
+		s->chip[i] = c;
+		tsr_ici_set_slice(tsr_core_ici(c->core), &sl);
+		s->table[i] = chip_buffer(c, 1, 4096);
+		s->win[i] = chip_buffer(c, 1, 8 << 20);
+		s->src[i] = chip_buffer(c, 1, 8 << 20);
+	}
+	join(s, 0, TSR_ICI_PORT(0, 0), 1, TSR_ICI_PORT(0, 1));
+	join(s, 2, TSR_ICI_PORT(0, 0), 0, TSR_ICI_PORT(0, 1));
+	tsr_ici_attach(tsr_core_ici(s->chip[0]->core), TSR_ICI_PORT(0, 0));
+	tsr_ici_attach(tsr_core_ici(s->chip[0]->core), TSR_ICI_PORT(0, 1));
+	tsr_ici_attach(tsr_core_ici(s->chip[2]->core), TSR_ICI_PORT(0, 0));
+	pthread_mutex_init(&s->liar_lock, NULL);
+	s->liar = tsr_link_new(&cfg, &liar_ops, s);
+	pthread_create(&s->pump, NULL, pump, s);
+	tsr_ici_connected(tsr_core_ici(s->chip[0]->core), TSR_ICI_PORT(0, 0));
+	tsr_ici_connected(tsr_core_ici(s->chip[0]->core), TSR_ICI_PORT(0, 1));
+	tsr_ici_connected(tsr_core_ici(s->chip[2]->core), TSR_ICI_PORT(0, 0));
+	liar_connected(s);
+	return s;
+}
+
+/* The liar sends @m, with @m->len bytes of @data, to chip 0. */
+static int liar_send(struct slice *s, struct tsr_ici_msg m, const void *data)
+{
+	struct iovec iov[2] = {
+		{ .iov_base = &m, .iov_len = sizeof(m) },
+		{ .iov_base = (void *)data, .iov_len = m.len },
+	};
+	int ret;
+
+	pthread_mutex_lock(&s->liar_lock);
+	ret = tsr_link_sendv(s->liar, 0, iov, 2, mono_ns());
+	pthread_mutex_unlock(&s->liar_lock);
+	return ret;
+}
+
 static bool all_up(struct slice *s)
 {
 	unsigned int i, p;
 
 	for (i = 0; i < s->n; i++)
 		for (p = 0; p < TSR_ICI_MAX_PORTS; p++)
-			if (s->wires[i][p] &&
+			if (s->wires[i][p] && s->chip[i] &&
 			    tsr_ici_port_state(tsr_core_ici(s->chip[i]->core), p) !=
 			    TSR_ICI_STATE_UP)
 				return false;
-	return true;
+	return !s->liar || tsr_link_state(s->liar) == TSR_ICI_STATE_UP;
 }
 
 static bool wait_up(struct slice *s)
@@ -204,7 +342,9 @@ static void slice_free(struct slice *s)
 	s->stop = true;
 	pthread_join(s->pump, NULL);
 	for (i = 0; i < s->n; i++)
-		chip_free(s->chip[i]);
+		if (s->chip[i])
+			chip_free(s->chip[i]);
+	tsr_link_free(s->liar);
 	for (i = 0; i < MAX_CHIPS; i++) {
 		for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
 			if (s->wires[i][p]) {
@@ -1152,6 +1292,130 @@ TEST(an_ici_write_whose_source_wraps_fails_bad_stride_before_reading)
 	c.src_stride = 1ull << 63;
 	EXPECT_EQ(TSR_ERR_BAD_STRIDE, chip_run(a, &c, sizeof(c))->error);
 	EXPECT_EQ(0, ((uint8_t *)host_ptr(b, s->win[1]))[0]);
+	slice_free(s);
+}
+
+static struct tsr_ici_msg answer_from(uint8_t x, uint32_t req, uint32_t status)
+{
+	return (struct tsr_ici_msg){
+		.type = TSR_ICI_MSG_ANSWER, .src = { x, 0, 0 }, .req = req,
+		.status = status,
+	};
+}
+
+/*
+ * A neighbour answers for a write it never carried: in the name of the
+ * chip asked (but on a port that chip's messages never come by), in its
+ * own name with success, or with a LINK_DOWN from off the write's route.
+ * Each is ignored and counted; the write, whose target has stopped, ends
+ * with LINK_DOWN rather than a forged success.
+ */
+TEST(forged_answers_are_ignored_and_counted)
+{
+	struct slice *s = slice_with_liar();
+	struct test_chip *a = s->chip[0];
+	uint8_t c_[3] = { 2, 0, 0 };
+	struct tsr_cmd_ici_write w = ici_write(c_, s->src[0], 0, 1, 4096);
+	struct runner r = { a, 0 };
+	struct tsr_completion *rec;
+	struct timespec tick = { 0, 100000 };
+	pthread_t th;
+	int i;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 2, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	s->wires[0][TSR_ICI_PORT(0, 1)]->frozen = true;
+	s->wires[2][TSR_ICI_PORT(0, 0)]->frozen = true;
+	rec = chip_queue_job(a, 0, 1, &w, sizeof(w), 9);
+	ASSERT_EQ(0, pthread_create(&th, NULL, run_queue, &r));
+	for (i = 0; i < 10000 && port_counter(a, TSR_ICI_PORT(0, 1),
+					      TSR_ICI_CNT_BYTES_TX) < 4096; i++)
+		nanosleep(&tick, NULL);
+	/* The chip's first request is number 1. */
+	ASSERT_EQ(0, liar_send(s, answer_from(2, 1, TSR_ERR_NONE), NULL));
+	ASSERT_EQ(0, liar_send(s, answer_from(1, 1, TSR_ERR_NONE), NULL));
+	ASSERT_EQ(0, liar_send(s, answer_from(1, 1, TSR_ERR_LINK_DOWN), NULL));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(TSR_ERR_LINK_DOWN, rec->error);
+	EXPECT_EQ(3, port_counter(a, TSR_ICI_PORT(0, 0),
+				  TSR_ICI_CNT_PROTOCOL_ERRORS));
+	slice_free(s);
+}
+
+/*
+ * A neighbour sends a chunk with a wrong key in the name of chip 2 and
+ * the request number chip 2 uses next.  Taken as chip 2's, it would be
+ * refused and chip 2's real request dropped with it; it is dropped
+ * instead (chip 2's messages never come by that port) and counted, and
+ * chip 2's write lands whole.
+ */
+TEST(a_forged_refusal_does_not_drop_a_real_request)
+{
+	struct slice *s = slice_with_liar();
+	struct test_chip *a = s->chip[0], *c = s->chip[2];
+	uint8_t a_[3] = { 0, 0, 0 };
+	struct tsr_cmd_ici_write w = ici_write(a_, s->src[2], 0, 1, 64 << 10);
+	struct tsr_ici_msg forged = {
+		.type = TSR_ICI_MSG_WRITE, .src = { 2, 0, 0 }, .req = 1,
+		.key = KEY + 1, .len = 16, .req_end = 64 << 10,
+	};
+	uint8_t junk[16] = { 0xee };
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 0, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_EQ(0, liar_send(s, forged, junk));
+	fill(host_ptr(c, s->src[2]), 64 << 10, 3);
+	w.hdr.flags = TSR_ICI_WRITE_SEM;
+	w.sem_offset = 1 << 19;
+	w.sem_add = 1;
+	EXPECT_EQ(TSR_ERR_NONE, chip_run(c, &w, sizeof(w))->error);
+	EXPECT_EQ(0, memcmp(host_ptr(a, s->win[0]), host_ptr(c, s->src[2]),
+			    64 << 10));
+	EXPECT_EQ(1, *(uint64_t *)host_ptr(a, s->win[0] + (1 << 19)));
+	EXPECT_EQ(0, rd(a, TSR_REG_ICI_VIOLATIONS));
+	EXPECT_EQ(1, port_counter(a, TSR_ICI_PORT(0, 0),
+				  TSR_ICI_CNT_PROTOCOL_ERRORS));
+	slice_free(s);
+}
+
+/*
+ * A neighbour's write says it arrives at cycle 2^63.  It lands (the
+ * neighbour has the key), but its time is clamped to TSR_ICI_ARRIVAL_MAX
+ * and counted: the semaphore wait that it ends finishes there, not at a
+ * time that would wrap the modeled clock.
+ */
+TEST(a_wild_arrival_is_clamped_and_counted)
+{
+	struct slice *s = slice_with_liar();
+	struct test_chip *a = s->chip[0];
+	struct tsr_ici_msg m = {
+		.type = TSR_ICI_MSG_WRITE, .src = { 1, 0, 0 }, .req = 7,
+		.flags = TSR_ICI_MSG_LAST | TSR_ICI_MSG_SEM, .key = KEY,
+		.len = 8, .req_end = 8, .sem_offset = 64, .sem_add = 1,
+		.arrival = 1ull << 63,
+	};
+	uint64_t data = 0x1122334455667788ull;
+	struct tsr_cmd_sem wait = sem_wait_for(s->win[0] + 64, 1);
+	struct tsr_completion *rec;
+	int i;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 0, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_EQ(0, liar_send(s, m, &data));
+	rec = chip_run(a, &wait, sizeof(wait));
+	EXPECT_EQ(TSR_ERR_NONE, rec->error);
+	EXPECT_EQ(data, *(uint64_t *)host_ptr(a, s->win[0]));
+	EXPECT_LE(TSR_ICI_ARRIVAL_MAX, rec->end_cycle);
+	EXPECT_GT(TSR_ICI_ARRIVAL_MAX + 1000000, rec->end_cycle);
+	EXPECT_EQ(1, port_counter(a, TSR_ICI_PORT(0, 0),
+				  TSR_ICI_CNT_PROTOCOL_ERRORS));
+	/* The write was answered, to the neighbour, as any other. */
+	for (i = 0; i < 10000 && !s->nheard; i++)
+		usleep(100);
+	ASSERT_EQ(1, s->nheard);
+	EXPECT_EQ(TSR_ICI_MSG_ANSWER, s->heard[0].type);
+	EXPECT_EQ(7, s->heard[0].req);
+	EXPECT_EQ(TSR_ERR_NONE, s->heard[0].status);
 	slice_free(s);
 }
 
