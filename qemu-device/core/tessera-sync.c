@@ -324,7 +324,8 @@ uint32_t tsr_cmd_sem_wait_abort(TsrMem *mem,
 {
     uint32_t err = va_command_check(&c->hdr, c->va);
 
-    if (!err && (!c->abort_va || c->abort_va % 8)) {
+    /* Address 0 is an address like any other: unmapped, it faults. */
+    if (!err && c->abort_va % 8) {
         err = TSR_ERR_BAD_ALIGNMENT;
     }
     return err ? err : sem_wait(mem, c->va, c->value, c->abort_va, cost);

@@ -579,7 +579,8 @@ struct tsr_cmd_sem {
  * @value: wait until it is >= @value
  * @abort_va: 8-byte aligned VA of a 64-bit abort semaphore: once it is not
  *	zero, the command fails with TSR_ERR_PEER_ABORT, whether or not the
- *	wait was satisfied
+ *	wait was satisfied.  Like @va, it must be mapped (0 is an address
+ *	like any other: TSR_ERR_MMU_UNMAPPED unless mapped)
  *
  * A slice's chips wait on each other this way so that one chip's failure
  * (a link down, a program gone) can be passed on to every waiting chip
@@ -738,7 +739,7 @@ struct tsr_sc_counts {
  *	order, at slots [p x @max_ids, ...), each with its sample, its row in
  *	the partition's shard (embedding id / @partitions) and its weight
  *	(the sum of its duplicates' weights); the rest TSR_SC_PAD, 0, 0.
- *	@out.weights is required
+ *	@out.weights may be 0 not to write the weights
  * @counts: VA of @partitions struct tsr_sc_counts, 4-byte aligned
  *
  * A partition over @max_ids or @max_unique_ids fails the command with
