@@ -157,13 +157,18 @@ static uint32_t pack_coords(const uint8_t c[3])
 
 /* --------------------------------------------------------- interrupts */
 
+/*
+ * Latch @causes; interrupt only for an enabled cause not already pending.
+ * Until the driver clears it, more of the same (a storm of refused
+ * requests, a flapping link) raise nothing more: the counters say how
+ * many there were.
+ */
 static void raise_causes(TsrIci *ici, uint32_t causes)
 {
-    bool fire;
+    uint32_t fresh = causes & ~ici->irq_status;
 
     ici->irq_status |= causes;
-    fire = ici->irq_status & ici->irq_enable;
-    if (fire) {
+    if (fresh & ici->irq_enable) {
         tsr_core_irq(ici->core, TSR_MSIX_VEC_LINK);
     }
 }
@@ -1160,7 +1165,10 @@ bool tsr_ici_reg_write(TsrIci *ici, uint32_t offset, uint32_t value)
         case TSR_REG_ICI_IRQ_ENABLE:
             taken = !(value & ~TSR_ICI_IRQ_ALL);
             ici->irq_enable = value & TSR_ICI_IRQ_ALL;
-            raise_causes(ici, 0);
+            /* Causes pending while disabled interrupt once enabled. */
+            if (ici->irq_status & ici->irq_enable) {
+                tsr_core_irq(ici->core, TSR_MSIX_VEC_LINK);
+            }
             break;
         case TSR_REG_ICI_PORTS_CHANGED:
             ici->ports_changed &= ~value;

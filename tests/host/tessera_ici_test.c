@@ -1419,4 +1419,43 @@ TEST(a_wild_arrival_is_clamped_and_counted)
 	slice_free(s);
 }
 
+/*
+ * A neighbour floods a chip with writes it must refuse, each a request of
+ * its own: every one is counted, but the chip interrupts once until the
+ * driver clears the cause, not once per request.
+ */
+TEST(a_storm_of_refused_requests_raises_one_interrupt_until_cleared)
+{
+	struct slice *s = slice_with_liar();
+	struct test_chip *a = s->chip[0];
+	struct tsr_ici_msg m = {
+		.type = TSR_ICI_MSG_WRITE, .src = { 1, 0, 0 },
+		.flags = TSR_ICI_MSG_LAST, .key = KEY + 1, .len = 8,
+		.req_end = 8,
+	};
+	uint64_t data = 0;
+	unsigned int i;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 0, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	wr(a, TSR_REG_ICI_IRQ_ENABLE, TSR_ICI_IRQ_REMOTE_ACCESS);
+	for (i = 0; i < 40; i++) {
+		m.req = 100 + i;
+		while (liar_send(s, m, &data))
+			usleep(100);
+	}
+	for (i = 0; i < 20000 && rd(a, TSR_REG_ICI_VIOLATIONS) < 40; i++)
+		usleep(100);
+	EXPECT_EQ(40, rd(a, TSR_REG_ICI_VIOLATIONS));
+	EXPECT_EQ(1, a->irqs[TSR_MSIX_VEC_LINK]);
+	/* Cleared, the next refusal interrupts again. */
+	wr(a, TSR_REG_ICI_IRQ_STATUS, TSR_ICI_IRQ_REMOTE_ACCESS);
+	m.req = 1000;
+	ASSERT_EQ(0, liar_send(s, m, &data));
+	for (i = 0; i < 20000 && rd(a, TSR_REG_ICI_VIOLATIONS) < 41; i++)
+		usleep(100);
+	EXPECT_EQ(2, a->irqs[TSR_MSIX_VEC_LINK]);
+	slice_free(s);
+}
+
 TEST_HARNESS_MAIN
