@@ -14,7 +14,8 @@
 #   make debug-kernel  only build that kernel (build/debug-kernel, cached)
 #   make check-slices  the long slice checks: 4x4 as 4 VMs x 4 chips, and
 #                 a 2x2x2 mesh in one VM, each running the exchange; the
-#                 collectives' tests on 4x4 as 4 VMs x 4 chips
+#                 collectives' tests on 4x4 as 4 VMs x 4 chips; a host of
+#                 a 2x2x2 torus of 2 VMs stopped mid-collective
 #   make bench    BENCH lines (see tools/tessera-bench)
 #   make fuzz     the ioctl fuzzer in a VM, FUZZ_CALLS (1000000) calls
 #   make lint     checkpatch (kernel and QEMU flavours) and sparse
@@ -428,6 +429,7 @@ check-slices: all
 	tools/tessera-slice --topology 2x2x2 --mesh --host 2x2x2 --timeout 600 -- slice_exchange
 	tools/tessera-slice --topology 4x4 --host 2x2 --timeout 3000 -d debug-regs=on \
 		--driver-args job_timeout_ms=600000 -- run-tests libaccel_coll_ici_test
+	tests/slice/failures.py sigstop-2x2x2
 
 bench: all
 	$(PYTHON) tools/tessera-bench

@@ -27,9 +27,11 @@ exact and nothing charged.  The driver's job timeout is its default, 5 s:
 the bounds are below it, so only the links, not the watchdog, can meet
 them.
 
-tests/run-checks --only failures runs them (make check); alone:
-    tests/slice/failures.py [TEST...]     (tests: baseline sigstop kill
-                                           reset route)
+tests/run-checks --only failures runs them (make check); make
+check-slices runs sigstop on a 2x2x2 torus of two VMs of 4 chips too
+(sigstop-2x2x2).  Alone:
+    tests/slice/failures.py [TEST...]     (tests: baseline sigstop reset
+                                           kill route sigstop-2x2x2)
 Logs: build/logs/check-failures.log.
 """
 
@@ -73,6 +75,8 @@ LINK_CAUSES = re.compile(r"LINK_DOWN|PEER_ABORT|ERR-\d+")
 # 2x2 torus as two VMs of 2x1 chips: every chip has a link inside its VM
 # and two to the other VM.
 PAIR = ["--topology", "2x2", "--host", "2"]
+# A 2x2x2 torus as two VMs of 2x2x1 chips, host 1 the layer z = 1.
+PAIR_3D = ["--topology", "2x2x2", "--host", "2x2"]
 # One VM of a 2x2x2 mesh: from (0,0,0) the route to (1,1,0) goes +x to
 # (1,0,0), then +y (its port 2); the one to (1,0,1) leaves it by +z.
 MESH = ["--topology", "2x2x2", "--mesh", "--host", "2x2x2"]
@@ -481,12 +485,12 @@ def test_baseline(results, slices):
            + ([] if ok and status == 0 else run.text()[-20:]))
 
 
-def broken_host_test(results, slices, prefix, sig):
+def broken_host_test(results, slices, prefix, sig, shape=PAIR):
     """SIGSTOP or SIGKILL to host 1's QEMU mid-collective: host 0's chips
     fail within COLL_BOUND_S naming a link cause, their contexts charged
     nothing; with SIGSTOP, then SIGCONT, retraining and an exact
     all-reduce."""
-    sl = slices.get(PAIR)
+    sl = slices.get(shape)
     if not sl.up:
         return set_up_failed(results, prefix, sl)
     run, chips, ready = start_loop(sl)
@@ -543,6 +547,11 @@ def test_sigstop(results, slices):
 
 def test_kill(results, slices):
     broken_host_test(results, slices, "failures.kill", signal.SIGKILL)
+
+
+def test_sigstop_3d(results, slices):
+    broken_host_test(results, slices, "failures.sigstop_2x2x2",
+                     signal.SIGSTOP, PAIR_3D)
 
 
 def test_reset(results, slices):
@@ -633,17 +642,20 @@ def test_route(results, slices):
 
 
 TESTS = {"baseline": test_baseline, "sigstop": test_sigstop,
-         "reset": test_reset, "kill": test_kill, "route": test_route}
+         "reset": test_reset, "kill": test_kill, "route": test_route,
+         "sigstop-2x2x2": test_sigstop_3d}
+# make check's, in this order: the one that kills a VM comes after those
+# that share its slice.  The 2x2x2 of two VMs is make check-slices'.
+DEFAULT = ["baseline", "sigstop", "reset", "kill", "route"]
 
 
 def run(results, names=None):
-    """The tests NAMES (default: all, in the order of TESTS, so that the
-    one that kills a VM comes after those that can share its slice)."""
+    """The tests NAMES (default: DEFAULT)."""
     log = Log()
     with tempfile.TemporaryDirectory(prefix="check-failures.") as tmp:
         slices = Slices(tmp, log)
         try:
-            for name in names or TESTS:
+            for name in names or DEFAULT:
                 log(f"## {name}")
                 TESTS[name](results, slices)
         finally:
