@@ -10,7 +10,8 @@
 #                 test program or test (tests/run-checks --list names them);
 #                 its suites run side by side, CHECK_JOBS=1 one at a time
 #   make check-debug  the in-VM tests on the debug kernel (KASAN, lockdep,
-#                 UBSAN, kmemleak), and planted bugs it must catch
+#                 UBSAN, kmemleak), and planted bugs it must catch; T=NAME
+#                 as for make check, with the debug module rebuilt first
 #   make debug-kernel  only build that kernel (build/debug-kernel, cached)
 #   make check-slices  the long slice checks: 4x4 as 4 VMs x 4 chips, and
 #                 a 2x2x2 mesh in one VM, each running the exchange; the
@@ -417,11 +418,12 @@ demo: all
 # T=NAME: one suite, test program or test (tests/run-checks --test).
 # CHECK_JOBS=N: suites run at once (run-checks --jobs; default one per CPU).
 CHECK_ARGS = $(if $(CHECK_JOBS),--jobs $(CHECK_JOBS))
+# Both build first what the checks run; run-checks alone runs make itself.
 check: all
-	$(PYTHON) tests/run-checks $(CHECK_ARGS) $(if $(T),--test $(T))
+	$(PYTHON) tests/run-checks --no-build $(CHECK_ARGS) $(if $(T),--test $(T))
 
 check-debug: all debug-initramfs
-	$(PYTHON) tests/run-checks --debug $(CHECK_ARGS)
+	$(PYTHON) tests/run-checks --debug --no-build $(CHECK_ARGS) $(if $(T),--test $(T))
 
 # Slices too large for make check: every chip writes to every other.
 check-slices: all

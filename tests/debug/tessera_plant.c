@@ -9,9 +9,13 @@
  *   sleep_in_atomic  allocates with GFP_KERNEL under a spinlock  might_sleep
  *   leak             drops the only pointer to an allocation    kmemleak
  *   out_of_bounds    indexes one past the end of an array       UBSAN
+ *   irq_unsafe       takes with interrupts on a spinlock that   lockdep
+ *                    a hard interrupt (an hrtimer) takes too
  *
  * It is built against the debug kernel only and never loaded otherwise.
  */
+#include <linux/completion.h>
+#include <linux/hrtimer.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/slab.h>
@@ -21,7 +25,7 @@
 static char *bug = "";
 module_param(bug, charp, 0444);
 MODULE_PARM_DESC(bug,
-		 "bug to commit: use_after_free, abba, sleep_in_atomic, leak or out_of_bounds");
+		 "bug to commit: use_after_free, abba, sleep_in_atomic, leak, out_of_bounds or irq_unsafe");
 
 static noinline int tessera_plant_use_after_free(void)
 {
@@ -100,6 +104,39 @@ static noinline int tessera_plant_out_of_bounds(void)
 	return 0;
 }
 
+static DEFINE_SPINLOCK(tessera_plant_irq_lock);
+static DECLARE_COMPLETION(tessera_plant_timer_done);
+
+/* The innocent side: the lock taken in hard interrupt context. */
+static enum hrtimer_restart tessera_plant_timer(struct hrtimer *timer)
+{
+	spin_lock(&tessera_plant_irq_lock);
+	spin_unlock(&tessera_plant_irq_lock);
+	complete(&tessera_plant_timer_done);
+	return HRTIMER_NORESTART;
+}
+
+/*
+ * The culprit takes the lock with interrupts on once the interrupt side has
+ * been seen, so lockdep reports from here and its "state was registered at"
+ * stack is the timer's: a report that must name this function, not that one.
+ */
+static noinline int tessera_plant_irq_unsafe(void)
+{
+	struct hrtimer timer;
+
+	hrtimer_init_on_stack(&timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
+	timer.function = tessera_plant_timer;
+	hrtimer_start(&timer, ms_to_ktime(1), HRTIMER_MODE_REL_HARD);
+	wait_for_completion(&tessera_plant_timer_done);
+	hrtimer_cancel(&timer);
+	destroy_hrtimer_on_stack(&timer);
+
+	spin_lock(&tessera_plant_irq_lock);
+	spin_unlock(&tessera_plant_irq_lock);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*commit)(void);
@@ -109,6 +146,7 @@ static const struct {
 	{ "sleep_in_atomic", tessera_plant_sleep_in_atomic },
 	{ "leak", tessera_plant_leak },
 	{ "out_of_bounds", tessera_plant_out_of_bounds },
+	{ "irq_unsafe", tessera_plant_irq_unsafe },
 };
 
 static int __init tessera_plant_init(void)
