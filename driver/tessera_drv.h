@@ -7,6 +7,8 @@
 
 #include <linux/atomic.h>
 #include <linux/completion.h>
+#include <linux/ratelimit.h>
+#include <linux/uidgid.h>
 #include <linux/idr.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
@@ -60,6 +62,7 @@ enum tessera_counter {
 	TESSERA_CNT_REMOTE_ACCESS,
 	TESSERA_CNT_LINK_DOWNS,
 	TESSERA_CNT_LINK_UPS,
+	TESSERA_CNT_LINK_EVENTS_SUPPRESSED,
 	TESSERA_CNT_COUNT
 };
 
@@ -70,11 +73,13 @@ struct tessera_mapping;
 /**
  * struct tessera_window - an entry of the chip's ICI window table
  * @owner: the file that opened it; NULL while the entry is free
+ * @uid: the real uid of the process that opened it
  * @obj: the buffer (a reference)
  * @map: the buffer's mapping in @owner's context (a reference)
  */
 struct tessera_window {
 	struct tessera_file *owner;
+	kuid_t uid;
 	struct drm_gem_object *obj;
 	struct tessera_mapping *map;
 };
@@ -86,9 +91,10 @@ struct tessera_window {
  * @table: window table (coherent memory the chip reads); NULL after unbind
  * @table_dma: bus address of @table
  * @windows: what each table entry holds
- * @link_work: turns port changes into uevents and counts
- * @changed: ports whose state changed, from the interrupt to @link_work
+ * @link_work: turns port changes into counts, log lines and uevents
  * @state: each port's state as @link_work last saw it
+ * @announced: each port's state as its last uevent told
+ * @event_rs: each port's limit on log lines and uevents
  * @violations: the chip's VIOLATIONS count when the driver last looked
  * @ports_kobj: the "ici" directory in sysfs
  * @port_kobjs: its "port<p>" directories
@@ -100,9 +106,10 @@ struct tessera_ici {
 	struct tsr_ici_window *table;
 	dma_addr_t table_dma;
 	struct tessera_window windows[DRM_TESSERA_MAX_WINDOWS];
-	struct work_struct link_work;
-	atomic_t changed;
+	struct delayed_work link_work;
 	u32 state[TSR_ICI_MAX_PORTS];
+	u32 announced[TSR_ICI_MAX_PORTS];
+	struct ratelimit_state event_rs[TSR_ICI_MAX_PORTS];
 	u32 violations;
 	struct kobject *ports_kobj;
 	struct kobject *port_kobjs[TSR_ICI_MAX_PORTS];
@@ -297,5 +304,6 @@ extern unsigned int tessera_max_resets_per_job;
 extern unsigned int tessera_max_jobs_per_file;
 extern unsigned int tessera_max_pinned_mb;
 extern unsigned int tessera_max_windows_per_file;
+extern unsigned int tessera_max_windows_per_user;
 
 #endif /* __TESSERA_DRV_H__ */

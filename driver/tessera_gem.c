@@ -11,8 +11,12 @@
  * Copyright (C) 2026 The Tessera Authors
  */
 
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/io.h>
 #include <linux/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/user.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 
@@ -59,12 +63,14 @@ static struct tessera_mapping *tessera_mapping_create(struct tessera_bo *bo,
 						      struct tessera_ctx *ctx,
 						      struct sg_table *sgt)
 {
-	u64 size = bo->base.base.size, prot = TESSERA_MAP_READ | TESSERA_MAP_WRITE;
+	u64 size = bo->base.base.size, prot = TESSERA_MAP_READ;
 	struct tessera_mapping *map;
 	int ret;
 
 	lockdep_assert_held(&bo->lock);
 
+	if (!bo->device_read_only)
+		prot |= TESSERA_MAP_WRITE;
 	map = kzalloc(sizeof(*map), GFP_KERNEL_ACCOUNT);
 	if (!map)
 		return ERR_PTR(-ENOMEM);
@@ -260,6 +266,42 @@ static void tessera_pin_uncharge(u64 size)
 	atomic64_sub(size, &tessera_pinned_bytes);
 }
 
+/*
+ * Charge @bo's @size bytes to the calling user's locked memory, against
+ * RLIMIT_MEMLOCK, as io_uring and RDMA charge the pages they pin: so one
+ * user cannot take the whole device-wide limit from the others.
+ * CAP_IPC_LOCK lifts the limit, as it does for mlock().
+ */
+static int tessera_pin_charge_user(struct tessera_device *tdev,
+				   struct tessera_bo *bo, u64 size)
+{
+	unsigned long pages = size >> PAGE_SHIFT, limit, locked;
+	struct user_struct *user = current_user();
+
+	if (capable(CAP_IPC_LOCK))
+		return 0;
+	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	locked = atomic_long_read(&user->locked_vm);
+	do {
+		if (locked + pages > limit) {
+			drm_dbg(&tdev->drm, "BO_CREATE: %llu bytes more would pass the user's %lu-byte RLIMIT_MEMLOCK\n",
+				size, limit << PAGE_SHIFT);
+			return -ENOMEM;
+		}
+	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &locked,
+					  locked + pages));
+	bo->user = get_uid(user);
+	return 0;
+}
+
+static void tessera_pin_uncharge_user(struct tessera_bo *bo)
+{
+	if (!bo->user)
+		return;
+	atomic_long_sub(bo->pinned >> PAGE_SHIFT, &bo->user->locked_vm);
+	free_uid(bo->user);
+}
+
 /* ----------------------------------------------------- system memory */
 
 static void tessera_shmem_free(struct drm_gem_object *obj)
@@ -267,6 +309,7 @@ static void tessera_shmem_free(struct drm_gem_object *obj)
 	struct tessera_bo *bo = to_tessera_bo(obj);
 
 	WARN_ON(!list_empty(&bo->mappings));
+	tessera_pin_uncharge_user(bo);
 	tessera_pin_uncharge(bo->pinned);
 	mutex_destroy(&bo->lock);
 	drm_gem_shmem_free(&bo->base);
@@ -454,11 +497,15 @@ int tessera_hbm_init(struct tessera_device *tdev)
 
 /* -------------------------------------------------------------- ioctls */
 
-/* A system-memory buffer, charged to the pinned-memory limit. */
+/*
+ * A system-memory buffer, charged to the pinned-memory limit and to its
+ * user's.
+ */
 static struct drm_gem_object *tessera_shmem_bo_create(struct tessera_device *tdev,
 						      u64 size)
 {
 	struct drm_gem_shmem_object *shmem;
+	struct tessera_bo *bo;
 	int ret;
 
 	ret = tessera_pin_charge(tdev, size);
@@ -469,7 +516,14 @@ static struct drm_gem_object *tessera_shmem_bo_create(struct tessera_device *tde
 		tessera_pin_uncharge(size);
 		return ERR_CAST(shmem);
 	}
-	to_tessera_bo(&shmem->base)->pinned = size;
+	bo = to_tessera_bo(&shmem->base);
+	bo->pinned = size;
+	ret = tessera_pin_charge_user(tdev, bo, size);
+	if (ret) {
+		/* Freeing it gives the device-wide charge back. */
+		drm_gem_object_put(&shmem->base);
+		return ERR_PTR(ret);
+	}
 	return &shmem->base;
 }
 
@@ -507,6 +561,8 @@ int tessera_ioctl_bo_create(struct drm_device *drm, void *data,
 	drm_dev_exit(idx);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);
+	to_tessera_bo(obj)->device_read_only =
+		args->flags & DRM_TESSERA_BO_DEVICE_READ_ONLY;
 
 	/* Pins and maps the buffer (tessera_bo_open) outside drm_dev_enter. */
 	ret = drm_gem_handle_create(file, obj, &args->handle);

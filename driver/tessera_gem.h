@@ -15,16 +15,21 @@
  * struct tessera_bo - a buffer object in system memory or HBM
  * @base: shmem object; for HBM buffers only its GEM object is used
  * @hbm: the buffer lives in HBM at @hbm_node
+ * @device_read_only: mapped into contexts without TSR_PTE_WRITE
  * @hbm_node: the buffer's range of HBM
  * @pinned: bytes of system memory charged to the pinned-memory limit
+ * @user: the user whose locked memory (RLIMIT_MEMLOCK) @pinned is charged
+ *	to (a reference), or NULL when not charged (CAP_IPC_LOCK)
  * @lock: protects @mappings
  * @mappings: its mappings into contexts
  */
 struct tessera_bo {
 	struct drm_gem_shmem_object base;
 	bool hbm;
+	bool device_read_only;
 	struct drm_mm_node hbm_node;
 	u64 pinned;
+	struct user_struct *user;
 	/* protects mappings */
 	struct mutex lock;
 	struct list_head mappings;

@@ -76,7 +76,10 @@ static irqreturn_t tessera_queue_irq(int irq, void *arg)
 	return IRQ_HANDLED;
 }
 
-/* Enable the causes the driver handles; after probe and every chip reset. */
+/*
+ * Enable the causes the driver handles; after probe and every chip reset,
+ * with window_lock held (tessera_ici_hw_enable()).
+ */
 static void tessera_hw_enable(struct tessera_device *tdev)
 {
 	unsigned int i;
@@ -92,9 +95,16 @@ static void tessera_hw_enable(struct tessera_device *tdev)
 /* Reset the chip and program it again; the caller holds reset_lock. */
 void tessera_hw_reset(struct tessera_device *tdev)
 {
+	/*
+	 * The reset zeroes the window table's address and count: a window
+	 * closing meanwhile must not set the count before the address is
+	 * back, or the chip would read entries at bus address 0.
+	 */
+	mutex_lock(&tdev->ici.window_lock);
 	/* The write returns once no job is inside the chip any more. */
 	tessera_reg_write(tdev, TSR_REG_RESET, TSR_RESET_MAGIC);
 	tessera_hw_enable(tdev);
+	mutex_unlock(&tdev->ici.window_lock);
 	/* The reset forgot a ping in flight: its waiter still wants the answer. */
 	if (READ_ONCE(tdev->ping_waiting))
 		tessera_reg_write(tdev, TSR_REG_PING, READ_ONCE(tdev->ping_cookie));
@@ -176,7 +186,9 @@ int tessera_hw_irq_init(struct tessera_device *tdev)
 	if (ret)
 		return ret;
 
+	mutex_lock(&tdev->ici.window_lock);
 	tessera_hw_enable(tdev);
+	mutex_unlock(&tdev->ici.window_lock);
 	drm_info(&tdev->drm, "Tessera chip, device model %u.%u, %u queues, %llu MiB HBM, %u MSI-X vectors\n",
 		 TSR_VERSION_MAJOR(tessera_reg_read(tdev, TSR_REG_DEVICE_VERSION)),
 		 TSR_VERSION_MINOR(tessera_reg_read(tdev, TSR_REG_DEVICE_VERSION)),
@@ -184,7 +196,12 @@ int tessera_hw_irq_init(struct tessera_device *tdev)
 	return 0;
 }
 
-/* Quiet the chip: no interrupts, no queue running. */
+/*
+ * Quiet the chip before the memory it reads goes: no interrupts, no job
+ * running, and no table in use.  Files may outlive the device with windows
+ * open, but once the reset has zeroed the chip's window table and context
+ * table registers, no remote write walks their freed tables.
+ */
 void tessera_hw_fini(struct tessera_device *tdev)
 {
 	struct pci_dev *pdev = to_pci_dev_tdev(tdev);
@@ -193,11 +210,10 @@ void tessera_hw_fini(struct tessera_device *tdev)
 	tessera_reg_write(tdev, TSR_REG_IRQ_ENABLE, 0);
 	if (tdev->ici.ports)
 		tessera_reg_write(tdev, TSR_REG_ICI_IRQ_ENABLE, 0);
-	for (i = 0; i < tdev->num_queues; i++) {
+	for (i = 0; i < tdev->num_queues; i++)
 		tessera_reg_write(tdev, TSR_QUEUE_BASE(i) + TSR_QREG_IRQ_ENABLE, 0);
-		tessera_reg_write(tdev, TSR_QUEUE_BASE(i) + TSR_QREG_CONTROL,
-				  TSR_QCTRL_RESET);
-	}
+	/* Returns once no job and no remote write is inside the chip. */
+	tessera_reg_write(tdev, TSR_REG_RESET, TSR_RESET_MAGIC);
 	if (tdev->msix_vectors) {
 		synchronize_irq(pci_irq_vector(pdev, TSR_MSIX_VEC_DEVICE));
 		for (i = 0; i < tdev->num_queues; i++)

@@ -17,6 +17,7 @@
  * Copyright (C) 2026 The Tessera Authors
  */
 
+#include <linux/cred.h>
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
 #include <linux/kobject.h>
@@ -39,6 +40,12 @@ module_param_named(max_windows_per_file, tessera_max_windows_per_file, uint,
 		   0644);
 MODULE_PARM_DESC(max_windows_per_file,
 		 "ICI windows one file may have open; WINDOW_OPEN fails with ENOSPC beyond (default 64)");
+
+unsigned int tessera_max_windows_per_user = DRM_TESSERA_MAX_WINDOWS / 2;
+module_param_named(max_windows_per_user, tessera_max_windows_per_user, uint,
+		   0644);
+MODULE_PARM_DESC(max_windows_per_user,
+		 "ICI windows the files of one user (real uid) may have open on a chip; WINDOW_OPEN fails with ENOSPC beyond (default 128)");
 
 static const char * const tessera_link_state_names[] = TSR_ICI_STATE_NAMES;
 
@@ -159,6 +166,38 @@ static void tessera_window_close_locked(struct tessera_device *tdev,
 	memset(w, 0, sizeof(*w));
 }
 
+/* Windows @uid has open on the chip; window_lock held. */
+static unsigned int tessera_windows_of(struct tessera_device *tdev, kuid_t uid)
+{
+	unsigned int id, n = 0;
+
+	lockdep_assert_held(&tdev->ici.window_lock);
+	for (id = 0; id < DRM_TESSERA_MAX_WINDOWS; id++)
+		n += tdev->ici.windows[id].owner &&
+		     uid_eq(tdev->ici.windows[id].uid, uid);
+	return n;
+}
+
+/* Whether the file and its user may open one more window; window_lock held. */
+static int tessera_window_quota(struct tessera_device *tdev,
+				struct tessera_file *tfile, kuid_t uid)
+{
+	unsigned int n;
+
+	if (tfile->windows_open >= tessera_max_windows_per_file) {
+		drm_dbg(&tdev->drm, "WINDOW_OPEN: the file has %u windows open (max_windows_per_file)\n",
+			tfile->windows_open);
+		return -ENOSPC;
+	}
+	n = tessera_windows_of(tdev, uid);
+	if (n >= tessera_max_windows_per_user) {
+		drm_dbg(&tdev->drm, "WINDOW_OPEN: uid %u has %u windows open (max_windows_per_user)\n",
+			from_kuid(&init_user_ns, uid), n);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
 /* Pick the window for an open; window_lock held. */
 static int tessera_window_pick(struct tessera_device *tdev,
 			       struct drm_tessera_window_open *wo)
@@ -245,6 +284,13 @@ int tessera_ioctl_window_open(struct drm_device *drm, void *data,
 		ret = -EINVAL;
 		goto err_put;
 	}
+	if ((wo->flags & DRM_TESSERA_WINDOW_WRITE) &&
+	    to_tessera_bo(obj)->device_read_only) {
+		drm_dbg(drm, "WINDOW_OPEN: handle %u is read-only to the device\n",
+			wo->handle);
+		ret = -EACCES;
+		goto err_put;
+	}
 	/* Gone if the handle was closed since the lookup. */
 	map = tessera_mapping_get(to_tessera_bo(obj), tfile->ctx);
 	if (!map) {
@@ -255,12 +301,9 @@ int tessera_ioctl_window_open(struct drm_device *drm, void *data,
 		wo->key = get_random_u64() ?: 1;
 
 	mutex_lock(&tdev->ici.window_lock);
-	if (tfile->windows_open >= tessera_max_windows_per_file) {
-		drm_dbg(drm, "WINDOW_OPEN: the file has %u windows open\n",
-			tfile->windows_open);
-		ret = -ENOSPC;
+	ret = tessera_window_quota(tdev, tfile, current_uid());
+	if (ret)
 		goto err_unlock;
-	}
 	ret = -ENODEV;
 	if (!tdev->ici.table || !drm_dev_enter(drm, &idx))
 		goto err_unlock;
@@ -272,6 +315,7 @@ int tessera_ioctl_window_open(struct drm_device *drm, void *data,
 	}
 	w = &tdev->ici.windows[id];
 	w->owner = tfile;
+	w->uid = current_uid();
 	w->obj = obj;
 	w->map = map;
 	tfile->windows_open++;
@@ -374,31 +418,47 @@ static irqreturn_t tessera_link_irq(int irq, void *arg)
 				     tessera_reg_read(tdev, TSR_REG_ICI_VIOL_WINDOW),
 				     tessera_reg_read(tdev, TSR_REG_ICI_VIOL_REASON));
 	}
-	if (changed) {
-		atomic_or(changed, &tdev->ici.changed);
-		schedule_work(&tdev->ici.link_work);
-	}
+	if (changed)
+		mod_delayed_work(system_wq, &tdev->ici.link_work, 0);
 	return IRQ_HANDLED;
 }
 
-/* A port changed state: count it and tell user space with a uevent. */
-static void tessera_link_event(struct tessera_device *tdev, unsigned int port,
+/*
+ * Log lines and uevents a port may cause per interval: a peer that flaps
+ * its link must not flood the log and udev.  A change held back is told
+ * once the limit allows, as the port's state then.
+ */
+#define TESSERA_LINK_EVENT_INTERVAL	(5 * HZ)
+#define TESSERA_LINK_EVENT_BURST	10
+
+/*
+ * Count a port's change of state, and tell the log and user space (a
+ * uevent) of a state they have not been told.  Return: whether that must
+ * wait for the rate limit.
+ */
+static bool tessera_link_event(struct tessera_device *tdev, unsigned int port,
 			       const struct drm_tessera_port *now)
 {
 	char port_env[32], state_env[40], peer_env[48];
 	char *envp[5];
-	u32 was = tdev->ici.state[port];
+	u32 was = tdev->ici.state[port], told = tdev->ici.announced[port];
 
-	if (now->state == was)
-		return;
 	tdev->ici.state[port] = now->state;
-	if (now->state == TSR_ICI_STATE_UP)
+	if (now->state != was && now->state == TSR_ICI_STATE_UP)
 		tessera_count(tdev, TESSERA_CNT_LINK_UPS);
-	else if (was == TSR_ICI_STATE_UP)
+	else if (now->state != was && was == TSR_ICI_STATE_UP)
 		tessera_count(tdev, TESSERA_CNT_LINK_DOWNS);
-	if (now->state == TSR_ICI_STATE_UP || was == TSR_ICI_STATE_UP)
+	if (now->state == told)
+		return false;
+	if (!__ratelimit(&tdev->ici.event_rs[port])) {
+		if (now->state != was)
+			tessera_count(tdev, TESSERA_CNT_LINK_EVENTS_SUPPRESSED);
+		return true;
+	}
+	tdev->ici.announced[port] = now->state;
+	if (now->state == TSR_ICI_STATE_UP || told == TSR_ICI_STATE_UP)
 		drm_info(&tdev->drm, "ICI port %u: %s -> %s\n", port,
-			 tessera_link_state_name(was),
+			 tessera_link_state_name(told),
 			 tessera_link_state_name(now->state));
 
 	snprintf(port_env, sizeof(port_env), "TESSERA_PORT=%u", port);
@@ -413,29 +473,40 @@ static void tessera_link_event(struct tessera_device *tdev, unsigned int port,
 	envp[3] = peer_env;
 	envp[4] = NULL;
 	kobject_uevent_env(&tdev->drm.accel->kdev->kobj, KOBJ_CHANGE, envp);
+	return false;
 }
 
+/* Looks at every port: a few register reads, after any port's change. */
 static void tessera_link_work(struct work_struct *work)
 {
-	struct tessera_device *tdev = container_of(work, struct tessera_device,
+	struct tessera_device *tdev = container_of(to_delayed_work(work),
+						   struct tessera_device,
 						   ici.link_work);
-	unsigned long changed = atomic_xchg(&tdev->ici.changed, 0);
 	struct drm_tessera_port now;
+	bool held_back = false;
 	unsigned int port;
 	int idx;
 
 	if (!drm_dev_enter(&tdev->drm, &idx))
 		return;
-	for_each_set_bit(port, &changed, tdev->ici.ports) {
+	for (port = 0; port < tdev->ici.ports; port++) {
 		tessera_port_read(tdev, port, &now);
-		tessera_link_event(tdev, port, &now);
+		held_back |= tessera_link_event(tdev, port, &now);
 	}
 	drm_dev_exit(idx);
+	if (held_back)
+		schedule_delayed_work(&tdev->ici.link_work,
+				      TESSERA_LINK_EVENT_INTERVAL);
 }
 
-/* Program the window table and the link interrupts; after every chip reset. */
+/*
+ * Program the window table and the link interrupts; after every chip
+ * reset, in the same hold of window_lock, so that no window closes between
+ * the reset and the table's address.
+ */
 void tessera_ici_hw_enable(struct tessera_device *tdev)
 {
+	lockdep_assert_held(&tdev->ici.window_lock);
 	if (!tessera_has_ici(tdev))
 		return;
 	tessera_reg_write(tdev, TSR_REG_ICI_WINDOW_TABLE_LO,
@@ -448,8 +519,7 @@ void tessera_ici_hw_enable(struct tessera_device *tdev)
 	tessera_reg_write(tdev, TSR_REG_ICI_IRQ_STATUS, TSR_ICI_IRQ_ALL);
 	tessera_reg_write(tdev, TSR_REG_ICI_IRQ_ENABLE, TSR_ICI_IRQ_ALL);
 	/* Whatever changed while nobody listened is looked at now. */
-	atomic_or(GENMASK(tdev->ici.ports - 1, 0), &tdev->ici.changed);
-	schedule_work(&tdev->ici.link_work);
+	mod_delayed_work(system_wq, &tdev->ici.link_work, 0);
 }
 
 int tessera_ici_irq_init(struct tessera_device *tdev)
@@ -629,12 +699,17 @@ err:
  */
 int tessera_ici_init(struct tessera_device *tdev)
 {
+	unsigned int p;
 	int ret;
 
 	ret = drmm_mutex_init(&tdev->drm, &tdev->ici.window_lock);
 	if (ret)
 		return ret;
-	INIT_WORK(&tdev->ici.link_work, tessera_link_work);
+	INIT_DELAYED_WORK(&tdev->ici.link_work, tessera_link_work);
+	for (p = 0; p < TSR_ICI_MAX_PORTS; p++)
+		ratelimit_state_init(&tdev->ici.event_rs[p],
+				     TESSERA_LINK_EVENT_INTERVAL,
+				     TESSERA_LINK_EVENT_BURST);
 	if (!(tessera_reg_read(tdev, TSR_REG_CAPS) & TSR_CAP_ICI))
 		return 0;
 	tdev->ici.ports = min_t(u32, tessera_reg_read(tdev, TSR_REG_ICI_PORTS),
@@ -652,14 +727,14 @@ int tessera_ici_init(struct tessera_device *tdev)
 
 /**
  * tessera_ici_unplug() - stop using the chip's links at unbind
- * @tdev: the device, its interrupts disabled
+ * @tdev: the device, reset by tessera_hw_fini(): the chip holds no window
  *
  * Windows still open stay with their files until those close, but no
  * longer reach the table, which goes with the device.
  */
 void tessera_ici_unplug(struct tessera_device *tdev)
 {
-	cancel_work_sync(&tdev->ici.link_work);
+	cancel_delayed_work_sync(&tdev->ici.link_work);
 	tessera_ici_sysfs_fini(tdev);
 	mutex_lock(&tdev->ici.window_lock);
 	tdev->ici.table = NULL;

@@ -6,10 +6,12 @@
  * resetting its queue alone: jobs on other queues never notice.  A fatal
  * chip error resets the whole chip.  Either way the schedulers of the
  * queues concerned are stopped, jobs the chip finished before the reset
- * are retired normally, the guilty job (if any) fails with -ETIMEDOUT, the
- * other jobs are put back on the rings, and the schedulers restart.  Every
- * reset is counted and announced with a uevent.  Timeouts and resets run
- * one at a time on tdev->reset_wq.
+ * are retired normally, the guilty job (if any) fails with -ETIMEDOUT, a
+ * job a chip reset interrupted fails with -ECANCELED (it may have taken
+ * effect in part, here and on other chips), the jobs that never started
+ * are put back on the rings, and the schedulers restart.  Every reset is
+ * counted and announced with a uevent.  Timeouts and resets run one at a
+ * time on tdev->reset_wq.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -63,6 +65,7 @@ static void tessera_reset_uevent(struct tessera_device *tdev, const char *kind,
 static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
 			    bool chip, struct tessera_job *bad)
 {
+	u32 heads[TSR_MAX_QUEUES];
 	struct tessera_job *job, *tmp;
 	unsigned long flags;
 	unsigned int i;
@@ -72,15 +75,22 @@ static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
 	for_each_set_bit(i, &mask, tdev->num_queues)
 		drm_sched_wqueue_stop(&tdev->queues[i].sched);
 
-	if (chip)
+	if (chip) {
+		for_each_set_bit(i, &mask, tdev->num_queues)
+			heads[i] = tessera_queue_stop(&tdev->queues[i]);
 		tessera_hw_reset(tdev);
-	else
+	} else {
 		for_each_set_bit(i, &mask, tdev->num_queues)
 			tessera_hw_queue_reset(&tdev->queues[i]);
+	}
 
 	/* The chip is quiet now: retire what it finished before the reset. */
-	for_each_set_bit(i, &mask, tdev->num_queues)
+	for_each_set_bit(i, &mask, tdev->num_queues) {
 		tessera_queue_reap(&tdev->queues[i], false);
+		/* A queue reset's only started job is the guilty one. */
+		if (chip)
+			tessera_queue_fail_started(&tdev->queues[i], heads[i]);
+	}
 
 	for_each_set_bit(i, &mask, tdev->num_queues) {
 		struct tessera_queue *q = &tdev->queues[i];
@@ -104,7 +114,7 @@ static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
 		tessera_queue_hw_init(q);
 	}
 
-	/* Guilty and banned jobs fail in run_job; the others run again. */
+	/* Guilty and banned jobs fail in run_job; the others run now. */
 	for_each_set_bit(i, &mask, tdev->num_queues) {
 		drm_sched_resubmit_jobs(&tdev->queues[i].sched);
 		drm_sched_start(&tdev->queues[i].sched);

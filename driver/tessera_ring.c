@@ -14,6 +14,8 @@
 
 #include <linux/slab.h>
 
+#include <drm/drm_print.h>
+
 #include "tessera_hw.h"
 #include "tessera_job.h"
 #include "tessera_reset.h"
@@ -144,10 +146,12 @@ static bool tessera_job_aborted(struct tessera_job *job)
 }
 
 /*
- * Retire @job, whose fence the chip has written.  Signalling its fence is
- * the last thing done with it: the scheduler may free it right after.
+ * Retire @job, whose fence the chip has written, or which a chip reset
+ * interrupted.  @no_record is the error it ends with if the chip wrote no
+ * record for it.  Signalling its fence is the last thing done with it: the
+ * scheduler may free it right after.
  */
-static void tessera_job_retire(struct tessera_job *job)
+static void tessera_job_retire(struct tessera_job *job, u32 no_record)
 {
 	struct tsr_completion rec;
 	u32 hw_error;
@@ -162,11 +166,7 @@ static void tessera_job_retire(struct tessera_job *job)
 		   rec.fence == job->hw_fence->seqno) {
 		hw_error = rec.error;
 	} else {
-		/*
-		 * No record: the chip could not read the descriptor or write
-		 * the record, both system-memory transfers.
-		 */
-		hw_error = TSR_ERR_DMA;
+		hw_error = no_record;
 		memset(&rec, 0, sizeof(rec));
 		rec.failed_cmd = TSR_NO_COMMAND;
 	}
@@ -260,13 +260,59 @@ void tessera_queue_reap(struct tessera_queue *q, bool use_head)
 	list_for_each_entry_safe(job, tmp, &q->inflight, link) {
 		if (!passed && job->hw_fence->seqno > done)
 			break;
-		/* The chip gave up on it for a fatal error: recovery re-runs it. */
+		/* The chip gave up on it for a fatal error: recovery fails it. */
 		if (tessera_job_aborted(job))
 			break;
 		if (passed)
 			passed--;
 		list_del_init(&job->link);
-		tessera_job_retire(job);
+		/*
+		 * No record: the chip could not read the descriptor or write
+		 * the record, both system-memory transfers.
+		 */
+		tessera_job_retire(job, TSR_ERR_DMA);
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+/**
+ * tessera_queue_stop() - let the chip start no more jobs on a queue
+ * @q: the queue, about to be reset with the whole chip
+ *
+ * Return: HEAD, the ring slot of the job the queue has started, if any:
+ * the chip takes the job at HEAD as soon as the one before it ends.
+ */
+u32 tessera_queue_stop(struct tessera_queue *q)
+{
+	u32 base = TSR_QUEUE_BASE(q->index);
+
+	tessera_reg_write(q->tdev, base + TSR_QREG_CONTROL, 0);
+	return tessera_reg_read(q->tdev, base + TSR_QREG_HEAD);
+}
+
+/**
+ * tessera_queue_fail_started() - fail the job a chip reset interrupted
+ * @q: the queue, reset with the chip and reaped
+ * @head: what tessera_queue_stop() returned before the reset
+ *
+ * A job that has started has taken effect in part, on this chip and
+ * through its remote writes on others: it must not run again from its
+ * first command.  It fails with TSR_ERR_ABORTED (-ECANCELED), or with the
+ * ABORTED record the chip wrote for it on a fatal error.  Jobs behind it
+ * never started and run again.
+ */
+void tessera_queue_fail_started(struct tessera_queue *q, u32 head)
+{
+	struct tessera_job *job;
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->lock, flags);
+	job = list_first_entry_or_null(&q->inflight, struct tessera_job, link);
+	if (job && job->slot == head) {
+		list_del_init(&job->link);
+		drm_dbg(&q->tdev->drm, "queue %u: job %llu of context %u interrupted by the chip reset\n",
+			q->index, job->seq, job->ctx->id);
+		tessera_job_retire(job, TSR_ERR_ABORTED);
 	}
 	spin_unlock_irqrestore(&q->lock, flags);
 }

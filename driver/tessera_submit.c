@@ -297,6 +297,11 @@ static int tessera_submit_lookup_trace(struct tessera_job *job,
 		return -EINVAL;
 	}
 	bo = job->bos[first + i];
+	if (to_tessera_bo(bo)->device_read_only) {
+		drm_dbg(drm, "SUBMIT: the trace's buffer (handle %u) is read-only to the device\n",
+			args->trace_handle);
+		return -EINVAL;
+	}
 	if (args->trace_offset > bo->size ||
 	    args->trace_size > bo->size - args->trace_offset) {
 		drm_dbg(drm, "SUBMIT: trace at %llu+%u outside a %zu-byte buffer\n",

@@ -51,6 +51,7 @@ TESSERA_COUNTER_ATTR(banned_contexts, TESSERA_CNT_BANNED_CONTEXTS);
 TESSERA_COUNTER_ATTR(remote_access_refused, TESSERA_CNT_REMOTE_ACCESS);
 TESSERA_COUNTER_ATTR(link_downs, TESSERA_CNT_LINK_DOWNS);
 TESSERA_COUNTER_ATTR(link_ups, TESSERA_CNT_LINK_UPS);
+TESSERA_COUNTER_ATTR(link_events_suppressed, TESSERA_CNT_LINK_EVENTS_SUPPRESSED);
 
 static ssize_t hbm_free_show(struct device *dev, struct device_attribute *attr,
 			     char *buf)
@@ -77,6 +78,7 @@ static struct attribute *tessera_attrs[] = {
 	&dev_attr_remote_access_refused.attr.attr,
 	&dev_attr_link_downs.attr.attr,
 	&dev_attr_link_ups.attr.attr,
+	&dev_attr_link_events_suppressed.attr.attr,
 	&dev_attr_hbm_free.attr,
 	NULL
 };

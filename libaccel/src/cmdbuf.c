@@ -1038,8 +1038,8 @@ int accel_cmdbuf_upload(struct accel_cmdbuf *cb, uint32_t *handle,
 			bytes *= 2;
 		cb->bo = reuse_copy(cb->dev, cb->len);
 		if (!cb->bo) {
-			ret = accel_buffer_create(cb->dev, bytes,
-						  ACCEL_PLACEMENT_HOST, &cb->bo);
+			ret = accel_buffer_create_commands(cb->dev, bytes,
+							   &cb->bo);
 			if (ret)
 				return ret;
 		}

@@ -62,6 +62,13 @@ struct accel_buffer {
 	struct accel_buffer *prev, *next;
 };
 
+/*
+ * A buffer for a command buffer's commands: read-only to the device where
+ * the driver can (uapi version 6).
+ */
+int accel_buffer_create_commands(struct accel_device *dev, uint64_t size,
+				 struct accel_buffer **buf);
+
 /* The libaccel code for a failed system call's errno. */
 int accel_error_from_errno(int err);
 

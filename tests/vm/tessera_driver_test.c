@@ -9,6 +9,7 @@
  *
  * Copyright (C) 2026 The Tessera Authors
  */
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -148,6 +149,8 @@ TEST_F(drv, bo_create_rejects_bad_arguments)
 	EXPECT_EQ(-EINVAL, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_CREATE, &c));
 	c.size = 4096;
 	c.flags = 0x80;
+	EXPECT_EQ(-EINVAL, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_CREATE, &c));
+	c.flags = DRM_TESSERA_BO_FLAGS_ALL + 1;
 	EXPECT_EQ(-EINVAL, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_CREATE, &c));
 	/* More HBM than the chip has is a clean ENOMEM. */
 	c.flags = DRM_TESSERA_BO_HBM;
@@ -438,6 +441,82 @@ TEST_F(drv, unmapped_address_faults_with_the_address)
 	EXPECT_EQ(0, st.failed_cmd);
 	ASSERT_EQ(0, tsr_counters(self->fd, &after));
 	EXPECT_EQ(before.mmu_faults + 1, after.mmu_faults);
+}
+
+/*
+ * A buffer made DEVICE_READ_ONLY is mapped without write permission: a
+ * job writing it fails with MMU_PERMISSION at the address and the buffer
+ * keeps its bytes, whether the buffer is an input or the job's own
+ * command buffer.
+ */
+TEST_F(drv, a_job_cannot_write_a_device_read_only_buffer)
+{
+	struct drm_tessera_job_status st;
+	struct tsr_cmds ro_cmds = { 0 };
+	struct tsr_bo ro;
+	uint64_t seq;
+
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 4 * KIB,
+				   DRM_TESSERA_BO_DEVICE_READ_ONLY, &ro));
+	memset(ro.map, 0x3c, ro.size);
+	tsr_emit_fill(&self->c, ro.va + 64, 0xdeadbeef, 64);
+	{
+		const struct tsr_bo *bos[] = { &ro };
+
+		drmSyncobjReset(self->fd, &self->sync, 1);
+		ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, bos, 1,
+					self->sync, &seq));
+	}
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, st.state);
+	EXPECT_EQ(TSR_ERR_MMU_PERMISSION, st.error);
+	EXPECT_EQ(-EFAULT, st.fence_error);
+	EXPECT_EQ(ro.va + 64, st.fault_va);
+	EXPECT_EQ(0, st.failed_cmd);
+	EXPECT_EQ(0x3c3c3c3cu, ((uint32_t *)ro.map)[16]);
+
+	/* A command buffer the device may only read cannot rewrite itself. */
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 4 * KIB,
+				   DRM_TESSERA_BO_DEVICE_READ_ONLY, &ro_cmds.bo));
+	tsr_emit_nop(&ro_cmds);
+	tsr_emit_fill(&ro_cmds, ro_cmds.bo.va, 0, 8);
+	drmSyncobjReset(self->fd, &self->sync, 1);
+	ASSERT_EQ(0, tsr_submit(self->fd, &ro_cmds, 1, NULL, 0, self->sync,
+				&seq));
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
+	EXPECT_EQ(TSR_ERR_MMU_PERMISSION, st.error);
+	EXPECT_EQ(ro_cmds.bo.va, st.fault_va);
+	EXPECT_EQ(1, st.failed_cmd);
+	EXPECT_EQ(TSR_OP_NOP, ((struct tsr_cmd_header *)ro_cmds.bo.map)->opcode);
+	tsr_bo_destroy(self->fd, &ro_cmds.bo);
+	tsr_bo_destroy(self->fd, &ro);
+}
+
+/* ...but reads it, in system memory and in HBM, as any other buffer. */
+TEST_F(drv, a_device_read_only_buffer_is_still_read)
+{
+	static const uint32_t placements[] = { 0, DRM_TESSERA_BO_HBM };
+	struct tsr_bo ro;
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		const struct tsr_bo *bos[] = { &ro, &self->host };
+
+		ASSERT_EQ(0, tsr_bo_create(self->fd, 4 * KIB, placements[i] |
+					   DRM_TESSERA_BO_DEVICE_READ_ONLY, &ro));
+		EXPECT_EQ(placements[i], ro.placement);
+		((uint32_t *)ro.map)[0] = 0x600d0000 + i;
+		tsr_emit_copy(&self->c, ro.va, self->host.va + 64 * i, 4);
+		drmSyncobjReset(self->fd, &self->sync, 1);
+		ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, bos, 2,
+					self->sync, NULL));
+		self->c.len = 0;
+		ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+		EXPECT_EQ(0x600d0000u + i, ((uint32_t *)self->host.map)[16 * i]);
+		tsr_bo_destroy(self->fd, &ro);
+	}
 }
 
 TEST_F(drv, closed_buffer_is_unmapped)
@@ -874,35 +953,68 @@ TEST_F(drv, lost_interrupt_is_found_by_the_timeout)
 	EXPECT_EQ(resets, counter(self, "queue_resets"));
 }
 
-TEST_F(drv, fatal_error_resets_the_chip_and_reruns_innocent_jobs)
+/*
+ * A chip reset, for a fatal error or forced, fails the job it interrupts
+ * (it has taken effect in part, and remote writes it sent cannot be taken
+ * back) with ABORTED, and never runs it again; a job that had not started
+ * runs after the reset.
+ */
+TEST_F(drv, a_chip_reset_fails_the_job_it_interrupts_and_runs_the_others)
 {
-	long long resets = counter(self, "device_resets");
-	long long fatal = counter(self, "fatal_errors");
+	static const char *const causes[] = { "fault_fatal", "force_recovery" };
 	uint64_t *sem = self->host.map;
+	uint32_t *words = self->host.map;
 	int ue = tsr_uevent_socket();
+	unsigned int i;
 
 	ASSERT_LE(0, ue);
-	/* An innocent job is stuck on a semaphore when the chip fails. */
-	sem[0] = 0;
-	tsr_emit_sem(&self->c, TSR_OP_SEM_WAIT, self->host.va, 1);
-	tsr_emit_fill(&self->c, self->host.va + 64, 0x99, 4);
-	{
+	for (i = 0; i < 2; i++) {
+		long long resets = counter(self, "device_resets");
 		const struct tsr_bo *bos[] = { &self->host };
+		struct drm_tessera_job_status st;
+		struct tsr_cmds later = { 0 };
+		uint32_t later_sync = tsr_syncobj(self->fd);
+		uint64_t seq, later_seq;
 
+		ASSERT_LT(0, (int)later_sync);
+		memset(self->host.map, 0, 4096);
+		/* Started: stuck on a semaphore when the chip is reset. */
+		tsr_emit_fill(&self->c, self->host.va + 192, 0x5747, 4);
+		tsr_emit_sem(&self->c, TSR_OP_SEM_WAIT, self->host.va, 1);
+		tsr_emit_fill(&self->c, self->host.va + 64, 0x99, 4);
 		drmSyncobjReset(self->fd, &self->sync, 1);
-		ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, bos, 1, self->sync,
-					NULL));
+		ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, bos, 1,
+					self->sync, &seq));
+		self->c.len = 0;
+		while (!__atomic_load_n(&words[48], __ATOMIC_ACQUIRE))
+			sched_yield();
+		/* Behind it on the same queue: not started. */
+		ASSERT_EQ(0, tsr_bo_create(self->fd, 4096, 0, &later.bo));
+		tsr_emit_fill(&later, self->host.va + 128, 0x77, 4);
+		ASSERT_EQ(0, tsr_submit(self->fd, &later, 0, NULL, 0,
+					later_sync, &later_seq));
+
+		ASSERT_EQ(0, tsr_debugfs_write(self->pci, causes[i], 1));
+		EXPECT_EQ(0, tsr_uevent_wait(ue, "TESSERA_RESET=chip", NULL,
+					     10000));
+		ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+		ASSERT_EQ(0, tsr_wait(self->fd, later_sync, TSR_TEST_WAIT_NS));
+		ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
+		EXPECT_EQ(DRM_TESSERA_JOB_FAILED, st.state) TH_LOG("%s", causes[i]);
+		EXPECT_EQ(TSR_ERR_ABORTED, st.error) TH_LOG("%s", causes[i]);
+		EXPECT_EQ(-ECANCELED, st.fence_error);
+		ASSERT_EQ(0, tsr_job_status(self->fd, later_seq, &st));
+		EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state) TH_LOG("%s", causes[i]);
+		EXPECT_EQ(0x77u, words[32]);
+		EXPECT_EQ(resets + 1, counter(self, "device_resets"));
+
+		/* Released, the interrupted job does not come back to life. */
+		__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
+		tsr_emit_nop(&self->c);
+		RUN_OK(0);
+		EXPECT_EQ(0u, words[16]) TH_LOG("%s: the job ran again", causes[i]);
+		tsr_bo_destroy(self->fd, &later.bo);
 	}
-	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_fatal", 1));
-	EXPECT_EQ(0, tsr_uevent_wait(ue, "TESSERA_RESET=chip", NULL, 10000));
-	EXPECT_EQ(resets + 1, counter(self, "device_resets"));
-	EXPECT_EQ(fatal + 1, counter(self, "fatal_errors"));
-	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
-	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
-	EXPECT_EQ(0x99u, ((uint32_t *)self->host.map)[16]);
-	self->c.len = 0;
-	tsr_emit_nop(&self->c);
-	RUN_OK(1);
 	close(ue);
 }
 

@@ -160,9 +160,12 @@ FIXTURE_SETUP(fuzz)
 	recorder->seed = fz->rng;
 	fz->null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fz->null_fd);
-	limit = read_max_windows_per_file();
+	limit = read_max_windows_per("file");
 	ASSERT_LE(0, limit) TH_LOG("cannot read the max_windows_per_file parameter");
 	fz->max_windows_per_file = limit;
+	limit = read_max_windows_per("user");
+	ASSERT_LE(0, limit) TH_LOG("cannot read the max_windows_per_user parameter");
+	fz->max_windows_per_user = limit;
 	fz->nfiles = access(OTHER_NODE, R_OK | W_OK) ? 2 : 3;
 	for (i = 0; i < fz->nfiles; i++) {
 		fz->file[i].node = i < 2 ? ACCEL_NODE : OTHER_NODE;
@@ -518,22 +521,27 @@ TEST_F(after_fuzzing, contexts_run_out_cleanly)
 /*
  * The fuzzer's files are closed, and so are their windows: fresh files get
  * every window of the chip, lowest id first, as many each as
- * max_windows_per_file allows.
+ * max_windows_per_file allows and as many together as max_windows_per_user
+ * does.
  */
 TEST_F(after_fuzzing, every_window_is_free_again)
 {
-	int limit = read_max_windows_per_file(), fds[DRM_TESSERA_MAX_WINDOWS];
+	int limit = read_max_windows_per("file"), fds[DRM_TESSERA_MAX_WINDOWS];
+	int user_limit = read_max_windows_per("user");
 	struct drm_tessera_info info = { 0 };
-	unsigned int next = 0, nfds = 0, got, want;
+	unsigned int next = 0, nfds = 0, got, want, total;
 	int err;
 
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_INFO, &info));
 	if (!(info.caps & TSR_CAP_ICI) || !info.ici_ports)
 		SKIP(return, "the chip has no ICI");
 	ASSERT_LE(0, limit);
-	if (!limit || (__u64)limit * (info.max_contexts - 1) < DRM_TESSERA_MAX_WINDOWS)
+	ASSERT_LE(0, user_limit);
+	total = user_limit < DRM_TESSERA_MAX_WINDOWS ? user_limit :
+						       DRM_TESSERA_MAX_WINDOWS;
+	if (!limit || (__u64)limit * (info.max_contexts - 1) < total)
 		SKIP(return, "%d windows per file cannot take all", limit);
-	while (next < DRM_TESSERA_MAX_WINDOWS) {
+	while (next < total) {
 		struct drm_tessera_bo_create bo = { .size = FUZZ_PAGE };
 		int fd = open(ACCEL_NODE, O_RDWR | O_CLOEXEC);
 
@@ -553,7 +561,7 @@ TEST_F(after_fuzzing, every_window_is_free_again)
 			ASSERT_EQ(next, wo.id) TH_LOG("window %u is still open", next);
 			next++;
 		}
-		want = DRM_TESSERA_MAX_WINDOWS - (next - got);
+		want = total - (next - got);
 		if (want > (unsigned int)limit)
 			want = limit;
 		EXPECT_EQ(ENOSPC, err);

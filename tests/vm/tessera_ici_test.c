@@ -12,7 +12,10 @@
  *
  * Copyright (C) 2026 The Tessera Authors
  */
+#include <poll.h>
 #include <sched.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "tessera_util.h"
@@ -475,28 +478,49 @@ TEST_F(slice, window_ioctls_check_every_field)
 	ASSERT_EQ(0, window_close(ch->fd, 200, 0));
 }
 
+/* Module parameter @name, or -1. */
+static long long param_read(const char *name)
+{
+	char path[128];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static int param_write(const char *name, long long v)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%lld\n", v);
+	return fclose(f) ? -errno : 0;
+}
+
 TEST_F(slice, a_file_opens_no_more_windows_than_allowed)
 {
 	struct chip *ch = &self->chips[0];
 	uint32_t rw = DRM_TESSERA_WINDOW_WRITE;
-	long long old = -1;
-	FILE *f = fopen(PARAMS "max_windows_per_file", "r");
+	long long old = param_read("max_windows_per_file");
 
-	ASSERT_NE(NULL, f);
-	ASSERT_EQ(1, fscanf(f, "%lld", &old));
-	fclose(f);
-	f = fopen(PARAMS "max_windows_per_file", "w");
-	ASSERT_NE(NULL, f);
-	fprintf(f, "2\n");
-	fclose(f);
+	ASSERT_LE(0, old);
+	ASSERT_EQ(0, param_write("max_windows_per_file", 2));
 	EXPECT_EQ(0, window_open(ch->fd, ch->window.handle, 0, 4096, rw, 0, 0, NULL));
 	EXPECT_EQ(0, window_open(ch->fd, ch->window.handle, 0, 4096, rw, 0, 0, NULL));
 	EXPECT_EQ(-ENOSPC, window_open(ch->fd, ch->window.handle, 0, 4096, rw,
 				       0, 0, NULL));
-	f = fopen(PARAMS "max_windows_per_file", "w");
-	ASSERT_NE(NULL, f);
-	fprintf(f, "%lld\n", old);
-	fclose(f);
+	ASSERT_EQ(0, param_write("max_windows_per_file", old));
 }
 
 /* Open this round's window on every chip here. */
@@ -704,6 +728,267 @@ TEST_F(slice, a_link_that_fails_mid_transfer_fails_the_job_within_2s)
 	tsr_emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, SLOT, SLOT, -1);
 	ASSERT_EQ(0, run_job(a, bos2(&a->c.bo, &a->src), 2, NULL));
 	ASSERT_EQ(0, memcmp(a->src.map, b->window.map, SLOT));
+}
+
+/* A window to write on a buffer the device may only read: refused. */
+TEST_F(slice, a_device_read_only_buffer_opens_no_writable_window)
+{
+	struct chip *ch = &self->chips[0];
+	struct drm_tessera_window_open wo;
+	struct tsr_bo ro;
+
+	ASSERT_EQ(0, tsr_bo_create(ch->fd, 8192, DRM_TESSERA_BO_DEVICE_READ_ONLY,
+				   &ro));
+	EXPECT_EQ(-EACCES, window_open(ch->fd, ro.handle, 0, 4096,
+				       DRM_TESSERA_WINDOW_WRITE, 0, 0, NULL));
+	EXPECT_EQ(-EACCES, window_open(ch->fd, ro.handle, 0, 4096,
+				       DRM_TESSERA_WINDOW_READ |
+				       DRM_TESSERA_WINDOW_WRITE, 0, 0, NULL));
+	ASSERT_EQ(0, window_open(ch->fd, ro.handle, 0, 4096,
+				 DRM_TESSERA_WINDOW_READ, 0, 0, &wo));
+	EXPECT_EQ(0, window_close(ch->fd, wo.id, 0));
+	tsr_bo_destroy(ch->fd, &ro);
+}
+
+/*
+ * Windows are capped per user as well as per file: a user's files
+ * together open at most max_windows_per_user on a chip, and another
+ * user's file still opens its own.
+ */
+TEST_F(slice, the_files_of_one_user_open_no_more_windows_than_allowed)
+{
+	struct chip *ch = &self->chips[0];
+	uint32_t rw = DRM_TESSERA_WINDOW_WRITE;
+	long long old = param_read("max_windows_per_user");
+	int other = tsr_open(0), status;
+	struct tsr_bo bo;
+	pid_t child;
+
+	ASSERT_LE(0, old) TH_LOG("no max_windows_per_user parameter");
+	ASSERT_LE(0, other);
+	ASSERT_EQ(0, tsr_bo_create(other, 4096, 0, &bo));
+	ASSERT_EQ(0, param_write("max_windows_per_user", 3));
+	EXPECT_EQ(0, window_open(ch->fd, ch->window.handle, 0, 4096, rw, 0, 0, NULL));
+	EXPECT_EQ(0, window_open(ch->fd, ch->window.handle, 0, 4096, rw, 0, 0, NULL));
+	EXPECT_EQ(0, window_open(other, bo.handle, 0, 4096, rw, 0, 0, NULL));
+	EXPECT_EQ(-ENOSPC, window_open(other, bo.handle, 0, 4096, rw, 0, 0, NULL));
+	EXPECT_EQ(-ENOSPC, window_open(ch->fd, ch->window.handle, 0, 4096, rw,
+				       0, 0, NULL));
+	/* Another user, through the same file. */
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		if (setresuid(65534, 65534, 65534))
+			_exit(10);
+		_exit(window_open(other, bo.handle, 0, 4096, rw, 0, 0, NULL) ?
+		      11 : 0);
+	}
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(0, param_write("max_windows_per_user", old));
+	munmap(bo.map, bo.size);
+	close(other);
+}
+
+/*
+ * The next uevent of chip @ch's port @port within @timeout_ms: its state
+ * name in @state; -ETIME if none came.  Uevents of other ports and chips
+ * are passed over.
+ */
+static int port_uevent(int s, struct chip *ch, unsigned int port,
+		       char *state, size_t len, int timeout_ms)
+{
+	uint64_t end = tsr_now_ns() + timeout_ms * 1000000ull;
+	char buf[4096], want_port[32], devpath[96];
+
+	snprintf(want_port, sizeof(want_port), "TESSERA_PORT=%u", port);
+	snprintf(devpath, sizeof(devpath), "/%s/accel/", ch->pci);
+	while (tsr_now_ns() < end) {
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		bool ours = false, port_seen = false;
+		const char *st = NULL;
+		ssize_t n, off;
+
+		if (poll(&p, 1, (end - tsr_now_ns()) / 1000000 + 1) != 1)
+			continue;
+		n = recv(s, buf, sizeof(buf) - 1, 0);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		for (off = 0; off < n; off += strlen(buf + off) + 1) {
+			ours |= !strncmp(buf + off, "DEVPATH=", 8) &&
+				strstr(buf + off, devpath);
+			port_seen |= !strcmp(buf + off, want_port);
+			if (!strncmp(buf + off, "TESSERA_LINK_STATE=", 19))
+				st = buf + off + 19;
+		}
+		if (ours && port_seen && st) {
+			snprintf(state, len, "%s", st);
+			return 0;
+		}
+	}
+	return -ETIME;
+}
+
+/* Wait until the driver has counted sysfs @counter of @ch past @was. */
+static bool counted_past(struct chip *ch, const char *counter, long long was)
+{
+	uint64_t end = tsr_now_ns() + TSR_TEST_WAIT_NS;
+
+	while (tsr_now_ns() < end) {
+		if (tsr_sysfs_counter(ch->pci, counter) > was)
+			return true;
+		sched_yield();
+	}
+	return false;
+}
+
+#define FLAPS		30
+#define EVENT_BURST	10	/* per port and 5 s (Documentation/driver.md) */
+
+/*
+ * A link that flaps (a peer going down and up at will) makes log lines
+ * and uevents at a bounded rate, counts what it held back, and the last
+ * state is still told.
+ */
+TEST_F(slice, a_flapping_link_is_announced_at_a_bounded_rate)
+{
+	unsigned int port = TSR_ICI_PORT(0, 0), i, events = 0, bound;
+	long long suppressed, ups;
+	struct chip *a, *b;
+	char state[32] = "";
+	uint64_t start, secs;
+
+	if (self->split)
+		SKIP(return, "the slice is split across VMs: the link is shared");
+	if (!two_neighbours(self, &a, &b))
+		SKIP(return, "no two neighbouring chips in this VM");
+	suppressed = tsr_sysfs_counter(a->pci, "link_events_suppressed");
+	ASSERT_LE(0, suppressed) TH_LOG("no link_events_suppressed counter");
+	ups = tsr_sysfs_counter(a->pci, "link_ups");
+	/* What the fixture's links said coming up is not counted. */
+	while (!port_uevent(self->uevents, a, port, state, sizeof(state), 100))
+		;
+	start = tsr_now_ns();
+	/* Each change seen by the driver before the next. */
+	for (i = 0; i < FLAPS; i++) {
+		long long downs = tsr_sysfs_counter(a->pci, "link_downs");
+
+		ASSERT_EQ(0, port_debugfs(a, port, "control", TSR_ICI_CTRL_DOWN));
+		ASSERT_TRUE(counted_past(a, "link_downs", downs));
+		ASSERT_EQ(0, port_debugfs(a, port, "control", TSR_ICI_CTRL_RETRAIN));
+		ASSERT_TRUE(counted_past(a, "link_ups", ups + i));
+	}
+	secs = (tsr_now_ns() - start) / 1000000000ull;
+	while (!port_uevent(self->uevents, a, port, state, sizeof(state), 500))
+		events++;
+	bound = EVENT_BURST * (secs / 5 + 2);
+	TH_LOG("%u flaps in %llu s: %u uevents, %lld held back", FLAPS,
+	       (unsigned long long)secs, events,
+	       tsr_sysfs_counter(a->pci, "link_events_suppressed") - suppressed);
+	EXPECT_GE(bound, events);
+	if (bound < 2 * FLAPS)
+		EXPECT_LT(suppressed,
+			  tsr_sysfs_counter(a->pci, "link_events_suppressed"));
+	/* The last word is the state the port is in, once the limit allows. */
+	if (strcmp(state, "up"))
+		ASSERT_EQ(0, port_uevent(self->uevents, a, port, state,
+					 sizeof(state), 7000));
+	EXPECT_STREQ("up", state);
+	ASSERT_TRUE(wait_links_up(self->chips, self->n, self->uevents));
+}
+
+#define DRIVER_DIR "/sys/bus/pci/drivers/tessera"
+
+static int sysfs_write(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -errno;
+}
+
+/* Register @reg of chip @pci through its BAR0 in sysfs, or ~0. */
+static uint32_t bar0_read(const char *pci, uint32_t reg)
+{
+	char path[96];
+	uint32_t v = ~0u;
+	void *bar;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource0", pci);
+	fd = open(path, O_RDONLY | O_SYNC);
+	if (fd < 0)
+		return v;
+	bar = mmap(NULL, TSR_BAR0_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	if (bar != MAP_FAILED) {
+		v = *(volatile uint32_t *)((char *)bar + reg);
+		munmap(bar, TSR_BAR0_SIZE);
+	}
+	close(fd);
+	return v;
+}
+
+/*
+ * Unbinding the driver closes every window on the chip and forgets the
+ * context table, though the files that opened the windows stay open: no
+ * remote write can walk the tables the unbind frees.  Runs last: it
+ * unbinds a chip and binds it again.
+ */
+TEST_F(slice, an_unbound_chip_takes_no_remote_writes)
+{
+	struct drm_tessera_window_open wo;
+	struct chip *a, *b;
+	unsigned int bi;
+	uint32_t err = 0, *w;
+	uint8_t dst[3];
+	char pci[32];
+	uint64_t k;
+
+	if (self->split)
+		SKIP(return, "the slice is split across VMs: the other VM uses the chip");
+	if (!two_neighbours(self, &a, &b))
+		SKIP(return, "no two neighbouring chips in this VM");
+	bi = b - self->chips;
+	memcpy(dst, coords_of(b), 3);
+	ASSERT_EQ(0, window_open(b->fd, b->window.handle, 0, 64 * KIB,
+				 DRM_TESSERA_WINDOW_WRITE, 0, 0, &wo));
+	memset(a->src.map, 0x5a, 8 * KIB);
+	/* Bound, the window takes a write. */
+	tsr_emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, 4096,
+			   4096, -1);
+	ASSERT_EQ(0, run_job(a, bos2(&a->c.bo, &a->src), 2, NULL));
+	w = b->window.map;
+	ASSERT_EQ(0x5a5a5a5au, w[0]);
+
+	ASSERT_EQ(0, sysfs_write(DRIVER_DIR "/unbind", b->pci));
+	EXPECT_EQ(0, bar0_read(b->pci, TSR_REG_ICI_WINDOW_COUNT));
+	EXPECT_EQ(0, bar0_read(b->pci, TSR_REG_MMU_CTX_COUNT));
+	EXPECT_EQ(0, bar0_read(b->pci, TSR_REG_MMU_CTX_TABLE_LO));
+	tsr_emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 4096, 1, 4096,
+			   4096, -1);
+	EXPECT_EQ(-EACCES, run_job(a, bos2(&a->c.bo, &a->src), 2, &err));
+	EXPECT_EQ(TSR_ERR_REMOTE_ACCESS, err);
+	for (k = 1024; k < 2048; k++)
+		ASSERT_EQ(FILL, w[k]) TH_LOG("word %llu written after the unbind",
+					     (unsigned long long)k);
+
+	/* Its file closed and the driver bound again, the chip serves. */
+	munmap(b->window.map, b->window.size);
+	munmap(b->src.map, b->src.size);
+	munmap(b->c.bo.map, b->c.bo.size);
+	close(b->fd);
+	b->fd = -1;
+	ASSERT_EQ(0, sysfs_write(DRIVER_DIR "/bind", b->pci));
+	b->fd = tsr_open(bi);
+	ASSERT_LE(0, b->fd);
+	ASSERT_EQ(0, tsr_pci_address(bi, pci, sizeof(pci)));
+	ASSERT_STREQ(b->pci, pci);
+	ASSERT_TRUE(wait_links_up(self->chips, self->n, self->uevents));
 }
 
 TEST_HARNESS_MAIN

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/klog.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -233,6 +234,69 @@ TEST_F(lim, pinned_memory_is_capped_and_the_allocator_takes_the_failure)
 
 		EXPECT_EQ(0, bo_create_raw(self->fd, 16 * MIB, 0, &handle));
 	}
+}
+
+/*
+ * As user @uid with an RLIMIT_MEMLOCK of @limit bytes (and without
+ * CAP_IPC_LOCK), how many 16 MiB system-memory buffers, up to 16, file
+ * @fd gets before BO_CREATE fails, and with what; then whether closing one
+ * gives its charge back.  Exit status: the count, 100 + the errno, and
+ * 200 if the charge was not given back.
+ */
+static void allocate_as(int fd, uid_t uid, unsigned long long limit)
+{
+	struct rlimit rl = { limit, limit };
+	struct drm_gem_close close_one = { 0 };
+	int n = 0, ret;
+	uint32_t handle;
+
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setresuid(uid, uid, uid))
+		_exit(255);
+	do {
+		ret = bo_create_raw(fd, 16 * MIB, 0, &handle);
+		if (!ret)
+			close_one.handle = handle;
+	} while (!ret && ++n < 16);
+	if (!ret || n == 0)
+		_exit(n);
+	if (ret != -ENOMEM || tsr_ioctl(fd, DRM_IOCTL_GEM_CLOSE, &close_one) ||
+	    bo_create_raw(fd, 16 * MIB, 0, &handle))
+		_exit(ret != -ENOMEM ? 100 - ret : 200);
+	_exit(n);
+}
+
+static int allocate_as_status(int fd, uid_t uid, unsigned long long limit)
+{
+	int status;
+	pid_t child = fork();
+
+	if (child < 0)
+		return -1;
+	if (!child)
+		allocate_as(fd, uid, limit);
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/*
+ * Pinned memory is charged to the user who allocates it, against
+ * RLIMIT_MEMLOCK, as io_uring and RDMA charge theirs: one user reaches its
+ * limit with ENOMEM, gets it back by freeing, and leaves the device-wide
+ * limit to the others.
+ */
+TEST_F(lim, pinned_memory_is_capped_per_user)
+{
+	int fd[2] = { tsr_open(0), tsr_open(0) };
+
+	ASSERT_LE(0, fd[0]);
+	ASSERT_LE(0, fd[1]);
+	/* 64 MiB: four buffers, not a fifth. */
+	EXPECT_EQ(4, allocate_as_status(fd[0], 65534, 64 * MIB));
+	/* Another user, while the first one's files still hold theirs. */
+	EXPECT_EQ(2, allocate_as_status(fd[1], 65533, 32 * MIB));
+	close(fd[0]);
+	close(fd[1]);
 }
 
 struct reader {

@@ -26,8 +26,9 @@ extern "C" {
  *   4  job traces: DRM_TESSERA_SUBMIT_TRACE and SUBMIT's trace fields
  *   5  SparseCore: its configuration in GET_INFO, its busy cycles in
  *      GET_COUNTERS; the errnos of its chip errors
+ *   6  DRM_TESSERA_BO_DEVICE_READ_ONLY
  */
-#define DRM_TESSERA_UAPI_VERSION	5
+#define DRM_TESSERA_UAPI_VERSION	6
 
 #define DRM_TESSERA_GET_INFO		0x00
 #define DRM_TESSERA_PING		0x01
@@ -222,7 +223,16 @@ struct drm_tessera_ping {
 
 /* Buffer placement: system memory (default) or the chip's HBM. */
 #define DRM_TESSERA_BO_HBM		0x00000001u
-#define DRM_TESSERA_BO_FLAGS_ALL	DRM_TESSERA_BO_HBM
+/*
+ * The chip may only read the buffer (since version 6): a command that
+ * writes it fails with TSR_ERR_MMU_PERMISSION and writes nothing there,
+ * and no window opens on it for remote writes.  The CPU mapping stays
+ * read-write.  For command buffers and inputs that the device must not
+ * change.
+ */
+#define DRM_TESSERA_BO_DEVICE_READ_ONLY	0x00000002u
+#define DRM_TESSERA_BO_FLAGS_ALL	(DRM_TESSERA_BO_HBM | \
+					 DRM_TESSERA_BO_DEVICE_READ_ONLY)
 
 /* Largest buffer object. */
 #define DRM_TESSERA_BO_MAX_SIZE		_BITULL(36)
@@ -239,7 +249,10 @@ struct drm_tessera_ping {
 struct drm_tessera_bo_create {
 	/** @size: in, bytes, 1 to DRM_TESSERA_BO_MAX_SIZE; rounded up to pages. */
 	__u64 size;
-	/** @flags: in, DRM_TESSERA_BO_* flags. */
+	/**
+	 * @flags: in, DRM_TESSERA_BO_HBM and DRM_TESSERA_BO_DEVICE_READ_ONLY;
+	 * any other bit is -EINVAL.
+	 */
 	__u32 flags;
 	/** @handle: out, GEM handle of the new buffer. */
 	__u32 handle;
@@ -514,9 +527,11 @@ struct drm_tessera_counters {
  * asked for (-EBUSY if it is open).  The key is random, or with
  * DRM_TESSERA_WINDOW_FIXED_KEY the one given, so that processes on
  * different chips can agree on windows before they can talk.  Fails with
- * -ENOSPC when no window is free or the file has as many open as the
- * max_windows_per_file module parameter allows, -EOPNOTSUPP on a chip
- * without ICI.
+ * -ENOSPC when no window is free, or the file or its user (the caller's
+ * real uid) has as many open on the chip as the max_windows_per_file or
+ * max_windows_per_user module parameter allows; -EACCES for
+ * DRM_TESSERA_WINDOW_WRITE on a DRM_TESSERA_BO_DEVICE_READ_ONLY buffer;
+ * -EOPNOTSUPP on a chip without ICI.
  */
 struct drm_tessera_window_open {
 	/** @handle: in, the buffer. */

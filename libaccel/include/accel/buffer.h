@@ -30,14 +30,25 @@ struct accel_buffer;
 /** The chip's HBM: write-combined CPU mappings (slow to read), not shareable. */
 #define ACCEL_PLACEMENT_HBM	0x1u
 
+/*
+ * Flags, ORed with the placement.  ACCEL_BUFFER_DEVICE_READ_ONLY: the chip
+ * may only read the buffer; a command writing it fails the job
+ * (ACCEL_ERR_JOB_FAILED, chip error "MMU_PERMISSION") and leaves it
+ * unchanged.  The CPU mapping stays writable.  Command buffers get it by
+ * default.
+ */
+#define ACCEL_BUFFER_DEVICE_READ_ONLY	0x100u
+
 /**
  * accel_buffer_create() - allocate a zeroed buffer.
  * @size: bytes, 1 to 64 GiB; the buffer gets at least this, rounded up to
  *	whole pages (accel_buffer_size() says how much)
- * @placement: ACCEL_PLACEMENT_HOST or ACCEL_PLACEMENT_HBM
+ * @placement: ACCEL_PLACEMENT_HOST or ACCEL_PLACEMENT_HBM, ORed with
+ *	ACCEL_BUFFER_DEVICE_READ_ONLY or not
  *
  * ACCEL_ERR_NO_MEMORY when the placement has no room; ACCEL_ERR_BAD_FLAGS
- * for an unknown placement.
+ * for an unknown placement or flag; ACCEL_ERR_VERSION for
+ * ACCEL_BUFFER_DEVICE_READ_ONLY with a driver older than uapi version 6.
  */
 ACCEL_API int accel_buffer_create(struct accel_device *dev, uint64_t size,
 				  uint32_t placement, struct accel_buffer **buf);
@@ -70,7 +81,7 @@ ACCEL_API uint64_t accel_buffer_size(const struct accel_buffer *buf);
  */
 ACCEL_API uint64_t accel_buffer_device_va(const struct accel_buffer *buf);
 
-/** accel_buffer_placement() - ACCEL_PLACEMENT_HOST or _HBM. */
+/** accel_buffer_placement() - ACCEL_PLACEMENT_HOST or _HBM, without flags. */
 ACCEL_API uint32_t accel_buffer_placement(const struct accel_buffer *buf);
 
 /**

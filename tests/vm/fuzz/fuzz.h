@@ -197,6 +197,7 @@ struct fuzz {
 	bool faulted;		/* a chip fault was injected */
 	bool irqs_dropped;	/* interrupts may have been lost */
 	unsigned int max_windows_per_file;	/* the module parameter */
+	unsigned int max_windows_per_user;	/* the module parameter */
 	/*
 	 * Per chip (by its first file), windows of closed files that may
 	 * still be open: a mapping or a racing call holds the file a while.
@@ -331,7 +332,7 @@ void op_unknown_ioctl(struct fuzz *fz, struct fuzz_file *f);
 void op_fdinfo(struct fuzz *fz, struct fuzz_file *f);
 
 /* ici.c */
-int read_max_windows_per_file(void);
+int read_max_windows_per(const char *what);
 void check_ici_info(struct fuzz *fz, struct fuzz_file *f,
 		    const struct drm_tessera_info *info);
 bool window_overlaps(const struct fuzz_file *f, __u32 obj, __u64 va,

@@ -14,11 +14,15 @@
 /* LINK_INFO counters the chip has; the entries past them read 0. */
 #define LINK_COUNTERS_USED	(DRM_TESSERA_LINK_PROTOCOL_ERRORS + 1)
 
-/* The max_windows_per_file module parameter, or -1. */
-int read_max_windows_per_file(void)
+/* Module parameter max_windows_per_@what ("file", "user"), or -1. */
+int read_max_windows_per(const char *what)
 {
-	FILE *fp = fopen(PARAMS "max_windows_per_file", "r");
+	char path[128];
+	FILE *fp;
 	int n = -1;
+
+	snprintf(path, sizeof(path), PARAMS "max_windows_per_%s", what);
+	fp = fopen(path, "r");
 
 	if (fp && fscanf(fp, "%d", &n) != 1)
 		n = -1;
@@ -296,14 +300,17 @@ static void window_open_expect(const struct fuzz *fz, struct fuzz_file *f,
 		expect_errno(e, bo->size, EINVAL);	/* size 0: not learnt */
 	if (f->nwin >= fz->max_windows_per_file)
 		expect_errno(e, true, ENOSPC);
+	for (i = 0; i < DRM_TESSERA_MAX_WINDOWS; i++)
+		nlingering += lingering[i] && !held[i];
+	/* Every window the fuzzer's files hold is one user's. */
+	if (nheld + nlingering >= fz->max_windows_per_user)
+		expect_errno(e, nheld >= fz->max_windows_per_user, ENOSPC);
 	if (fixed_id) {
 		if (a->id < DRM_TESSERA_MAX_WINDOWS &&
 		    (held[a->id] || lingering[a->id]))
 			expect_errno(e, held[a->id], EBUSY);
 		return;
 	}
-	for (i = 0; i < DRM_TESSERA_MAX_WINDOWS; i++)
-		nlingering += lingering[i] && !held[i];
 	if (nheld + nlingering >= DRM_TESSERA_MAX_WINDOWS)
 		expect_errno(e, nheld >= DRM_TESSERA_MAX_WINDOWS, ENOSPC);
 }
