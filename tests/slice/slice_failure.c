@@ -7,6 +7,7 @@
  *
  *   slice_failure all-reduce [--count N] [--calls N] [--seconds S]
  *                            [--reset X,Y,Z --reset-after N]
+ *                            [--stall-host H --stall-after N]
  *
  * runs, for every local chip, a process of its own with a communicator
  * of its own (so each chip's call is timed alone, and a failure reaches
@@ -18,7 +19,10 @@
  * chip's process runs one more job on its context (it must not be
  * banned) and prints its chip's driver counters.  With --reset, the
  * process of the chip at X,Y,Z resets its chip (debugfs force_recovery)
- * right after issuing call N+1.
+ * right after issuing call N+1.  With --stall-host, the processes of host
+ * H (TESSERA_HOST_ID) wait 3 s before call N+1, so that the host can stop
+ * that VM while the other hosts' chips have sent what they could and
+ * only wait.
  *
  *   slice_failure route --from X,Y,Z --via X,Y,Z --to X,Y,Z --port P
  *                       [--beside X,Y,Z]
@@ -57,6 +61,8 @@
 #define CONNECT_NS	(20 * NS_PER_S)
 /* How long the host may take to break or mend a link. */
 #define LINK_WAIT_NS	(60 * NS_PER_S)
+/* How long the processes of --stall-host wait before their next call. */
+#define STALL_S		3
 /* The window the route mode opens on every chip, and what it holds. */
 #define ROUTE_WINDOW	9
 #define ROUTE_BYTES	(64u << 10)
@@ -123,6 +129,14 @@ static bool same_coords(struct accel_coords a, struct accel_coords b)
 
 /* ------------------------------------------------------------ all-reduce */
 
+/* This host's place in the slice, as tools/tessera-slice sets it; -1 if not. */
+static int host_id(void)
+{
+	const char *id = getenv("TESSERA_HOST_ID");
+
+	return id && *id ? atoi(id) : -1;
+}
+
 struct options {
 	uint64_t count;
 	unsigned int calls;		/* 0: until a call fails */
@@ -130,6 +144,8 @@ struct options {
 	bool reset;
 	struct accel_coords reset_at;
 	unsigned int reset_after;
+	int stall_host;			/* -1: none */
+	unsigned int stall_after;
 };
 
 /* One chip's process. */
@@ -342,6 +358,10 @@ static int run_chip(unsigned int device, const struct options *o)
 					 ch.info.coords[2] } });
 		uint64_t bad;
 
+		if (k == o->stall_after + 1 && o->stall_host == host_id()) {
+			say(&ch, "stalling %u s before call %u", STALL_S, k);
+			sleep(STALL_S);
+		}
 		if (now_ns() > end_by) {
 			say(&ch, "no call failed: %u calls exact in %u s", k - 1,
 			    o->seconds);
@@ -384,23 +404,24 @@ static int all_reduce(const struct options *o)
 	pid_t pids[ACCEL_SLICE_MAX_LOCAL];
 	struct accel_slice slice;
 	int ret = accel_slice_get(&slice), status, failed = 0;
-	unsigned int i;
+	unsigned int i, n;
 
 	if (ret) {
 		printf("slice_failure: no slice here: %s\n", accel_error_string(ret));
 		return 1;
 	}
 	fflush(stdout);
-	for (i = 0; i < slice.local_count; i++) {
-		pids[i] = fork();
-		if (pids[i] < 0) {
+	for (n = 0; n < slice.local_count; n++) {
+		pids[n] = fork();
+		if (pids[n] < 0) {
 			perror("slice_failure: fork");
-			return 1;
+			failed = 1;
+			break;
 		}
-		if (!pids[i])
-			_exit(run_chip(slice.local[i].device, o));
+		if (!pids[n])
+			_exit(run_chip(slice.local[n].device, o));
 	}
-	for (i = 0; i < slice.local_count; i++) {
+	for (i = 0; i < n; i++) {
 		if (waitpid(pids[i], &status, 0) < 0 || !WIFEXITED(status)) {
 			printf("slice_failure: the process of chip %u did not exit\n",
 			       slice.local[i].index);
@@ -585,6 +606,7 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: slice_failure all-reduce [--count N] [--calls N] [--seconds S]\n"
 		"                                [--reset X,Y,Z --reset-after N]\n"
+		"                                [--stall-host H --stall-after N]\n"
 		"       slice_failure route --from X,Y,Z --via X,Y,Z --to X,Y,Z --port P\n"
 		"                           [--beside X,Y,Z]\n");
 	return 2;
@@ -603,7 +625,7 @@ static bool number(const char *text, unsigned long long max,
 int main(int argc, char **argv)
 {
 	static const char *const end_opts[] = { "--from", "--via", "--to", "--beside" };
-	struct options o = { .count = 65536, .seconds = 20 };
+	struct options o = { .count = 65536, .seconds = 20, .stall_host = -1 };
 	unsigned long long v, port = 6;
 	struct end ends[4] = { 0 };
 	unsigned int given = 0, i, e;
@@ -625,6 +647,10 @@ int main(int argc, char **argv)
 			o.seconds = v;
 		} else if (!strcmp(opt, "--reset-after") && number(val, 1u << 20, &v)) {
 			o.reset_after = v;
+		} else if (!strcmp(opt, "--stall-host") && number(val, 4095, &v)) {
+			o.stall_host = v;
+		} else if (!strcmp(opt, "--stall-after") && number(val, 1u << 20, &v)) {
+			o.stall_after = v;
 		} else if (!strcmp(opt, "--port") && number(val, 5, &v)) {
 			port = v;
 		} else if (!strcmp(opt, "--reset")) {
