@@ -16,7 +16,10 @@
  * ICI ports are chardevs.  The chip's link layer runs under its own lock
  * in whatever thread feeds it; what it sends goes to a per-port buffer
  * that a bottom half writes to the chardev, so that the chardev is only
- * touched from the main loop and never with the ICI lock held.
+ * touched from the main loop and never with the ICI lock held.  Between
+ * two chips on one host the socket first hands over a shared-memory ring
+ * each way (core/tessera-ring.c), which then carries the frames: the
+ * socket is left with one-byte doorbells and the peer's hang-up.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -47,6 +50,7 @@
 #include "drm/tessera_chip.h"
 #include "core/tessera-core.h"
 #include "core/tessera-ici.h"
+#include "core/tessera-ring.h"
 #include "trace.h"
 
 #define TYPE_TESSERA "tessera"
@@ -60,6 +64,18 @@ OBJECT_DECLARE_SIMPLE_TYPE(TesseraState, TESSERA)
 #define TESSERA_PORT_BUF (1 * MiB)
 /* The ICI timers run at least this often. */
 #define TESSERA_ICI_TICK_NS (10 * SCALE_MS)
+/* Data bytes of a port's outgoing ring. */
+#define TESSERA_RING_SIZE (2 * MiB)
+/* Bytes the main loop takes from a ring before it lets others run. */
+#define TESSERA_RING_BUDGET (4 * MiB)
+
+/* Where a port's connection is (Documentation/ici.md, "Transports"). */
+typedef enum TesseraLinkPhase {
+    TESSERA_PHASE_HELLO,        /* connected; the peer's HELLO to come */
+    TESSERA_PHASE_READY,        /* its READY to come */
+    TESSERA_PHASE_SOCKET,       /* frames on the socket */
+    TESSERA_PHASE_RING,         /* frames in the rings, doorbells on it */
+} TesseraLinkPhase;
 
 typedef struct TesseraPort {
     struct TesseraState *s;
@@ -74,6 +90,16 @@ typedef struct TesseraPort {
     Fifo8 out;
     bool out_made;
     guint watch;                /* main loop only */
+
+    /* The transport.  phase and rx: main loop; tx: out_lock. */
+    TesseraLinkPhase phase;
+    struct tsr_ici_hello hello; /* the peer's message being read */
+    size_t hello_len;
+    int peer_fd;                /* its ring's memfd, until mapped */
+    TsrRing *tx;                /* ours, offered in our HELLO */
+    TsrRing *rx;                /* the peer's */
+    bool ring_broken;           /* a producer found tx broken; out_lock */
+    QEMUBH *rx_bh;              /* a ring with more than a budget to read */
 } TesseraPort;
 
 typedef struct TesseraWorker {
@@ -113,6 +139,7 @@ struct TesseraState {
     char *coords;
     char *wrap;
     uint32_t ici_retransmit_us; /* 0: the chip's own */
+    char *ici_transport;        /* "auto" or "socket" */
 
     /* The chip in trace events: its id, or its QOM name without one. */
     char *trace_name;
@@ -182,6 +209,25 @@ static void tessera_guest_error(void *opaque, const char *msg)
 }
 
 /*
+ * Into the ring, and a doorbell for the peer if it sleeps; out_lock held.
+ * A full ring asks the peer to ring back when it has made room.
+ */
+static size_t tessera_ring_put(TesseraPort *p, const uint8_t *buf,
+                               size_t len)
+{
+    size_t n = tsr_ring_write(p->tx, buf, len);
+
+    if (n < len && tsr_ring_wait_room(p->tx)) {
+        n += tsr_ring_write(p->tx, buf + n, len - n);
+    }
+    if (tsr_ring_data_doorbell(p->tx) && fifo8_num_free(&p->out)) {
+        fifo8_push(&p->out, TSR_ICI_DOORBELL_DATA);
+    }
+    p->ring_broken |= tsr_ring_broken(p->tx);
+    return n;
+}
+
+/*
  * The link layer sends: keep the bytes for the writer bottom half.  Bytes
  * already waiting have the bottom half scheduled, or a watch on the
  * socket that schedules it (tessera_port_drain() leaves one whenever it
@@ -196,12 +242,16 @@ static size_t tessera_ici_write(void *opaque, unsigned int port,
 
     qemu_mutex_lock(&p->out_lock);
     was_empty = fifo8_is_empty(&p->out);
-    len = MIN(len, fifo8_num_free(&p->out));
-    fifo8_push_all(&p->out, buf, len);
-    qemu_mutex_unlock(&p->out_lock);
-    if (len && was_empty) {
+    if (p->tx && p->phase == TESSERA_PHASE_RING) {
+        len = tessera_ring_put(p, buf, len);
+    } else {
+        len = MIN(len, fifo8_num_free(&p->out));
+        fifo8_push_all(&p->out, buf, len);
+    }
+    if (was_empty && (!fifo8_is_empty(&p->out) || p->ring_broken)) {
         qemu_bh_schedule(s->ici_bh);
     }
+    qemu_mutex_unlock(&p->out_lock);
     return len;
 }
 
@@ -341,6 +391,9 @@ static TsrIci *tessera_ici(TesseraState *s)
     return tsr_core_ici(s->core);
 }
 
+static void tessera_ring_read(TesseraPort *p);
+static void tessera_ring_broken(TesseraPort *p, const char *what);
+
 static gboolean tessera_port_writable(void *do_not_use, GIOCondition cond,
                                       void *opaque)
 {
@@ -405,7 +458,18 @@ static void tessera_ici_bh(void *opaque)
     unsigned int i;
 
     for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
-        if (s->ports[i].wired && tessera_port_drain(&s->ports[i])) {
+        TesseraPort *p = &s->ports[i];
+        bool broken;
+
+        if (!p->wired) {
+            continue;
+        }
+        qemu_mutex_lock(&p->out_lock);
+        broken = p->ring_broken;
+        qemu_mutex_unlock(&p->out_lock);
+        if (broken) {
+            tessera_ring_broken(p, "wrote a tail no consumer writes");
+        } else if (tessera_port_drain(p) && p->phase == TESSERA_PHASE_SOCKET) {
             tsr_ici_writable(tessera_ici(s), i);
         }
     }
@@ -418,8 +482,16 @@ static void tessera_ici_bh(void *opaque)
 static void tessera_ici_tick(void *opaque)
 {
     TesseraState *s = opaque;
+    unsigned int i;
 
     tessera_ici_bh(s);
+    /* Rings too, whatever their doorbells did: a peer may not ring. */
+    for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
+        if (s->ports[i].phase == TESSERA_PHASE_RING) {
+            tessera_ring_read(&s->ports[i]);
+            tsr_ici_writable(tessera_ici(s), i);
+        }
+    }
     tsr_ici_poll(tessera_ici(s));
     tessera_ici_arm(s);
 }
@@ -429,10 +501,257 @@ static int tessera_port_can_receive(void *opaque)
     return 64 * KiB;
 }
 
+/* Put a doorbell (or any few bytes) on the socket, from the main loop. */
+static void tessera_port_send(TesseraPort *p, const void *buf, size_t len)
+{
+    qemu_mutex_lock(&p->out_lock);
+    if (fifo8_num_free(&p->out) >= len) {
+        fifo8_push_all(&p->out, buf, len);
+    }
+    qemu_mutex_unlock(&p->out_lock);
+    tessera_port_drain(p);
+}
+
+/* Drop both rings; the connection goes back to the handshake. */
+static void tessera_ring_drop(TesseraPort *p)
+{
+    qemu_mutex_lock(&p->out_lock);
+    tsr_ring_free(p->tx);
+    p->tx = NULL;
+    p->ring_broken = false;
+    qemu_mutex_unlock(&p->out_lock);
+    tsr_ring_free(p->rx);
+    p->rx = NULL;
+    if (p->peer_fd >= 0) {
+        close(p->peer_fd);
+        p->peer_fd = -1;
+    }
+}
+
+/*
+ * The peer wrote into shared memory what no correct peer writes: count it
+ * and hang up, so that both ends start again from the handshake (the
+ * client end reconnects) with new rings; the link resumes where it was.
+ */
+static void tessera_ring_broken(TesseraPort *p, const char *what)
+{
+    trace_tessera_ici_ring_broken(p->index, what);
+    tsr_ici_transport_error(tessera_ici(p->s), p->index);
+    tessera_ring_drop(p);
+    p->phase = TESSERA_PHASE_HELLO;
+    qemu_chr_fe_disconnect(&p->chr);
+}
+
+/*
+ * Feed the link what waits in the peer's ring, where it lies, up to a
+ * budget (then again from a bottom half), and ring back if the peer waits
+ * for room; sleep (ask to be rung) only once it is empty.
+ */
+static void tessera_ring_read(TesseraPort *p)
+{
+    size_t budget = TESSERA_RING_BUDGET;
+    uint8_t bell = TSR_ICI_DOORBELL_ROOM;
+
+    while (p->rx) {
+        size_t n;
+        const uint8_t *buf = tsr_ring_peek(p->rx, &n);
+
+        if (!buf) {
+            tessera_ring_broken(p, "wrote a head no producer writes");
+            return;
+        }
+        if (!n) {
+            if (!tsr_ring_wait_data(p->rx)) {
+                break;
+            }
+            continue;
+        }
+        n = MIN(n, budget);
+        tsr_ici_receive(tessera_ici(p->s), p->index, buf, n);
+        tsr_ring_consume(p->rx, n);
+        if (tsr_ring_room_doorbell(p->rx)) {
+            tessera_port_send(p, &bell, 1);
+        }
+        budget -= n;
+        if (!budget) {
+            qemu_bh_schedule(p->rx_bh);
+            break;
+        }
+    }
+    tessera_ici_arm(p->s);
+}
+
+static void tessera_ring_read_bh(void *opaque)
+{
+    tessera_ring_read(opaque);
+}
+
+/*
+ * Send a HELLO (@magic TSR_ICI_HELLO_MAGIC, offering our ring if we have
+ * one and the socket passes descriptors) or a READY (saying whether we
+ * mapped the peer's).
+ */
+static void tessera_send_hello(TesseraPort *p, uint32_t magic, bool ring)
+{
+    struct tsr_ici_hello h = {
+        .magic = cpu_to_le32(magic),
+        .version = cpu_to_le16(TSR_ICI_HELLO_VERSION),
+    };
+    int fd = -1;
+
+    if (magic == TSR_ICI_HELLO_MAGIC && p->tx) {
+        fd = tsr_ring_fd(p->tx);
+        ring = qemu_chr_fe_set_msgfds(&p->chr, &fd, 1) == 0;
+    }
+    if (ring) {
+        h.flags = cpu_to_le16(TSR_ICI_HELLO_RING);
+        h.ring_size = cpu_to_le32(TESSERA_RING_SIZE);
+    }
+    /* The first bytes on a fresh socket: the kernel takes them whole. */
+    if (qemu_chr_fe_write_all(&p->chr, (const uint8_t *)&h, sizeof(h)) !=
+        sizeof(h)) {
+        trace_tessera_ici_transport(p->index,
+                                    "the handshake could not be sent");
+    }
+}
+
+/* The connection runs on @phase from now on: the link trains. */
+static void tessera_transport_chosen(TesseraPort *p, TesseraLinkPhase phase)
+{
+    if (phase == TESSERA_PHASE_SOCKET) {
+        tessera_ring_drop(p);
+    }
+    qemu_mutex_lock(&p->out_lock);
+    p->phase = phase;
+    qemu_mutex_unlock(&p->out_lock);
+    trace_tessera_ici_transport(p->index, phase == TESSERA_PHASE_RING ?
+                                "ring" : "socket");
+    tsr_ici_set_transport(tessera_ici(p->s), p->index,
+                          phase == TESSERA_PHASE_RING ?
+                          TSR_ICI_TRANSPORT_RING : TSR_ICI_TRANSPORT_SOCKET);
+    tsr_ici_connected(tessera_ici(p->s), p->index);
+    if (phase == TESSERA_PHASE_RING) {
+        tessera_ring_read(p);
+    }
+    tessera_ici_arm(p->s);
+}
+
+/* The peer's HELLO, whole: map its ring if it offers one, and say so. */
+static void tessera_take_hello(TesseraPort *p)
+{
+    const char *why = "we offered none";
+    bool ring = le16_to_cpu(p->hello.flags) & TSR_ICI_HELLO_RING;
+
+    if (ring && p->tx && p->peer_fd >= 0) {
+        p->rx = tsr_ring_open(p->peer_fd, le32_to_cpu(p->hello.ring_size),
+                              &why);
+        p->peer_fd = -1;
+    } else if (ring && p->tx) {
+        why = "its HELLO came without a descriptor";
+    }
+    if (ring && !p->rx) {
+        trace_tessera_ici_ring_refused(p->index, why);
+    }
+    tessera_send_hello(p, TSR_ICI_READY_MAGIC, p->rx);
+    p->phase = TESSERA_PHASE_READY;
+}
+
+/*
+ * Handshake bytes; returns how many of @buf it took.  A peer that does
+ * not start with a HELLO speaks frames at once (an older Tessera): the
+ * port runs on the socket.
+ */
+static size_t tessera_handshake(TesseraPort *p, const uint8_t *buf,
+                                size_t size)
+{
+    size_t n = MIN(size, sizeof(p->hello) - p->hello_len);
+    uint32_t magic;
+    int fd;
+
+    if (p->phase == TESSERA_PHASE_HELLO && p->peer_fd < 0 &&
+        qemu_chr_fe_get_msgfds(&p->chr, &fd, 1) == 1) {
+        p->peer_fd = fd;
+    }
+    memcpy((uint8_t *)&p->hello + p->hello_len, buf, n);
+    p->hello_len += n;
+    if (p->hello_len < sizeof(magic)) {
+        return n;
+    }
+    magic = le32_to_cpu(p->hello.magic);
+    if (p->phase == TESSERA_PHASE_HELLO && magic != TSR_ICI_HELLO_MAGIC) {
+        /* Frames: give them to the link, from the first byte. */
+        size_t had = p->hello_len - n;
+
+        tessera_transport_chosen(p, TESSERA_PHASE_SOCKET);
+        tsr_ici_receive(tessera_ici(p->s), p->index, &p->hello, had);
+        return 0;
+    }
+    if (p->hello_len < sizeof(p->hello)) {
+        return n;
+    }
+    p->hello_len = 0;
+    if (p->phase == TESSERA_PHASE_HELLO &&
+        le16_to_cpu(p->hello.version) == TSR_ICI_HELLO_VERSION) {
+        tessera_take_hello(p);
+    } else if (p->phase == TESSERA_PHASE_HELLO) {
+        /* A HELLO of another version: agree on the socket. */
+        tessera_send_hello(p, TSR_ICI_READY_MAGIC, false);
+        p->phase = TESSERA_PHASE_READY;
+    } else if (magic == TSR_ICI_READY_MAGIC) {
+        tessera_transport_chosen(p, p->rx && (le16_to_cpu(p->hello.flags) &
+                                              TSR_ICI_HELLO_RING) ?
+                                 TESSERA_PHASE_RING : TESSERA_PHASE_SOCKET);
+    } else {
+        trace_tessera_ici_transport(p->index, "a READY that is not one");
+        tsr_ici_transport_error(tessera_ici(p->s), p->index);
+        qemu_chr_fe_disconnect(&p->chr);
+    }
+    return n;
+}
+
+/* On a ring, the socket carries doorbells only. */
+static void tessera_doorbells(TesseraPort *p, const uint8_t *buf, size_t size)
+{
+    bool data = false, room = false;
+    size_t i;
+
+    for (i = 0; i < size; i++) {
+        data |= buf[i] == TSR_ICI_DOORBELL_DATA;
+        room |= buf[i] == TSR_ICI_DOORBELL_ROOM;
+        if (buf[i] != TSR_ICI_DOORBELL_DATA &&
+            buf[i] != TSR_ICI_DOORBELL_ROOM) {
+            tsr_ici_transport_error(tessera_ici(p->s), p->index);
+        }
+    }
+    if (data) {
+        tessera_ring_read(p);
+    }
+    if (room) {
+        tsr_ici_writable(tessera_ici(p->s), p->index);
+    }
+}
+
 static void tessera_port_receive(void *opaque, const uint8_t *buf, int size)
 {
     TesseraPort *p = opaque;
+    size_t n;
 
+    while (size && (p->phase == TESSERA_PHASE_HELLO ||
+                    p->phase == TESSERA_PHASE_READY)) {
+        n = tessera_handshake(p, buf, size);
+        buf += n;
+        size -= n;
+        if (!n && p->phase == TESSERA_PHASE_SOCKET) {
+            break;
+        }
+    }
+    if (!size) {
+        return;
+    }
+    if (p->phase == TESSERA_PHASE_RING) {
+        tessera_doorbells(p, buf, size);
+        return;
+    }
     tsr_ici_receive(tessera_ici(p->s), p->index, buf, size);
     tessera_ici_arm(p->s);
 }
@@ -440,16 +759,29 @@ static void tessera_port_receive(void *opaque, const uint8_t *buf, int size)
 static void tessera_port_event(void *opaque, QEMUChrEvent event)
 {
     TesseraPort *p = opaque;
+    int fd;
 
     trace_tessera_ici_port_event(p->index, event);
     if (event == CHR_EVENT_OPENED) {
-        tsr_ici_connected(tessera_ici(p->s), p->index);
-        tessera_ici_arm(p->s);
+        tessera_ring_drop(p);
+        p->phase = TESSERA_PHASE_HELLO;
+        p->hello_len = 0;
+        if (strcmp(p->s->ici_transport, "socket")) {
+            qemu_mutex_lock(&p->out_lock);
+            p->tx = tsr_ring_create(TESSERA_RING_SIZE, &fd);
+            qemu_mutex_unlock(&p->out_lock);
+        }
+        tessera_send_hello(p, TSR_ICI_HELLO_MAGIC, false);
     } else if (event == CHR_EVENT_CLOSED) {
         qemu_mutex_lock(&p->out_lock);
         fifo8_reset(&p->out);
         qemu_mutex_unlock(&p->out_lock);
         tsr_ici_disconnected(tessera_ici(p->s), p->index);
+        tsr_ici_set_transport(tessera_ici(p->s), p->index,
+                              TSR_ICI_TRANSPORT_NONE);
+        tessera_ring_drop(p);
+        p->phase = TESSERA_PHASE_HELLO;
+        p->hello_len = 0;
     }
 }
 
@@ -526,6 +858,8 @@ static bool tessera_ici_realize(TesseraState *s, Error **errp)
 
         p->s = s;
         p->index = i;
+        p->peer_fd = -1;
+        p->rx_bh = qemu_bh_new(tessera_ring_read_bh, p);
         qemu_mutex_init(&p->out_lock);
         fifo8_create(&p->out, TESSERA_PORT_BUF);
         p->out_made = true;
@@ -541,6 +875,16 @@ static bool tessera_ici_realize(TesseraState *s, Error **errp)
     }
     if (s->ici_retransmit_us) {
         tsr_ici_set_retransmit(ici, (uint64_t)s->ici_retransmit_us * SCALE_US);
+    }
+    if (!s->ici_transport) {
+        s->ici_transport = g_strdup("auto");
+    }
+    if (strcmp(s->ici_transport, "auto") &&
+        strcmp(s->ici_transport, "socket")) {
+        error_setg(errp, "tessera: ici-transport '%s' is not 'auto' (a "
+                   "shared-memory ring where both ends can) or 'socket'",
+                   s->ici_transport);
+        return false;
     }
     for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
         TesseraPort *p = &s->ports[i];
@@ -576,7 +920,12 @@ static void tessera_ici_unrealize(TesseraState *s)
             p->watch = 0;
         }
         qemu_chr_fe_deinit(&p->chr, false);
+        if (p->rx_bh) {
+            qemu_bh_delete(p->rx_bh);
+            p->rx_bh = NULL;
+        }
         if (p->out_made) {
+            tessera_ring_drop(p);
             qemu_mutex_destroy(&p->out_lock);
             fifo8_destroy(&p->out);
             p->out_made = false;
@@ -1196,6 +1545,8 @@ static const Property tessera_properties[] = {
     /* For tests: a retransmit timer no busy host fires by itself. */
     DEFINE_PROP_UINT32("x-ici-retransmit-us", TesseraState, ici_retransmit_us,
                        0),
+    /* auto: a shared-memory ring pair where both ends can; or socket. */
+    DEFINE_PROP_STRING("ici-transport", TesseraState, ici_transport),
     DEFINE_PROP_CHR("ici0", TesseraState, ports[0].chr),
     DEFINE_PROP_CHR("ici1", TesseraState, ports[1].chr),
     DEFINE_PROP_CHR("ici2", TesseraState, ports[2].chr),

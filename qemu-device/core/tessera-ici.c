@@ -90,6 +90,7 @@ typedef struct IciPort {
      */
     pthread_cond_t room;
     unsigned int room_waiters[TSR_ICI_VCS];
+    uint32_t transport;     /* enum tsr_ici_transport */
 } IciPort;
 
 typedef struct IciReq {
@@ -1013,6 +1014,27 @@ bool tsr_ici_port_peer(TsrIci *ici, unsigned int port, uint32_t *state,
     return known;
 }
 
+void tsr_ici_set_transport(TsrIci *ici, unsigned int port,
+                           uint32_t transport)
+{
+    if (port < TSR_ICI_MAX_PORTS) {
+        pthread_mutex_lock(&ici->lock);
+        ici->port[port].transport = transport;
+        pthread_mutex_unlock(&ici->lock);
+    }
+}
+
+void tsr_ici_transport_error(TsrIci *ici, unsigned int port)
+{
+    TsrLink *link = port_link(ici, port);
+
+    if (link) {
+        pthread_mutex_lock(&ici->lock);
+        tsr_link_count_protocol_error(link);
+        pthread_mutex_unlock(&ici->lock);
+    }
+}
+
 /* ---------------------------------------------------------- registers */
 
 static uint64_t port_counter(TsrLink *link, unsigned int i)
@@ -1047,6 +1069,8 @@ static uint32_t port_reg_read(TsrIci *ici, unsigned int p, uint32_t reg)
     switch (reg) {
     case TSR_IREG_STATE:
         return tsr_link_state(link);
+    case TSR_IREG_TRANSPORT:
+        return ici->port[p].transport;
     case TSR_IREG_PEER:
         return tsr_link_peer(link, &peer) ?
                pack_coords(peer.coords) | (uint32_t)peer.port << 24 : 0;

@@ -91,6 +91,18 @@ int tsr_ici_set_slice(TsrIci *ici, const TsrSlice *slice);
  */
 int tsr_ici_set_retransmit(TsrIci *ici, uint64_t ns);
 
+/*
+ * What carries port @port's frames now (enum tsr_ici_transport), for its
+ * TRANSPORT register: the owner chooses it before each connection.
+ */
+void tsr_ici_set_transport(TsrIci *ici, unsigned int port,
+                           uint32_t transport);
+/*
+ * The port's transport broke (a peer that wrote what no correct peer
+ * writes into shared memory): counted with the port's protocol errors.
+ */
+void tsr_ici_transport_error(TsrIci *ici, unsigned int port);
+
 /* The ICI register block; call without the core's lock held. */
 uint32_t tsr_ici_reg_read(TsrIci *ici, uint32_t offset);
 /* False when the write was refused: a read-only register, unknown bits. */

@@ -2,17 +2,21 @@
 """The chip's ICI port against a test peer that speaks the wire protocol.
 
 QEMU runs one chip, (0) of a 2-chip slice, whose port 0 (+x) serves a
-UNIX socket; this script connects as chip (1), port 1, trains the link,
-then sends what no correct peer would: frames with a bad CRC, garbage,
-an impossible length, an unknown type, an acknowledgment of frames never
-sent, a frame far out of sequence, a TRAIN from another slice or of the
-wrong size.  QEMU must survive each, count it where the specification
-(Documentation/ici.md) says, and keep the link up or refuse it cleanly.
-Run by tessera_qtest.py as the "ici" suite.
+UNIX socket; this script connects as chip (1), port 1, goes through the
+transport's handshake (HELLO, READY), trains the link, then sends what no
+correct peer would: frames with a bad CRC, garbage, an impossible length,
+an unknown type, an acknowledgment of frames never sent, a frame far out
+of sequence, a TRAIN from another slice or of the wrong size.  On the
+shared-memory transport it also scribbles on the ring it offered and
+writes counts no correct peer writes.  QEMU must survive each, count it
+where the specification (Documentation/ici.md) says, and keep the link
+up or refuse it cleanly.  Run by tessera_qtest.py as the "ici" suite.
 """
 
 import atexit
 import contextlib
+import fcntl
+import mmap
 import os
 import socket
 import struct
@@ -23,6 +27,11 @@ from tessera_harness import C, check
 SLICE = 5
 HDR = struct.Struct("<HBBHHIIIII")      # struct tsr_ici_frame_hdr
 TRAIN = struct.Struct("<II3BBIII")      # struct tsr_ici_train
+HELLO = struct.Struct("<IHHII")         # struct tsr_ici_hello
+RING_SIZE = C["TSR_ICI_RING_MIN"]
+# struct tsr_ici_ring_hdr's fields: offsets of head, producer_waiting,
+# tail, consumer_waiting.
+HEAD, PRODUCER_WAITING, TAIL, CONSUMER_WAITING = 64, 72, 128, 136
 PEER_SOCK = f"/tmp/tessera-ici-peer-{os.getpid()}.sock"
 
 
@@ -83,10 +92,69 @@ def train_payload(slice_id=SLICE, coords=(1, 0, 0), port=1, flags=0,
                       slice_id, *coords, port, flags, snd_una, rcv_next)
 
 
-class Peer:
-    """Chip (1, 0, 0) of the slice, on the other end of the chip's port 0."""
+class Ring:
+    """One direction of the shared-memory transport, as a peer maps it."""
 
-    def __init__(self):
+    def __init__(self, fd, size):
+        self.fd = fd
+        self.size = size
+        self.mem = mmap.mmap(fd, C["TSR_ICI_RING_HDR_SIZE"] + size)
+
+    @classmethod
+    def create(cls, size=RING_SIZE, seal=True):
+        fd = os.memfd_create("peer-ring", os.MFD_ALLOW_SEALING)
+        os.ftruncate(fd, C["TSR_ICI_RING_HDR_SIZE"] + size)
+        if seal:
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS,
+                        fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+        ring = cls(fd, size)
+        struct.pack_into("<II", ring.mem, 0, C["TSR_ICI_RING_MAGIC"], size)
+        return ring
+
+    def get(self, off, fmt="<Q"):
+        return struct.unpack_from(fmt, self.mem, off)[0]
+
+    def put(self, off, value, fmt="<Q"):
+        struct.pack_into(fmt, self.mem, off, value)
+
+    def _span(self, pos, n):
+        """Data offsets of @n bytes from stream byte @pos: one or two runs."""
+        start = C["TSR_ICI_RING_HDR_SIZE"] + pos % self.size
+        first = min(n, self.size - pos % self.size)
+        return [(start, first),
+                (C["TSR_ICI_RING_HDR_SIZE"], n - first)]
+
+    def write(self, data):
+        """Produce @data (there is room: a test sends little)."""
+        head = self.get(HEAD)
+        done = 0
+        for off, n in self._span(head, len(data)):
+            self.mem[off:off + n] = data[done:done + n]
+            done += n
+        self.put(HEAD, head + len(data))
+
+    def read(self):
+        """Consume everything the producer has written."""
+        tail = self.get(TAIL)
+        n = self.get(HEAD) - tail
+        out = b"".join(self.mem[off:off + k] for off, k in self._span(tail, n))
+        self.put(TAIL, tail + n)
+        return out
+
+    def close(self):
+        self.mem.close()
+        os.close(self.fd)
+
+
+class Peer:
+    """Chip (1, 0, 0) of the slice, on the other end of the chip's port 0.
+
+    @transport: "socket" (a HELLO offering no ring), "ring" (offering one:
+    frames then go through shared memory), or "frames" (no handshake at
+    all: an older Tessera, which speaks frames at once).
+    """
+
+    def __init__(self, transport="socket", offer=None):
         deadline = time.monotonic() + 10
         while True:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -100,26 +168,89 @@ class Peer:
                 time.sleep(0.05)
         self.sock.settimeout(10)
         self.buf = b""
+        self.fds = []
+        self.tx = self.rx = None
+        if transport != "frames":
+            self.handshake(transport == "ring", offer)
+
+    def recv(self, timeout):
+        """Bytes (and descriptors) from the socket within @timeout."""
+        self.sock.settimeout(timeout)
+        data, fds, _, _ = socket.recv_fds(self.sock, 65536, 4)
+        self.fds += fds
+        return data
+
+    def read_exact(self, n):
+        while len(self.buf) < n:
+            chunk = self.recv(10)
+            if not chunk:
+                raise AssertionError("the chip hung up")
+            self.buf += chunk
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def hello(self, magic, flags=0, size=0, fds=()):
+        data = HELLO.pack(magic, C["TSR_ICI_HELLO_VERSION"], flags, size, 0)
+        socket.send_fds(self.sock, [data], list(fds))
+
+    def handshake(self, ring=False, offer=None):
+        """HELLO and READY each way; the chip's HELLO offers its ring."""
+        magic, _, flags, size, _ = HELLO.unpack(self.read_exact(HELLO.size))
+        check(magic == C["TSR_ICI_HELLO_MAGIC"], f"HELLO magic {magic:#x}")
+        check(flags & C["TSR_ICI_HELLO_RING"] and len(self.fds) == 1,
+              f"the chip offers its ring (flags {flags}, fds {self.fds})")
+        if ring:
+            self.rx = Ring(self.fds.pop(), size)
+            self.tx = offer or Ring.create()
+            self.hello(C["TSR_ICI_HELLO_MAGIC"], C["TSR_ICI_HELLO_RING"],
+                       self.tx.size, [self.tx.fd])
+        else:
+            self.hello(C["TSR_ICI_HELLO_MAGIC"])
+        self.hello(C["TSR_ICI_READY_MAGIC"],
+                   C["TSR_ICI_HELLO_RING"] if ring else 0)
+        magic, _, flags, _, _ = HELLO.unpack(self.read_exact(HELLO.size))
+        check(magic == C["TSR_ICI_READY_MAGIC"], f"READY magic {magic:#x}")
+        self.ring_ready = bool(flags & C["TSR_ICI_HELLO_RING"])
+        if not (ring and self.ring_ready):
+            self.drop_rings()
+
+    def drop_rings(self):
+        for r in (self.tx, self.rx):
+            if r:
+                r.close()
+        self.tx = self.rx = None
 
     def send(self, data):
-        self.sock.sendall(data)
+        if self.tx:
+            self.tx.write(data)
+            self.sock.sendall(bytes([C["TSR_ICI_DOORBELL_DATA"]]))
+        else:
+            self.sock.sendall(data)
 
     def frames(self, timeout=0.2):
         """Whole frames received within @timeout: (type, hdr, payload)."""
-        out = []
         deadline = time.monotonic() + timeout
         try:
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                self.sock.settimeout(left)
-                chunk = self.sock.recv(65536)
+                if self.rx:
+                    # Sleep on a doorbell once the ring is empty.
+                    self.rx.put(CONSUMER_WAITING, 1, "<I")
+                    self.buf += self.rx.read()
+                chunk = self.recv(left)
                 if not chunk:
                     break
-                self.buf += chunk
+                if not self.rx:
+                    self.buf += chunk
         except socket.timeout:
             pass
+        if self.rx:
+            self.buf += self.rx.read()
+        return self.frames_in_buf([])
+
+    def frames_in_buf(self, out):
         while len(self.buf) >= HDR.size:
             fields = HDR.unpack(self.buf[:HDR.size])
             n = fields[3]
@@ -146,6 +277,10 @@ class Peer:
 
     def close(self):
         self.sock.close()
+        self.drop_rings()
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
 
 
 def port_reg(qt, reg):
@@ -257,6 +392,107 @@ def a_peer_that_comes_back_trains_again(qt):
     peer = Peer()
     peer.train()
     wait_state(qt, C["TSR_ICI_STATE_UP"])
+    peer.close()
+
+
+def transport(qt):
+    return port_reg(qt, C["TSR_IREG_TRANSPORT"])
+
+
+def ring_trained(qt):
+    qt.enable()
+    peer = Peer("ring")
+    peer.train()
+    wait_state(qt, C["TSR_ICI_STATE_UP"])
+    check(transport(qt) == C["TSR_ICI_TRANSPORT_RING"],
+          f"transport {transport(qt)}, not the ring")
+    return peer
+
+
+def probe(peer):
+    """Ask the chip for an ACK: it writes to its ring (or socket)."""
+    peer.send(frame(C["TSR_ICI_FRAME_ACK"], flags=C["TSR_ICI_FRAME_PROBE"]))
+
+
+@test
+def a_peer_that_speaks_frames_at_once_trains_on_the_socket(qt):
+    """An older Tessera sends no HELLO: the port runs on the socket (the
+    older peer skips the chip's HELLO as bytes before a frame)."""
+    qt.enable()
+    peer = Peer("frames")
+    peer.read_exact(HELLO.size)
+    peer.train()
+    wait_state(qt, C["TSR_ICI_STATE_UP"])
+    check(transport(qt) == C["TSR_ICI_TRANSPORT_SOCKET"], "on the socket")
+    peer.close()
+    wait_state(qt, C["TSR_ICI_STATE_DISCONNECTED"])
+    check(transport(qt) == C["TSR_ICI_TRANSPORT_NONE"], "no transport")
+
+
+@test
+def a_peer_offering_a_ring_gets_one_and_frames_go_through_shared_memory(qt):
+    peer = ring_trained(qt)
+    sent = counter(qt, "FRAMES_TX")
+    probe(peer)
+    check(any(f[0] == C["TSR_ICI_FRAME_ACK"] for f in peer.frames(1)),
+          "the chip's answer came through its ring")
+    check(counter(qt, "FRAMES_TX") > sent, "counted as any frame")
+    peer.close()
+    wait_state(qt, C["TSR_ICI_STATE_DISCONNECTED"])
+
+
+@test
+def a_ring_that_can_shrink_is_refused_and_the_port_runs_on_the_socket(qt):
+    qt.enable()
+    peer = Peer("ring", offer=Ring.create(seal=False))
+    check(not peer.ring_ready, "the chip refused an unsealed memfd")
+    peer.train()
+    wait_state(qt, C["TSR_ICI_STATE_UP"])
+    check(transport(qt) == C["TSR_ICI_TRANSPORT_SOCKET"], "on the socket")
+    peer.close()
+
+
+@test
+def garbage_in_the_ring_is_counted_and_the_link_goes_on(qt):
+    peer = ring_trained(qt)
+    crc0 = counter(qt, "CRC_ERRORS")
+    peer.send(bytes(range(256)) * 40)
+    qt.wait("resync", lambda: counter(qt, "CRC_ERRORS") > crc0)
+    peer.frames()
+    probe(peer)
+    check(any(f[0] == C["TSR_ICI_FRAME_ACK"] for f in peer.frames(1)),
+          "the link still answers")
+    check(state(qt) == C["TSR_ICI_STATE_UP"], "still up")
+    peer.close()
+
+
+@test
+def counts_no_correct_peer_writes_hang_up_the_port_and_are_counted(qt):
+    """A head past the end of the peer's ring; then a tail ahead of the
+    head in the chip's own: each breaks the ring, the chip hangs up
+    (counted), stays alive, and the next peer trains again."""
+    for where in ("head", "tail"):
+        peer = ring_trained(qt)
+        proto0 = counter(qt, "PROTOCOL_ERRORS")
+        if where == "head":
+            peer.tx.put(HEAD, peer.tx.get(HEAD) + RING_SIZE + 1)
+            peer.sock.sendall(bytes([C["TSR_ICI_DOORBELL_DATA"]]))
+        else:
+            peer.rx.put(TAIL, peer.rx.get(HEAD) + 64)
+            probe(peer)
+        wait_state(qt, C["TSR_ICI_STATE_DISCONNECTED"])
+        check(counter(qt, "PROTOCOL_ERRORS") == proto0 + 1, f"{where}: counted")
+        check(qt.reg(C["TSR_REG_CHIP_ID"]) == C["TSR_CHIP_ID"], "QEMU answers")
+        peer.close()
+
+
+@test
+def a_doorbell_that_is_not_one_is_counted(qt):
+    peer = ring_trained(qt)
+    proto0 = counter(qt, "PROTOCOL_ERRORS")
+    peer.sock.sendall(b"Z")
+    qt.wait("counted", lambda: counter(qt, "PROTOCOL_ERRORS") == proto0 + 1)
+    check(state(qt) == C["TSR_ICI_STATE_UP"], "still up")
     peer.close()
 
 

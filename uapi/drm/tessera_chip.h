@@ -944,6 +944,75 @@ struct tsr_ici_train {
 	__u32 rcv_next;
 };
 
+/*
+ * Transports (Documentation/ici.md, "Transports").  A port's socket first
+ * carries one HELLO each way, then one READY each way, then, on a socket
+ * transport, the link frames.  A HELLO with TSR_ICI_HELLO_RING offers the
+ * sender's outgoing ring: a sealed memfd, passed with SCM_RIGHTS, of
+ * TSR_ICI_RING_HDR_SIZE bytes of struct tsr_ici_ring_hdr and @ring_size
+ * data bytes.  A READY with TSR_ICI_HELLO_RING says the sender has mapped
+ * its peer's ring.  When both READYs say so, the frames go into the rings
+ * and the socket carries only doorbells (TSR_ICI_DOORBELL_*), one byte
+ * each; else both ends run on the socket.
+ */
+#define TSR_ICI_HELLO_MAGIC		0x48525354u	/* "TSRH" */
+#define TSR_ICI_READY_MAGIC		0x59525354u	/* "TSRY" */
+#define TSR_ICI_HELLO_VERSION		1
+#define TSR_ICI_HELLO_RING		0x0001
+#define TSR_ICI_RING_MAGIC		0x474e4952u	/* "RING" */
+#define TSR_ICI_RING_HDR_SIZE		4096
+/* Data bytes of a ring: a power of two in this range. */
+#define TSR_ICI_RING_MIN		(64u << 10)
+#define TSR_ICI_RING_MAX		(64u << 20)
+/* Doorbells: frames wait in the ring you read; room in the ring you write. */
+#define TSR_ICI_DOORBELL_DATA		0x44	/* 'D' */
+#define TSR_ICI_DOORBELL_ROOM		0x52	/* 'R' */
+
+/**
+ * struct tsr_ici_hello - HELLO and READY, the transport's handshake
+ * @magic: TSR_ICI_HELLO_MAGIC, or TSR_ICI_READY_MAGIC
+ * @version: TSR_ICI_HELLO_VERSION
+ * @flags: TSR_ICI_HELLO_RING
+ * @ring_size: HELLO with a ring: its data bytes
+ * @reserved: zero
+ */
+struct tsr_ici_hello {
+	__u32 magic;
+	__u16 version;
+	__u16 flags;
+	__u32 ring_size;
+	__u32 reserved;
+};
+
+/**
+ * struct tsr_ici_ring_hdr - the head of a ring, in its first page
+ * @magic: TSR_ICI_RING_MAGIC
+ * @size: data bytes, as the HELLO said
+ * @head: bytes the producer has written, ever (mod 2^64); written by it
+ * @producer_waiting: the producer waits for room: the consumer, having
+ *	made some, clears it and rings TSR_ICI_DOORBELL_ROOM
+ * @tail: bytes the consumer has taken, ever; written by it
+ * @consumer_waiting: the consumer sleeps: the producer, having written,
+ *	clears it and rings TSR_ICI_DOORBELL_DATA
+ *
+ * Byte i of the stream is at data offset i mod @size, the data starting
+ * TSR_ICI_RING_HDR_SIZE bytes into the memfd.  The fields each side
+ * writes are on cache lines of their own.  Neither side trusts what the
+ * other writes: a @head or @tail more than @size apart from its own count
+ * breaks the ring, and with it the link.
+ */
+struct tsr_ici_ring_hdr {
+	__u32 magic;
+	__u32 size;
+	__u8 pad0[56];
+	__u64 head;
+	__u32 producer_waiting;
+	__u8 pad1[52];
+	__u64 tail;
+	__u32 consumer_waiting;
+	__u8 pad2[52];
+};
+
 /* ------------------------------------------------------------ ICI block */
 
 #define TSR_REG_ICI_SLICE_ID		(TSR_BLOCK_ICI + 0x000)	/* RO */
@@ -989,6 +1058,20 @@ enum tsr_ici_violation {
 #define TSR_IREG_CONTROL		0x0c	/* WO, TSR_ICI_CTRL_* */
 /* 64-bit counters, enum tsr_ici_counter; reading LO latches HI. */
 #define TSR_IREG_CNT_LO(i)		(0x10 + 8 * (i))
+#define TSR_IREG_TRANSPORT		0xf0	/* RO, enum tsr_ici_transport */
+
+/* What carries a port's frames (Documentation/ici.md, "Transports"). */
+enum tsr_ici_transport {
+	TSR_ICI_TRANSPORT_NONE = 0,	/* not connected, or still choosing */
+	TSR_ICI_TRANSPORT_SOCKET = 1,
+	TSR_ICI_TRANSPORT_RING = 2,	/* a shared-memory ring pair */
+};
+
+#define TSR_ICI_TRANSPORT_NAMES {				\
+	[TSR_ICI_TRANSPORT_NONE] = "none",			\
+	[TSR_ICI_TRANSPORT_SOCKET] = "socket",			\
+	[TSR_ICI_TRANSPORT_RING] = "ring",			\
+}
 
 #define TSR_ICI_CTRL_RETRAIN		0x00000001u
 #define TSR_ICI_CTRL_DOWN		0x00000002u
@@ -1089,7 +1172,7 @@ struct tsr_ici_msg {
  * years of modeled time at 1 GHz): a later one is a peer's lie, clamped
  * to it and counted, so that it cannot wrap the modeled clocks it feeds.
  */
-#define TSR_ICI_ARRIVAL_MAX	(1ull << 56)
+#define TSR_ICI_ARRIVAL_MAX	_BITULL(56)
 
 /* Bits of struct tsr_cmd_ici_write's header flags. */
 #define TSR_ICI_WRITE_SEM		0x0001	/* add @sem_add at @sem_offset */

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Tessera ICI shared-memory transport: one direction of a link between two
+ * chips on one host, as a byte ring in a sealed memfd (Documentation/ici.md,
+ * "Transports").
+ *
+ * The ring carries the link layer's byte stream exactly as a socket would:
+ * the link layer above does not know which one it runs on.  The producer
+ * copies bytes in and moves @head; the consumer reads them where they lie
+ * and moves @tail.  The data is mapped twice, back to back, so that any
+ * run of up to @size bytes is contiguous whatever the wrap.
+ *
+ * The other end is another process and may write anything at any time:
+ * each side keeps its own count, reads the other's once per use, and a
+ * count more than @size away from its own breaks the ring (never a read or
+ * write outside it).  A sealed memfd cannot shrink under its mapping.
+ *
+ * Wake-ups are suppressed as vhost's are: a side about to sleep says so in
+ * the header, and the other rings a doorbell (the owner's business: a byte
+ * on the port's socket) only then.
+ *
+ * A ring's producer calls must not overlap, nor its consumer calls; one of
+ * each may run at once.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#ifndef TESSERA_RING_H
+#define TESSERA_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drm/tessera_chip.h"
+
+typedef struct TsrRing TsrRing;
+
+/*
+ * A new ring of @size data bytes (a power of two from TSR_ICI_RING_MIN to
+ * TSR_ICI_RING_MAX) to produce into; *@fd is its memfd, for the peer
+ * (the ring keeps its own copy).  NULL with errno set on failure.
+ */
+TsrRing *tsr_ring_create(uint32_t size, int *fd);
+/*
+ * The peer's ring to consume from: its memfd @fd (taken over, closed on
+ * failure) of @size data bytes, as its HELLO said.  NULL, with *@why
+ * saying what is wrong, unless the memfd is sealed against shrinking and
+ * growing, of exactly that size, and its header agrees.
+ */
+TsrRing *tsr_ring_open(int fd, uint32_t size, const char **why);
+void tsr_ring_free(TsrRing *r);
+/* The ring's memfd (the ring's own: dup() it to keep it). */
+int tsr_ring_fd(const TsrRing *r);
+/* The other end wrote a count no correct peer writes: the ring is dead. */
+bool tsr_ring_broken(const TsrRing *r);
+
+/* Producer: copy up to @len bytes in; how many were taken. */
+size_t tsr_ring_write(TsrRing *r, const void *buf, size_t len);
+/*
+ * Producer, after writing: whether the consumer sleeps and must be rung
+ * (TSR_ICI_DOORBELL_DATA).  Clears its flag: one ring per sleep.
+ */
+bool tsr_ring_data_doorbell(TsrRing *r);
+/*
+ * Producer, the ring full: ask to be rung when there is room.  Returns
+ * true if there is room already (write again instead of waiting).
+ */
+bool tsr_ring_wait_room(TsrRing *r);
+
+/*
+ * Consumer: the bytes waiting, all contiguous (*@len of them, 0 if none),
+ * or NULL if the ring is broken.  They stay the peer's to scribble on:
+ * read each once, as input.
+ */
+const uint8_t *tsr_ring_peek(TsrRing *r, size_t *len);
+/* Consumer: @n bytes of those peeked are done with. */
+void tsr_ring_consume(TsrRing *r, size_t n);
+/* Consumer, after consuming: whether the producer waits to be rung. */
+bool tsr_ring_room_doorbell(TsrRing *r);
+/*
+ * Consumer, nothing to read: ask to be rung when there is.  Returns true
+ * if bytes came meanwhile (read again instead of sleeping).
+ */
+bool tsr_ring_wait_data(TsrRing *r);
+
+#endif /* TESSERA_RING_H */
