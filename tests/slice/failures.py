@@ -450,12 +450,18 @@ def failures_after(run, t0, chips, causes):
     return ok, lines
 
 
+def slice_chips(sl):
+    """The chips of the slice as the lines name them: (host, chip,
+    coordinates)."""
+    return {(h["id"], c["chip"], ",".join(map(str, c["coords"])))
+            for h in sl.state["hosts"] for c in h["chips"]}
+
+
 def start_loop(sl, extra=""):
     """The all-reduce loop on every host; (run, chips, ready): the chips
     of the slice and whether each has had an exact call."""
     run = sl.exec(f"{LOOP} --seconds {int(WATCH_S) + 8}{extra}")
-    chips = {(h["id"], c["chip"], ",".join(map(str, c["coords"])))
-             for h in sl.state["hosts"] for c in h["chips"]}
+    chips = slice_chips(sl)
     ready = run.wait_chips("call 1 exact", len(chips), SETUP_S)
     return run, chips, len(ready) == len(chips)
 
@@ -478,8 +484,7 @@ def test_baseline(results, slices):
         return set_up_failed(results, prefix, sl)
     run = sl.exec("slice_failure all-reduce --count 65536 --calls 20")
     status = run.end()
-    chips = {(h["id"], c["chip"], ",".join(map(str, c["coords"])))
-             for h in sl.state["hosts"] for c in h["chips"]}
+    chips = slice_chips(sl)
     exact = run.chips("20 calls exact")
     ok, lines = aftermath(run, chips)
     report(results, f"{prefix}.twenty_all_reduces_exact_on_every_chip_and_"
@@ -501,9 +506,10 @@ def broken_host_test(results, slices, prefix, sig, shape=PAIR,
         return set_up_failed(results, prefix, sl)
     run, chips, ready = start_loop(
         sl, " --stall-host 1 --stall-after 2" if waiting else "")
+    survivors = {k for k in chips if k[0] != 1}
     if waiting and ready:
-        stalling = run.wait_chips("stalling", len(chips) // 2, SETUP_S)
-        ready = len(stalling) == len(chips) // 2
+        stalled = len(chips) - len(survivors)
+        ready = len(run.wait_chips("stalling", stalled, SETUP_S)) == stalled
         # Nothing tells when host 0's writes of its next call are through:
         # a third of host 1's stall of 3 s is plenty for a few hundred KiB.
         time.sleep(1)
@@ -511,7 +517,6 @@ def broken_host_test(results, slices, prefix, sig, shape=PAIR,
         return set_up_failed(results, prefix, sl, run)
     t0 = time.monotonic()
     sl.signal(1, sig)
-    survivors = {k for k in chips if k[0] != 1}
     run.wait_chips(f"{FAILED.pattern}|returned OK", len(survivors), WATCH_S)
     ok, lines = failures_after(
         run, t0, survivors, lambda code: bool(LINK_CAUSES.fullmatch(code)))
