@@ -48,6 +48,7 @@ MODULE_PARM_DESC(max_windows_per_user,
 		 "ICI windows the files of one user (real uid) may have open on a chip; WINDOW_OPEN fails with ENOSPC beyond (default 128)");
 
 static const char * const tessera_link_state_names[] = TSR_ICI_STATE_NAMES;
+static const char * const tessera_transport_names[] = TSR_ICI_TRANSPORT_NAMES;
 
 const char *tessera_link_state_name(u32 state)
 {
@@ -574,6 +575,12 @@ static ssize_t tessera_port_show(struct kobject *kobj,
 		len = sysfs_emit(buf, "%llu\n",
 				 tessera_reg_read64(tdev, base +
 						    TSR_IREG_CNT_LO(pa->counter)));
+	} else if (!strcmp(attr->attr.name, "transport")) {
+		u32 t = tessera_reg_read(tdev, base + TSR_IREG_TRANSPORT);
+
+		len = sysfs_emit(buf, "%s\n",
+				 t < ARRAY_SIZE(tessera_transport_names) ?
+				 tessera_transport_names[t] : "unknown");
 	} else {
 		tessera_port_read(tdev, pk->port, &port);
 		if (!strcmp(attr->attr.name, "state"))
@@ -597,6 +604,7 @@ static ssize_t tessera_port_show(struct kobject *kobj,
 
 TESSERA_PORT_ATTR(state, -1);
 TESSERA_PORT_ATTR(peer, -1);
+TESSERA_PORT_ATTR(transport, -1);
 TESSERA_PORT_ATTR(frames_tx, TSR_ICI_CNT_FRAMES_TX);
 TESSERA_PORT_ATTR(frames_rx, TSR_ICI_CNT_FRAMES_RX);
 TESSERA_PORT_ATTR(bytes_tx, TSR_ICI_CNT_BYTES_TX);
@@ -613,6 +621,7 @@ TESSERA_PORT_ATTR(protocol_errors, TSR_ICI_CNT_PROTOCOL_ERRORS);
 static struct attribute *tessera_port_attrs[] = {
 	&tessera_port_attr_state.attr.attr,
 	&tessera_port_attr_peer.attr.attr,
+	&tessera_port_attr_transport.attr.attr,
 	&tessera_port_attr_frames_tx.attr.attr,
 	&tessera_port_attr_frames_rx.attr.attr,
 	&tessera_port_attr_bytes_tx.attr.attr,

@@ -154,7 +154,7 @@ class Peer:
     all: an older Tessera, which speaks frames at once).
     """
 
-    def __init__(self, transport="socket", offer=None):
+    def __init__(self, transport="socket", offer=None, chip_offers=True):
         deadline = time.monotonic() + 10
         while True:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -171,7 +171,7 @@ class Peer:
         self.fds = []
         self.tx = self.rx = None
         if transport != "frames":
-            self.handshake(transport == "ring", offer)
+            self.handshake(transport == "ring", offer, chip_offers)
 
     def recv(self, timeout):
         """Bytes (and descriptors) from the socket within @timeout."""
@@ -193,21 +193,24 @@ class Peer:
         data = HELLO.pack(magic, C["TSR_ICI_HELLO_VERSION"], flags, size, 0)
         socket.send_fds(self.sock, [data], list(fds))
 
-    def handshake(self, ring=False, offer=None):
-        """HELLO and READY each way; the chip's HELLO offers its ring."""
+    def handshake(self, ring=False, offer=None, chip_offers=True):
+        """HELLO and READY each way; the chip's HELLO offers its ring
+        (unless @chip_offers is false: ici-transport=socket)."""
         magic, _, flags, size, _ = HELLO.unpack(self.read_exact(HELLO.size))
         check(magic == C["TSR_ICI_HELLO_MAGIC"], f"HELLO magic {magic:#x}")
-        check(flags & C["TSR_ICI_HELLO_RING"] and len(self.fds) == 1,
-              f"the chip offers its ring (flags {flags}, fds {self.fds})")
+        offered = bool(flags & C["TSR_ICI_HELLO_RING"]) and len(self.fds) == 1
+        check(offered == chip_offers,
+              f"the chip's offer (flags {flags}, fds {self.fds})")
         if ring:
-            self.rx = Ring(self.fds.pop(), size)
+            if offered:
+                self.rx = Ring(self.fds.pop(), size)
             self.tx = offer or Ring.create()
             self.hello(C["TSR_ICI_HELLO_MAGIC"], C["TSR_ICI_HELLO_RING"],
                        self.tx.size, [self.tx.fd])
         else:
             self.hello(C["TSR_ICI_HELLO_MAGIC"])
         self.hello(C["TSR_ICI_READY_MAGIC"],
-                   C["TSR_ICI_HELLO_RING"] if ring else 0)
+                   C["TSR_ICI_HELLO_RING"] if self.rx else 0)
         magic, _, flags, _, _ = HELLO.unpack(self.read_exact(HELLO.size))
         check(magic == C["TSR_ICI_READY_MAGIC"], f"READY magic {magic:#x}")
         self.ring_ready = bool(flags & C["TSR_ICI_HELLO_RING"])
@@ -450,6 +453,21 @@ def a_ring_that_can_shrink_is_refused_and_the_port_runs_on_the_socket(qt):
     wait_state(qt, C["TSR_ICI_STATE_UP"])
     check(transport(qt) == C["TSR_ICI_TRANSPORT_SOCKET"], "on the socket")
     peer.close()
+
+
+def a_chip_told_to_keep_to_its_socket_offers_no_ring(qt):
+    qt.enable()
+    peer = Peer("ring", chip_offers=False)
+    check(not peer.ring_ready, "no ring")
+    peer.train()
+    wait_state(qt, C["TSR_ICI_STATE_UP"])
+    check(transport(qt) == C["TSR_ICI_TRANSPORT_SOCKET"], "on the socket")
+    peer.close()
+
+
+test(a_chip_told_to_keep_to_its_socket_offers_no_ring)
+a_chip_told_to_keep_to_its_socket_offers_no_ring.props += \
+    ",ici-transport=socket"
 
 
 @test

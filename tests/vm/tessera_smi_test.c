@@ -358,9 +358,29 @@ TEST_F(smi, slice_agrees_with_get_info)
 	json_object_put(report);
 }
 
+/* Port @p's transport, as the driver's sysfs file gives it. */
+static void port_transport(const char *pci, unsigned int p, char *out,
+			   size_t len)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/ici/port%u/transport",
+		 pci, p);
+	snprintf(out, len, "(none)");
+	f = fopen(path, "re");
+	if (f) {
+		if (!fgets(out, len, f))
+			snprintf(out, len, "(empty)");
+		out[strcspn(out, "\n")] = 0;
+		fclose(f);
+	}
+}
+
 TEST_F(smi, every_port_is_listed_with_its_socket_and_state)
 {
 	const char *args[] = { "--json", "-i", "0", "-d", self->pci, NULL };
+	char transport[16];
 	struct drm_tessera_info before, after;
 	json_object *report, *d, *ports;
 	unsigned int p, i, wired = 0, up = 0;
@@ -389,6 +409,11 @@ TEST_F(smi, every_port_is_listed_with_its_socket_and_state)
 			TH_LOG("port %u", p);
 		if (raw->state != TSR_ICI_STATE_UP)
 			continue;
+		/* An up link runs on a ring or its socket, as sysfs says. */
+		port_transport(self->pci, p, transport, sizeof(transport));
+		EXPECT_TRUE(!strcmp(transport, "ring") ||
+			    !strcmp(transport, "socket")) TH_LOG("%s", transport);
+		EXPECT_STREQ(transport, jstr(port, "transport"));
 		for (i = 0; i < 3; i++) {
 			EXPECT_EQ(raw->peer_coords[i], jint_at(port, "peer.coords", i));
 		}

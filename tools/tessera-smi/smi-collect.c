@@ -304,6 +304,31 @@ static bool read_identity(struct device *d, struct device_status *st)
 	return true;
 }
 
+/*
+ * What carries each port's frames (the driver's ici/port<p>/transport);
+ * "-" where it cannot say (an older driver).
+ */
+static void read_transports(struct device_status *st)
+{
+	unsigned int p;
+
+	for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
+		char path[128];
+		FILE *f;
+
+		snprintf(st->transport[p], sizeof(st->transport[p]), "-");
+		snprintf(path, sizeof(path),
+			 "/sys/bus/pci/devices/%s/ici/port%u/transport",
+			 st->info.pci_address, p);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%7s", st->transport[p]) != 1)
+			snprintf(st->transport[p], sizeof(st->transport[p]), "-");
+		fclose(f);
+	}
+}
+
 /* Read everything one report says of @d; false with st->error if not. */
 bool collect_device(struct device *d, struct device_status *st)
 {
@@ -321,6 +346,7 @@ bool collect_device(struct device *d, struct device_status *st)
 		return false;
 	}
 	st->links_known = st->info.uapi_version >= LINK_UAPI_VERSION;
+	read_transports(st);
 	if (d->have_last) {
 		compute_utilization(&d->last, &st->sample, &st->util);
 		st->have_util = true;

@@ -300,6 +300,7 @@ static json_object *json_port(const struct device_status *st, unsigned int p)
 		return o;
 	}
 	add_string(o, "state", accel_link_state_name(link->port.state));
+	add_string(o, "transport", st->transport[p]);
 	json_object_object_add(o, "peer", peer_known(link->port.state) ?
 			       json_peer(&link->port) : NULL);
 	json_object_object_add(o, "counters",
@@ -559,7 +560,8 @@ static void print_versions_and_slice(const struct device_status *st, size_t n)
 	}
 }
 
-static void print_port(int index, unsigned int p, const struct accel_link_info *link)
+static void print_port(int index, unsigned int p,
+		       const struct accel_link_info *link, const char *transport)
 {
 	char peer[16] = "-", peer_port[8] = "-", tx[24], rx[24];
 
@@ -572,11 +574,11 @@ static void print_port(int index, unsigned int p, const struct accel_link_info *
 	}
 	format_bytes(link->bytes_tx, tx, sizeof(tx));
 	format_bytes(link->bytes_rx, rx, sizeof(rx));
-	printf("%3d  %u %s  %-12s  %-11s  %-9s  %10s  %10s  %6" PRIu64 "  %7" PRIu64 "\n",
+	printf("%3d  %u %s  %-12s  %-11s  %-9s  %10s  %10s  %6" PRIu64 "  %7" PRIu64 "  %s\n",
 	       index, p, port_directions[p],
 	       accel_link_state_name(link->port.state), peer, peer_port, tx, rx,
 	       link->crc_errors + link->seq_errors + link->protocol_errors,
-	       link->replays);
+	       link->replays, transport);
 }
 
 /* One line per port with a socket. */
@@ -585,7 +587,7 @@ static void print_links(const struct device_status *st, size_t n)
 	unsigned int shown = 0, p;
 	size_t i;
 
-	printf("\nDEV  PORT  STATE         PEER         PEER PORT    TX BYTES    RX BYTES  ERRORS  REPLAYS\n");
+	printf("\nDEV  PORT  STATE         PEER         PEER PORT    TX BYTES    RX BYTES  ERRORS  REPLAYS  TRANSPORT\n");
 	for (i = 0; i < n; i++) {
 		const struct accel_device_info *info = &st[i].info;
 
@@ -600,7 +602,8 @@ static void print_links(const struct device_status *st, size_t n)
 		for (p = 0; p < info->ici_ports && p < TSR_ICI_MAX_PORTS; p++) {
 			if (!port_wired(info, p))
 				continue;
-			print_port(st[i].device->index, p, &st[i].links[p]);
+			print_port(st[i].device->index, p, &st[i].links[p],
+				   st[i].transport[p]);
 			shown++;
 		}
 	}
