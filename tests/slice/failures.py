@@ -286,6 +286,24 @@ class Slice:
                 qmp.close()
         return ends
 
+    def ends_towards(self, host):
+        """The states of the running hosts' link ends whose peers are on
+        HOST, counted: "2 down, 2 up"."""
+        theirs = {tuple(c["coords"])
+                  for c in self.state["hosts"][host]["chips"]}
+        mine = [(tuple(a["coords"]), a["port"])
+                for link in self.state["links"]
+                for a, b in (link["ends"], link["ends"][::-1])
+                if tuple(b["coords"]) in theirs
+                and tuple(a["coords"]) not in theirs]
+        try:
+            ends = self.ends()
+        except OSError as e:
+            return f"unknown (QMP: {e})"
+        states = [ends.get(e, "?") for e in mine]
+        return ", ".join(f"{states.count(st)} {st}"
+                         for st in sorted(set(states)))
+
     def linked_ends(self):
         """The link ends of the slice (those with a peer in it)."""
         return {(tuple(e["coords"]), e["port"]) for link in
@@ -520,6 +538,8 @@ def broken_host_test(results, slices, prefix, sig, shape=PAIR,
     run.wait_chips(f"{FAILED.pattern}|returned OK", len(survivors), WATCH_S)
     ok, lines = failures_after(
         run, t0, survivors, lambda code: bool(LINK_CAUSES.fullmatch(code)))
+    lines.append(f"{time.monotonic() - t0:.1f} s after the cause, the "
+                 f"surviving ends of host1's links: {sl.ends_towards(1)}")
     report(results, f"{prefix}.every_other_chip_fails_within_3_s_naming_"
            "the_cause", ok, lines)
     # Host 0's processes tell what their contexts went through, while
