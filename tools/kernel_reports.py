@@ -228,6 +228,7 @@ class ModuleSymbols:
 
 
 SYMBOLIC = re.compile(r"\b(\w[\w.]*)\+0x([0-9a-f]+)/0x[0-9a-f]+ \[(tessera\w*)\]")
+SOURCE_LINE = re.compile(r" \(\S+\.[ch]:\d+\)$")
 BARE = re.compile(r"(?<![\w<])0x([0-9a-f]{16})\b(?! \[)")
 
 
@@ -255,6 +256,9 @@ class Symbolizer:
         return self.symbols[name]
 
     def line(self, line):
+        """LINE with its driver frame's source line added."""
+        if SOURCE_LINE.search(line):
+            return line
         m = SYMBOLIC.search(line)
         if m:
             mod = self.module(m.group(3))
