@@ -348,6 +348,9 @@ static void status_from_driver(const struct drm_tessera_job_status *js,
 	st->fence_error = js->fence_error;
 	st->result = st->state == ACCEL_JOB_PENDING ? ACCEL_OK :
 		     result_of(js->fence_error);
+	/* Stopped by a chip reset, not canceled for a ban: a chip error. */
+	if (js->error == TSR_ERR_ABORTED)
+		st->result = ACCEL_ERR_JOB_FAILED;
 	st->chip_error = js->error;
 	st->chip_error_name = accel_chip_error_name(js->error);
 	st->failed_command = js->failed_cmd;

@@ -332,8 +332,10 @@ struct drm_tessera_sync {
  * of the fence @out_sync receives: 0, -EFAULT (MMU fault), -EIO (memory,
  * DMA or device error, or resets caught the job too often), -EINVAL (a
  * malformed command), -E2BIG (an operand beyond the chip's limits),
- * -ETIMEDOUT (the job hung and was stopped), -ECANCELED (the context was
- * banned), -ESRCH (the file was closed before the job could start),
+ * -ETIMEDOUT (the job hung and was stopped), -ECANCELED (a chip reset
+ * stopped the job, which is not run again: JOB_STATUS error
+ * TSR_ERR_ABORTED; or the context was banned), -ESRCH (the file was
+ * closed before the job could start),
  * -ENOMEM (no memory to run it again after a reset), -ENODEV (the device
  * went away); for an ICI_WRITE, -ENOLINK (a link on the way is down or
  * no answer came: within 2 s of the link going down), -EACCES (the

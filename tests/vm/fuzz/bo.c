@@ -158,7 +158,8 @@ static __u64 bo_size(struct fuzz *fz)
 void op_bo_create(struct fuzz *fz, struct fuzz_file *f)
 {
 	struct drm_tessera_bo_create *c = (void *)fz->arg;
-	bool hbm = one_in(fz, 3), cmd = one_in(fz, 3), valid;
+	bool hbm = one_in(fz, 3), cmd = one_in(fz, 3), valid, ro;
+	struct fuzz_bo *bo;
 	__u64 want, limit;
 
 	/* Room first: closing buffers reuses fz->arg. */
@@ -179,8 +180,12 @@ void op_bo_create(struct fuzz *fz, struct fuzz_file *f)
 	want = (c->size + FUZZ_PAGE - 1) & ~(FUZZ_PAGE - 1);
 	if (fuzz_ioctl(fz, f, OP_BO_CREATE, c, valid))
 		return;
-	add_bo(fz, f, c->handle, ++fz->next_obj, c->flags & DRM_TESSERA_BO_HBM,
-	       cmd, want);
+	/* add_bo() reuses fz->arg. */
+	ro = c->flags & DRM_TESSERA_BO_DEVICE_READ_ONLY;
+	bo = add_bo(fz, f, c->handle, ++fz->next_obj,
+		    c->flags & DRM_TESSERA_BO_HBM, cmd, want);
+	if (bo)
+		bo->ro = ro;
 	make_room(fz, f, 0);
 }
 

@@ -88,7 +88,8 @@ void forget_dmabuf(struct fuzz *fz, struct fuzz_dmabuf *d)
 	*d = fz->dmabuf[--fz->ndmabuf];
 }
 
-static void add_dmabuf(struct fuzz *fz, int fd, const struct fuzz_bo *bo)
+static void add_dmabuf(struct fuzz *fz, struct fuzz_file *f, int fd,
+		       const struct fuzz_bo *bo)
 {
 	struct fuzz_dmabuf *d;
 
@@ -97,6 +98,7 @@ static void add_dmabuf(struct fuzz *fz, int fd, const struct fuzz_bo *bo)
 	d = &fz->dmabuf[fz->ndmabuf++];
 	*d = (struct fuzz_dmabuf) {
 		.fd = fd, .obj = bo->obj, .size = bo->size, .cmd = bo->cmd,
+		.ro_on = bo->ro ? f->node : NULL,
 	};
 }
 
@@ -126,7 +128,7 @@ void op_prime_handle_to_fd(struct fuzz *fz, struct fuzz_file *f)
 		close(a->fd);
 		return;
 	}
-	add_dmabuf(fz, a->fd, bo);
+	add_dmabuf(fz, f, a->fd, bo);
 }
 
 /* Import a dma-buf into @f: the handle is the one @f holds for it, or new. */
@@ -158,5 +160,8 @@ void op_prime_fd_to_handle(struct fuzz *fz, struct fuzz_file *f)
 		violation(fz, "PRIME import of a buffer file %u holds as %u gave handle %u",
 			  (unsigned int)(f - fz->file), held->handle, a->handle);
 	if (!held)
-		add_bo(fz, f, a->handle, d->obj, false, d->cmd, d->size);
+		held = add_bo(fz, f, a->handle, d->obj, false, d->cmd, d->size);
+	/* Another device's import is a new buffer, read-write. */
+	if (held)
+		held->ro = d->ro_on && !strcmp(d->ro_on, f->node);
 }

@@ -76,6 +76,7 @@ struct fuzz_bo {
 	__u64 device_va;
 	bool hbm;
 	bool cmd;		/* holds command streams; no job writes it */
+	bool ro;		/* DRM_TESSERA_BO_DEVICE_READ_ONLY */
 	void *map;		/* CPU mapping of a command buffer */
 };
 
@@ -124,6 +125,7 @@ struct fuzz_dmabuf {
 	__u32 obj;
 	__u64 size;
 	bool cmd;
+	const char *ro_on;	/* DEVICE_READ_ONLY: the node it is so on */
 };
 
 struct fuzz_mapping {

@@ -187,7 +187,7 @@ static const int submit_errnos[] = {
 };
 static const int job_status_errnos[] = { EINVAL, EFAULT, ENOENT, 0 };
 static const int window_open_errnos[] = {
-	EINVAL, EFAULT, ENODEV, ENOENT, EBUSY, ENOSPC, EOPNOTSUPP, 0
+	EINVAL, EFAULT, ENODEV, ENOENT, EBUSY, ENOSPC, EACCES, EOPNOTSUPP, 0
 };
 static const int window_close_errnos[] = { EINVAL, EFAULT, ENODEV, ENOENT, 0 };
 static const int gem_close_errnos[] = { EINVAL, EFAULT, 0 };
