@@ -713,6 +713,8 @@ static void state_changed(void *opaque, uint32_t state)
                state == TSR_ICI_STATE_MISWIRED ||
                state == TSR_ICI_STATE_FOREIGN) {
         raise_causes(ici, TSR_ICI_IRQ_LINK_DOWN);
+        /* Waits with SEM_WAIT_LINKS end now, not at their next look. */
+        tsr_core_wake_waiters(ici->core);
     }
     pthread_cond_broadcast(&ici->cond);
 }
@@ -1012,6 +1014,20 @@ bool tsr_ici_port_peer(TsrIci *ici, unsigned int port, uint32_t *state,
     known = tsr_link_peer(link, peer);
     pthread_mutex_unlock(&ici->lock);
     return known;
+}
+
+bool tsr_ici_links_down(TsrIci *ici)
+{
+    bool down = false;
+    unsigned int p;
+
+    pthread_mutex_lock(&ici->lock);
+    for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
+        down |= ici->port[p].link &&
+                tsr_link_state(ici->port[p].link) != TSR_ICI_STATE_UP;
+    }
+    pthread_mutex_unlock(&ici->lock);
+    return down;
 }
 
 void tsr_ici_set_transport(TsrIci *ici, unsigned int port,

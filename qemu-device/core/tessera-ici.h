@@ -103,6 +103,9 @@ void tsr_ici_set_transport(TsrIci *ici, unsigned int port,
  */
 void tsr_ici_transport_error(TsrIci *ici, unsigned int port);
 
+/* Whether a wired port's link is not up (SEM_WAIT_LINKS). */
+bool tsr_ici_links_down(TsrIci *ici);
+
 /* The ICI register block; call without the core's lock held. */
 uint32_t tsr_ici_reg_read(TsrIci *ici, uint32_t offset);
 /* False when the write was refused: a read-only register, unknown bits. */

@@ -233,12 +233,13 @@ void tsr_core_sem_waiter(TsrCore *core, unsigned int queue, bool *sleeping,
 
 /*
  * Wait until the semaphore at @va is >= @value, or, with an @abort_va,
- * fail once the semaphore there is not zero; on the queue's own
- * condition, which a signal of either semaphore (or any signal in another
- * context, tsr_core_wake_sem()), a reset or a fatal error wakes.
+ * fail once the semaphore there is not zero, or with @links once a wired
+ * port is not up; on the queue's own condition, which a signal of either
+ * semaphore (or any signal in another context, tsr_core_wake_sem()), a
+ * port's change of state, a reset or a fatal error wakes.
  */
 static uint32_t sem_wait_loop(TsrMem *mem, uint64_t va, uint64_t value,
-                              uint64_t abort_va, TsrCost *cost)
+                              uint64_t abort_va, bool links, TsrCost *cost)
 {
     TsrCore *core = mem->core;
     uint64_t poll_ns = core->sem_poll_ns ? core->sem_poll_ns :
@@ -256,6 +257,9 @@ static uint32_t sem_wait_loop(TsrMem *mem, uint64_t va, uint64_t value,
             if (v) {
                 return TSR_ERR_PEER_ABORT;
             }
+        }
+        if (links && core->ici && tsr_ici_links_down(core->ici)) {
+            return TSR_ERR_LINK_DOWN;
         }
         if (tsr_mem_read(mem, va, &v, sizeof(v))) {
             return mem->error;
@@ -286,7 +290,7 @@ static uint32_t sem_wait_loop(TsrMem *mem, uint64_t va, uint64_t value,
 }
 
 static uint32_t sem_wait(TsrMem *mem, uint64_t va, uint64_t value,
-                         uint64_t abort_va, TsrCost *cost)
+                         uint64_t abort_va, bool links, TsrCost *cost)
 {
     TsrCore *core = mem->core;
     TsrSemWaiter *w;
@@ -303,7 +307,7 @@ static uint32_t sem_wait(TsrMem *mem, uint64_t va, uint64_t value,
     w->va = va;
     w->abort_va = abort_va;
     pthread_mutex_unlock(&core->wake_lock);
-    err = sem_wait_loop(mem, va, value, abort_va, cost);
+    err = sem_wait_loop(mem, va, value, abort_va, links, cost);
     pthread_mutex_lock(&core->wake_lock);
     w->waiting = false;
     pthread_mutex_unlock(&core->wake_lock);
@@ -315,20 +319,24 @@ uint32_t tsr_cmd_sem_wait(TsrMem *mem, const struct tsr_cmd_sem *c,
 {
     uint32_t err = sem_check(c);
 
-    return err ? err : sem_wait(mem, c->va, c->value, 0, cost);
+    return err ? err : sem_wait(mem, c->va, c->value, 0, false, cost);
 }
 
 uint32_t tsr_cmd_sem_wait_abort(TsrMem *mem,
                                 const struct tsr_cmd_sem_wait_abort *c,
                                 TsrCost *cost)
 {
-    uint32_t err = va_command_check(&c->hdr, c->va);
+    struct tsr_cmd_header h = c->hdr;
+    uint32_t err;
 
+    h.flags &= ~TSR_SEM_WAIT_LINKS;
+    err = va_command_check(&h, c->va);
     /* Address 0 is an address like any other: unmapped, it faults. */
     if (!err && c->abort_va % 8) {
         err = TSR_ERR_BAD_ALIGNMENT;
     }
-    return err ? err : sem_wait(mem, c->va, c->value, c->abort_va, cost);
+    return err ? err : sem_wait(mem, c->va, c->value, c->abort_va,
+                                c->hdr.flags & TSR_SEM_WAIT_LINKS, cost);
 }
 
 /* ----------------------------------------------- timestamp, interrupt */

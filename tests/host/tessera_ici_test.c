@@ -1458,4 +1458,52 @@ TEST(a_storm_of_refused_requests_raises_one_interrupt_until_cleared)
 	slice_free(s);
 }
 
+/*
+ * A wait with SEM_WAIT_LINKS ends with LINK_DOWN as soon as one of the
+ * chip's links goes down, whoever took it down; one without the flag goes
+ * on waiting for its semaphore, as a wait on a chip's own work should.
+ */
+TEST(a_wait_on_the_links_ends_when_one_goes_down)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *b = s->chip[1];
+	struct tsr_cmd_sem_wait_abort w = {
+		.hdr = HDR(TSR_OP_SEM_WAIT_ABORT, struct tsr_cmd_sem_wait_abort),
+		.va = s->win[1], .value = 1, .abort_va = s->win[1] + 8,
+	};
+	struct tsr_cmd_sem inc = {
+		.hdr = HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem),
+		.va = s->win[1], .value = 1,
+	};
+	struct runner r = { b, 0 };
+	struct tsr_completion *rec;
+	struct timespec t0;
+	pthread_t th;
+
+	ASSERT_TRUE(wait_up(s));
+	w.hdr.flags = 0x8000;
+	EXPECT_EQ(TSR_ERR_BAD_FLAGS, chip_run(b, &w, sizeof(w))->error);
+	w.hdr.flags = TSR_SEM_WAIT_LINKS;
+	rec = chip_queue_job(b, 0, 1, &w, sizeof(w), 31);
+	ASSERT_EQ(0, pthread_create(&th, NULL, run_queue, &r));
+	ASSERT_LE(0, chip_until_sem_sleeping(b, 0, 5000));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* The far end takes the link down: b's port goes down in turn. */
+	wr(s->chip[0], TSR_ICI_PORT_BASE(0) + TSR_IREG_CONTROL,
+	   TSR_ICI_CTRL_DOWN);
+	wr(b, TSR_ICI_PORT_BASE(1) + TSR_IREG_CONTROL, TSR_ICI_CTRL_DOWN);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(TSR_ERR_LINK_DOWN, rec->error);
+	EXPECT_GT(100, since_ms(&t0));
+	/* Without the flag, a down link is none of the wait's business. */
+	w.hdr.flags = 0;
+	rec = chip_queue_job(b, 0, 1, &w, sizeof(w), 32);
+	ASSERT_EQ(0, pthread_create(&th, NULL, run_queue, &r));
+	ASSERT_LE(0, chip_until_sem_sleeping(b, 0, 5000));
+	EXPECT_EQ(TSR_ERR_NONE, chip_run_on(b, 1, &inc, sizeof(inc))->error);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(TSR_ERR_NONE, rec->error);
+	slice_free(s);
+}
+
 TEST_HARNESS_MAIN

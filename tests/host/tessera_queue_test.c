@@ -508,7 +508,7 @@ TEST_F(q, an_abortable_wait_ends_when_satisfied_or_fails_once_aborted)
 	wait.abort_va = 0x7f000000;
 	EXPECT_EQ(TSR_ERR_MMU_UNMAPPED, chip_run(self->c, &wait, sizeof(wait))->error);
 	wait.abort_va = abort_sem;
-	wait.hdr.flags = 1;
+	wait.hdr.flags = 2;
 	EXPECT_EQ(TSR_ERR_BAD_FLAGS, chip_run(self->c, &wait, sizeof(wait))->error);
 }
 

@@ -571,10 +571,18 @@ struct tsr_cmd_sem {
 	__u64 value;
 };
 
+/*
+ * Bits of struct tsr_cmd_sem_wait_abort's header flags: also fail, with
+ * TSR_ERR_LINK_DOWN, as soon as a wired ICI port of this chip is not up
+ * (a neighbour gone quiet, hung up or taken down), whether or not the
+ * wait was satisfied.
+ */
+#define TSR_SEM_WAIT_LINKS		0x0001
+
 /**
  * struct tsr_cmd_sem_wait_abort - TSR_OP_SEM_WAIT_ABORT: a SEM_WAIT that
  * another party can end with an error
- * @hdr: header; no flags defined
+ * @hdr: header; flags TSR_SEM_WAIT_LINKS
  * @va: 8-byte aligned VA of the 64-bit semaphore waited on
  * @value: wait until it is >= @value
  * @abort_va: 8-byte aligned VA of a 64-bit abort semaphore: once it is not
