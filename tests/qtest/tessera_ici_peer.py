@@ -14,12 +14,13 @@ up or refuse it cleanly.  Run by tessera_qtest.py as the "ici" suite.
 """
 
 import atexit
-import contextlib
 import fcntl
 import mmap
 import os
+import shutil
 import socket
 import struct
+import tempfile
 import time
 
 from tessera_harness import C, check
@@ -32,16 +33,11 @@ RING_SIZE = C["TSR_ICI_RING_MIN"]
 # struct tsr_ici_ring_hdr's fields: offsets of head, producer_waiting,
 # tail, consumer_waiting.
 HEAD, PRODUCER_WAITING, TAIL, CONSUMER_WAITING = 64, 72, 128, 136
-PEER_SOCK = f"/tmp/tessera-ici-peer-{os.getpid()}.sock"
-
-
-def _remove_peer_sock():
-    """QEMU's server socket stays in /tmp after it exits: remove it."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(PEER_SOCK)
-
-
-atexit.register(_remove_peer_sock)
+# QEMU's server socket stays after it exits: it lives in a folder of this
+# run's own, in the temporary folder (TMPDIR), removed at exit.
+SOCK_DIR = tempfile.mkdtemp(prefix="tessera-ici-peer.")
+atexit.register(shutil.rmtree, SOCK_DIR, ignore_errors=True)
+PEER_SOCK = os.path.join(SOCK_DIR, "peer.sock")
 
 TESTS = []
 
