@@ -8,7 +8,13 @@
  * [snd_una, snd_end): [snd_una, snd_nxt) have been sent and wait for an
  * acknowledgement, [snd_nxt, snd_end) wait to be sent, again after a
  * go-back.  snd_max is one past the highest number ever sent, so that a
- * frame sent below it is a replay.
+ * frame sent below it is a replay.  Frames of the ring the peer reported
+ * holding (SACK) are not sent again; those it reported missing wait
+ * (MARK_QUEUED) in front of everything else.
+ *
+ * The receiver keeps frames that arrive behind a gap in a reorder ring of
+ * its own, [rcv_next, rcv_next + window), and hands them on in order once
+ * the gap is filled; rcv_high is one past the highest number it holds.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -207,12 +213,19 @@ static bool seq_le(uint32_t a, uint32_t b)
 struct TsrLinkBuf {
     uint16_t len;
     uint8_t vc;
+    /* In the replay ring: MARK_*. */
+    uint8_t mark;
     /* Sealed by a user: the first @head bytes are still to be written. */
     uint16_t head;
     /* Of data[head, len) once sealed; of all of it once queued. */
     uint32_t crc;
     uint8_t data[TSR_ICI_MAX_PAYLOAD];
 };
+
+/* What the sender knows of a frame in its replay ring. */
+#define MARK_SACKED     0x01    /* the peer holds it */
+#define MARK_RESENT     0x02    /* sent more than once */
+#define MARK_QUEUED     0x04    /* the peer misses it: to resend */
 
 /*
  * @count slots, each holding a payload buffer of its own.  The send
@@ -313,20 +326,36 @@ struct TsrLink {
     uint32_t peer_credit[TSR_ICI_VCS];
     bool stalled[TSR_ICI_VCS];
     unsigned int next_vc;
+    /* Frames marked MARK_QUEUED, none below rxt_next. */
+    unsigned int rxt_count;
+    uint32_t rxt_next;
     uint64_t rto_deadline;          /* 0: not armed */
     uint64_t probe_deadline;        /* credit stall: 0, not armed */
     unsigned int retries;
+    /* The peer last showed it is alive (see give_up_at()). */
+    uint64_t progress_at;
+    uint64_t give_up_ns;            /* give_up_ns(&cfg) */
+    /* The round trip (RFC 6298): frame rtt_seq, sent at rtt_start. */
+    bool rtt_timing;
+    uint32_t rtt_seq;
+    uint64_t rtt_start;
+    uint64_t srtt;                  /* 0: no sample yet */
+    uint64_t rttvar;
     /* A valid frame came from the peer since the last probe. */
     bool heard;
     uint64_t train_deadline;        /* 0: not training */
 
     /* Receiving. */
     uint32_t rcv_next;
+    uint32_t rcv_high;
+    Slots reorder;                  /* by sequence number; len 0: empty */
+    unsigned int reordered[TSR_ICI_VCS];
     uint32_t consumed[TSR_ICI_VCS];
     Fifo held[TSR_ICI_VCS];
     bool ack_due;
+    /* NAK: a frame failed its CRC; frames before one that came were lost. */
     bool nak_due;
-    bool nak_sent;
+    bool gap_due;
     bool resyncing;
     uint8_t rbuf[2 * FRAME_MAX];
     size_t rlen;
@@ -389,18 +418,86 @@ static bool rate_hit(const TsrLink *link, uint32_t ppm, uint32_t seq,
 }
 
 /*
- * The retransmit interval: the configured one, doubled for each timeout in
- * a row (at most TSR_LINK_BACKOFF_MAX times), as TCP does.  A peer that is
- * only slow (its host busy) gets time to answer before the retry limit
- * takes the link down; a dead one still goes down within
- * retransmit x (2^(MAX+1) - 1 + (limit - MAX) x 2^MAX).
+ * The retransmit interval, as TCP computes it (RFC 6298): the smoothed
+ * round trip plus four times its variation, so that a peer whose host is
+ * busy is not taken for a lossy one; at least the configured interval and
+ * at most TSR_LINK_BACKOFF_MAX doublings of it; doubled for each timeout in
+ * a row, up to that maximum.
  */
 static uint64_t rto(const TsrLink *link)
 {
+    uint64_t min = link->cfg.retransmit_ns;
+    uint64_t max = min << TSR_LINK_BACKOFF_MAX;
+    uint64_t t = link->srtt + 4 * link->rttvar;
     unsigned int shift = link->retries < TSR_LINK_BACKOFF_MAX ?
                          link->retries : TSR_LINK_BACKOFF_MAX;
 
-    return link->cfg.retransmit_ns << shift;
+    t = t < min ? min : t > max ? max : t;
+    t <<= shift;
+    return t < max ? t : max;
+}
+
+/*
+ * A round trip of @r ns was measured (RFC 6298, 2.2 and 2.3).  Only now
+ * does the backoff end (Karn): an acknowledgement after a timeout may
+ * answer either copy, and says nothing of the round trip.
+ */
+static void rtt_sample(TsrLink *link, uint64_t r)
+{
+    uint64_t dev;
+
+    link->rtt_timing = false;
+    link->retries = 0;
+    r = r ? r : 1;
+    if (!link->srtt) {
+        link->srtt = r;
+        link->rttvar = r / 2;
+        return;
+    }
+    dev = link->srtt > r ? link->srtt - r : r - link->srtt;
+    if (dev > link->rttvar) {
+        link->rttvar = dev;
+    } else {
+        link->rttvar -= (link->rttvar - dev) / 8;
+    }
+    link->srtt = (7 * link->srtt + r) / 8;
+}
+
+/*
+ * How long a peer that shows no sign of life is given: as long as
+ * cfg.retry_limit + 1 timeouts in a row take at the configured interval,
+ * with their backoff, i.e. retransmit x (2^(MAX+1) - 1 + (limit - MAX) x
+ * 2^MAX) (0.955 s for the ICI's 5 ms and 7).  A deadline, not a count of
+ * timeouts: however far the measured round trip has stretched the
+ * interval, a dead peer is given up on as soon.
+ */
+static uint64_t give_up_ns(const TsrLinkConfig *cfg)
+{
+    uint64_t total = 0;
+    unsigned int i;
+
+    for (i = 0; i <= cfg->retry_limit; i++) {
+        total += cfg->retransmit_ns << (i < TSR_LINK_BACKOFF_MAX ?
+                                        i : TSR_LINK_BACKOFF_MAX);
+    }
+    return total;
+}
+
+/* When a timer armed at @now fires: an interval on, or when we give up. */
+static uint64_t timer_at(const TsrLink *link, uint64_t now)
+{
+    uint64_t at = now + rto(link);
+    uint64_t end = link->progress_at + link->give_up_ns;
+
+    return at < end ? at : end;
+}
+
+/* A timer fired, and nothing since progress_at says the peer is alive. */
+static bool timed_out(TsrLink *link, uint64_t now)
+{
+    link->cnt.timeouts++;
+    link->retries++;
+    return now - link->progress_at >= link->give_up_ns;
 }
 
 /* ------------------------------------------------------------ the wire */
@@ -419,7 +516,8 @@ static void wire_flush(TsrLink *link, uint64_t now)
          */
         link->hold_until = 0;
         if (link->rto_deadline) {
-            link->rto_deadline = now + rto(link);
+            link->progress_at = now;
+            link->rto_deadline = timer_at(link, now);
         }
     }
     n = link->ops->wire_write(link->opaque, link->wbuf, link->wlen);
@@ -479,6 +577,8 @@ static void emit(TsrLink *link, uint8_t type, uint8_t flags, uint32_t seq,
     if (link->faults.delay_ns) {
         link->hold_until = now + link->faults.delay_ns;
         link->faults.delay_ns = 0;
+        /* The round trip being timed now includes the hold. */
+        link->rtt_timing = false;
     }
     if (type == TSR_ICI_FRAME_ACK && take_count(&link->faults.drop_acks_next)) {
         return;
@@ -568,6 +668,7 @@ static bool admit_one(TsrLink *link)
         slot = ring_slot(link, link->snd_end++);
         free_buf = *slot;
         *slot = q->s.slot[q->head];
+        (*slot)->mark = 0;
         q->s.slot[q->head] = free_buf;
         fifo_pop(q);
         link->sent_new[vc]++;
@@ -594,26 +695,97 @@ static bool credit_stalled(const TsrLink *link)
     return false;
 }
 
-/* Send what can be sent: a NAK, ring frames, new frames, an ACK. */
+/* Bit i: the frame rcv_next + 1 + i is held behind a gap (SACK). */
+static uint32_t sack_bits(TsrLink *link)
+{
+    uint32_t held = link->rcv_high - link->rcv_next, bits = 0, i;
+
+    for (i = 1; i < held && i <= 32; i++) {
+        if (link->reorder.slot[(link->rcv_next + i) &
+                               (link->cfg.window - 1)]->len) {
+            bits |= 1u << (i - 1);
+        }
+    }
+    return bits;
+}
+
+/* Send ring frame @seq, for the first time or again. */
+static void send_data(TsrLink *link, uint32_t seq, uint64_t now)
+{
+    TsrLinkBuf *p = *ring_slot(link, seq);
+    bool first = !seq_lt(seq, link->snd_max);
+
+    if (first) {
+        link->snd_max = seq + 1;
+        if (!link->rtt_timing && now >= link->hold_until) {
+            link->rtt_timing = true;
+            link->rtt_seq = seq;
+            link->rtt_start = now;
+        }
+    } else {
+        link->cnt.replays++;
+        p->mark |= MARK_RESENT;
+        if (link->rtt_seq == seq) {
+            /* Karn: which copy an acknowledgement answers is unknown. */
+            link->rtt_timing = false;
+        }
+    }
+    emit(link, TSR_ICI_FRAME_DATA, p->vc ? TSR_ICI_FRAME_VC1 : 0, seq,
+         p->data, p->len, p->crc, first, now);
+    if (!link->rto_deadline) {
+        /* Nothing was in flight: the peer owes nothing yet. */
+        link->progress_at = now;
+        link->rto_deadline = timer_at(link, now);
+    }
+}
+
+/* Resend the oldest frame the peer was found to miss (MARK_QUEUED). */
+static void resend_queued(TsrLink *link, uint64_t now)
+{
+    uint32_t seq = seq_lt(link->rxt_next, link->snd_una) ? link->snd_una :
+                   link->rxt_next;
+
+    for (; seq_lt(seq, link->snd_nxt); seq++) {
+        TsrLinkBuf *p = *ring_slot(link, seq);
+
+        if (p->mark & MARK_QUEUED) {
+            p->mark &= ~MARK_QUEUED;
+            link->rxt_count--;
+            link->rxt_next = seq + 1;
+            send_data(link, seq, now);
+            return;
+        }
+    }
+    /* The rest were acknowledged meanwhile. */
+    link->rxt_count = 0;
+}
+
+/*
+ * Send what can be sent: a NAK, or an ACK that says which frames are held
+ * behind a gap (DATA frames carry no SACK); frames the peer misses; ring
+ * frames; new frames; an ACK.
+ */
 static void pump(TsrLink *link, uint64_t now)
 {
     while (link->state == TSR_ICI_STATE_UP && wire_has_room(link)) {
-        if (link->nak_due) {
-            link->nak_due = false;
-            emit(link, TSR_ICI_FRAME_NAK, 0, 0, NULL, 0, 0, false, now);
-        } else if (link->snd_nxt != link->snd_end) {
-            TsrLinkBuf *p = *ring_slot(link, link->snd_nxt);
-            bool first = !seq_lt(link->snd_nxt, link->snd_max);
+        bool gap = link->rcv_high != link->rcv_next;
 
-            if (first) {
-                link->snd_max = link->snd_nxt + 1;
-            } else {
-                link->cnt.replays++;
-            }
-            emit(link, TSR_ICI_FRAME_DATA, p->vc ? TSR_ICI_FRAME_VC1 : 0,
-                 link->snd_nxt++, p->data, p->len, p->crc, first, now);
-            if (!link->rto_deadline) {
-                link->rto_deadline = now + rto(link);
+        if (link->nak_due || (link->gap_due && gap)) {
+            link->nak_due = link->gap_due = false;
+            emit(link, TSR_ICI_FRAME_NAK, 0, sack_bits(link), NULL, 0, 0,
+                 false, now);
+        } else if (link->ack_due && gap) {
+            emit(link, TSR_ICI_FRAME_ACK, 0, sack_bits(link), NULL, 0, 0,
+                 false, now);
+        } else if (link->rxt_count) {
+            resend_queued(link, now);
+        } else if (link->snd_nxt != link->snd_end) {
+            uint32_t seq = link->snd_nxt++;
+
+            /* Going back: what the peer holds is not sent again. */
+            if (!seq_lt(seq, link->snd_max) ||
+                !((*ring_slot(link, seq))->mark & MARK_SACKED)) {
+                send_data(link, seq, now);
             }
         } else if (!admit_one(link)) {
             if (link->ack_due) {
@@ -635,23 +807,88 @@ static void pump(TsrLink *link, uint64_t now)
     wire_flush(link, now);
 }
 
-/* The peer has everything before @ack. */
-static void take_ack(TsrLink *link, uint32_t ack, uint64_t now)
+/* The peer has everything before @ack; false if it cannot. */
+static bool take_ack(TsrLink *link, uint32_t ack, uint64_t now)
 {
     if (!seq_le(ack, link->snd_max)) {
         link->cnt.protocol_errors++;
-        return;
+        return false;
     }
     if (!seq_lt(link->snd_una, ack)) {
-        return;
+        return true;
+    }
+    if (link->rtt_timing && seq_lt(link->rtt_seq, ack)) {
+        rtt_sample(link, now - link->rtt_start);
     }
     link->snd_una = ack;
     if (seq_lt(link->snd_nxt, ack)) {
         link->snd_nxt = ack;
     }
-    link->retries = 0;
+    link->progress_at = now;
     link->rto_deadline = link->snd_una == link->snd_nxt ? 0 :
-                         now + rto(link);
+                         timer_at(link, now);
+    return true;
+}
+
+/*
+ * The peer holds the frames @sack names (bit i: @ack + 1 + i): they are
+ * not sent again.  Returns the highest, or @ack if none.
+ */
+static uint32_t take_sack(TsrLink *link, uint32_t ack, uint32_t sack,
+                          uint64_t now)
+{
+    uint32_t high = ack, seq;
+    unsigned int i;
+
+    for (i = 0; i < 32; i++) {
+        if (!(sack >> i & 1)) {
+            continue;
+        }
+        seq = ack + 1 + i;
+        if (!seq_lt(seq, link->snd_max)) {
+            link->cnt.protocol_errors++;    /* never sent */
+            break;
+        }
+        high = seq;
+        if (seq_lt(seq, link->snd_una)) {
+            continue;
+        }
+        (*ring_slot(link, seq))->mark |= MARK_SACKED;
+        if (link->rtt_timing && link->rtt_seq == seq) {
+            rtt_sample(link, now - link->rtt_start);
+        }
+    }
+    return high;
+}
+
+/*
+ * The peer misses the frames of [@from, @to) that it does not hold: resend
+ * each once (the wire keeps order, so they were lost, not overtaken).  A
+ * resend that is lost too is the retransmit timer's.
+ */
+static void resend_missing(TsrLink *link, uint32_t from, uint32_t to,
+                           uint64_t now)
+{
+    uint32_t seq = seq_lt(from, link->snd_una) ? link->snd_una : from;
+    bool queued = false;
+
+    for (; seq_lt(seq, to) && seq_lt(seq, link->snd_nxt); seq++) {
+        TsrLinkBuf *p = *ring_slot(link, seq);
+
+        if (p->mark & (MARK_SACKED | MARK_RESENT | MARK_QUEUED)) {
+            continue;
+        }
+        p->mark |= MARK_QUEUED;
+        if (!link->rxt_count || seq_lt(seq, link->rxt_next)) {
+            link->rxt_next = seq;
+        }
+        link->rxt_count++;
+        queued = true;
+    }
+    if (queued) {
+        /* Give the resends a whole interval. */
+        link->rto_deadline = timer_at(link, now);
+    }
 }
 
 static void take_credit(TsrLink *link, const struct tsr_ici_frame_hdr *h)
@@ -667,16 +904,23 @@ static void take_credit(TsrLink *link, const struct tsr_ici_frame_hdr *h)
 }
 
 /*
- * Resend everything unacknowledged, oldest first.  With nothing
- * unacknowledged (a NAK after one of our ACKs was damaged) there is
+ * Resend everything unacknowledged that the peer is not known to hold,
+ * oldest first (go-back-N, after a timeout or a retraining).  With nothing
+ * unacknowledged (a timeout raced with the last acknowledgement) there is
  * nothing to time: a timer armed then would count timeouts that no
  * acknowledgement can end, and take a healthy link down.
  */
 static void go_back(TsrLink *link, uint64_t now)
 {
+    uint32_t seq;
+
+    for (seq = link->snd_una; seq_lt(seq, link->snd_nxt); seq++) {
+        (*ring_slot(link, seq))->mark &= ~MARK_QUEUED;
+    }
+    link->rxt_count = 0;
     link->snd_nxt = link->snd_una;
     link->rto_deadline = link->snd_una == link->snd_end ? 0 :
-                         now + rto(link);
+                         timer_at(link, now);
 }
 
 static void go_down(TsrLink *link)
@@ -684,6 +928,7 @@ static void go_down(TsrLink *link)
     link->cnt.link_downs++;
     link->rto_deadline = 0;
     link->train_deadline = 0;
+    link->rtt_timing = false;
     link->peer_seen = false;
     set_state(link, TSR_ICI_STATE_DOWN);
 }
@@ -707,11 +952,45 @@ static void deliver_held(TsrLink *link, unsigned int vc)
     }
 }
 
-static void ask_resend(TsrLink *link)
+static TsrLinkBuf **reorder_slot(TsrLink *link, uint32_t seq)
 {
-    if (!link->nak_sent) {
-        link->nak_sent = true;
-        link->nak_due = true;
+    return &link->reorder.slot[seq & (link->cfg.window - 1)];
+}
+
+/*
+ * The payload of frame rcv_next, @len bytes on @vc, at @payload: offer it
+ * to the user, or hold it.  @kept, if not NULL, is the reorder slot that
+ * holds it: its buffer is traded into the hold rather than copied.
+ */
+static void take_in_order(TsrLink *link, unsigned int vc,
+                          const uint8_t *payload, uint16_t len,
+                          TsrLinkBuf **kept)
+{
+    Fifo *q = &link->held[vc];
+    TsrLinkBuf **slot, *p;
+
+    link->rcv_next++;
+    /* Nothing held before it: offer it where it lies. */
+    if (!q->count && link->ops->deliver(link->opaque, vc, payload, len)) {
+        link->consumed[vc]++;
+        if (kept) {
+            (*kept)->len = 0;
+        }
+        return;
+    }
+    slot = fifo_push_slot(q);
+    p = *slot;
+    if (kept) {
+        *slot = *kept;
+        *kept = p;
+        p->len = 0;
+    } else {
+        p->len = len;
+        p->vc = vc;
+        memcpy(p->data, payload, len);
+    }
+    if (q->count > 1) {
+        deliver_held(link, vc);
     }
 }
 
@@ -719,40 +998,67 @@ static void take_data(TsrLink *link, const struct tsr_ici_frame_hdr *h,
                       const uint8_t *payload)
 {
     unsigned int vc = h->flags & TSR_ICI_FRAME_VC1 ? 1 : 0;
-    Fifo *q = &link->held[vc];
-    TsrLinkBuf *p;
+    uint32_t ahead = h->seq - link->rcv_next;
+    TsrLinkBuf **slot = reorder_slot(link, h->seq), *p;
 
-    if (h->seq != link->rcv_next) {
+    link->ack_due = true;
+    if (ahead >= link->cfg.window) {
         link->cnt.seq_errors++;
-        if (seq_lt(h->seq, link->rcv_next)) {
-            link->ack_due = true;   /* a duplicate: its ACK was lost */
-        } else {
-            ask_resend(link);       /* a gap: something was lost */
+        if (!seq_lt(h->seq, link->rcv_next)) {
+            /* Beyond the window: ask for what the peer thinks it sent. */
+            link->nak_due = true;
         }
+        /* Or a duplicate, acknowledged again: its ACK was lost. */
         return;
     }
-    if (!h->len || q->count >= link->cfg.rx_slots) {
+    if (ahead) {
+        /* Behind a gap: kept until the gap is filled. */
+        link->cnt.seq_errors++;
+        if ((*slot)->len) {
+            return;                 /* a duplicate of one kept */
+        }
+    }
+    if (!h->len || link->held[vc].count + link->reordered[vc] >=
+                   link->cfg.rx_slots) {
         /* Empty, or more than the credit granted: no correct peer. */
         link->cnt.protocol_errors++;
         return;
     }
-    link->rcv_next++;
-    link->nak_sent = false;
-    link->ack_due = true;
-    if (!q->count) {
-        /* Nothing held before it: offer it where it lies. */
-        if (link->ops->deliver(link->opaque, vc, payload, h->len)) {
-            link->consumed[vc]++;
-            return;
+    if (ahead) {
+        if (seq_lt(link->rcv_high, h->seq)) {
+            link->gap_due = true;   /* the frames before it were lost */
         }
+        if (!seq_lt(h->seq, link->rcv_high)) {
+            link->rcv_high = h->seq + 1;
+        }
+        p = *slot;
+        p->len = h->len;
+        p->vc = vc;
+        memcpy(p->data, payload, h->len);
+        link->reordered[vc]++;
+        return;
     }
-    p = fifo_push(q);
-    p->len = h->len;
-    p->vc = vc;
-    memcpy(p->data, payload, h->len);
-    if (q->count > 1) {
-        deliver_held(link, vc);
+    take_in_order(link, vc, payload, h->len, NULL);
+    /* Then what waited behind it. */
+    while ((p = *(slot = reorder_slot(link, link->rcv_next)))->len) {
+        link->reordered[p->vc]--;
+        take_in_order(link, p->vc, p->data, p->len, slot);
     }
+    if (seq_lt(link->rcv_high, link->rcv_next)) {
+        link->rcv_high = link->rcv_next;
+    }
+}
+
+/* Drop what frames of the peer's were kept behind a gap. */
+static void reorder_clear(TsrLink *link)
+{
+    unsigned int i;
+
+    for (i = 0; i < link->reorder.count; i++) {
+        link->reorder.slot[i]->len = 0;
+    }
+    link->reordered[0] = link->reordered[1] = 0;
+    link->rcv_high = link->rcv_next;
 }
 
 static void reset_streams(TsrLink *link)
@@ -763,6 +1069,8 @@ static void reset_streams(TsrLink *link)
         link->cfg.isn;
     link->rto_deadline = 0;
     link->retries = 0;
+    link->rxt_count = 0;
+    link->rtt_timing = false;
     for (vc = 0; vc < TSR_ICI_VCS; vc++) {
         link->sent_new[vc] = 0;
         link->peer_credit[vc] = 0;
@@ -772,7 +1080,8 @@ static void reset_streams(TsrLink *link)
         link->txq[vc].head = link->txq[vc].count = 0;
         link->stalled[vc] = false;
     }
-    link->nak_sent = link->nak_due = false;
+    reorder_clear(link);
+    link->nak_due = link->gap_due = false;
 }
 
 static bool id_equal(const TsrLinkId *a, const TsrLinkId *b)
@@ -830,7 +1139,7 @@ static void take_train(TsrLink *link, const struct tsr_ici_frame_hdr *h,
             reset_streams(link);
             link->trained = false;
         }
-        link->rcv_next = t.snd_una;
+        link->rcv_next = link->rcv_high = t.snd_una;
         link->peer_credit[0] = h->credit[0];
         link->peer_credit[1] = h->credit[1];
     } else {
@@ -847,8 +1156,9 @@ static void take_train(TsrLink *link, const struct tsr_ici_frame_hdr *h,
     link->trained = true;
     link->train_deadline = 0;
     link->retries = 0;
+    link->progress_at = now;
     link->rto_deadline = link->snd_una == link->snd_end ? 0 :
-                         now + rto(link);
+                         timer_at(link, now);
     set_state(link, TSR_ICI_STATE_UP);
     /* Tell the peer, which may still wait for our PEER_SEEN. */
     send_train(link, now);
@@ -858,6 +1168,9 @@ static void take_train(TsrLink *link, const struct tsr_ici_frame_hdr *h,
 static void take_frame(TsrLink *link, const struct tsr_ici_frame_hdr *h,
                        const uint8_t *payload, uint64_t now)
 {
+    uint32_t high;
+    bool acked;
+
     if (h->reserved) {
         link->cnt.protocol_errors++;
         return;
@@ -875,22 +1188,23 @@ static void take_frame(TsrLink *link, const struct tsr_ici_frame_hdr *h,
         return;
     }
     link->heard = true;
-    take_ack(link, h->ack, now);
+    acked = take_ack(link, h->ack, now);
     take_credit(link, h);
-    switch (h->type) {
-    case TSR_ICI_FRAME_DATA:
+    if (h->type == TSR_ICI_FRAME_DATA) {
         take_data(link, h, payload);
-        break;
-    case TSR_ICI_FRAME_NAK:
+        return;
+    }
+    high = acked ? take_sack(link, h->ack, h->seq, now) : h->ack;
+    if (h->type == TSR_ICI_FRAME_NAK) {
+        /* It misses @ack, and what it does not hold below its highest. */
         link->cnt.naks++;
-        go_back(link, now);
-        break;
-    default:
-        /* A stalled peer asks for our credit again. */
-        if (h->flags & TSR_ICI_FRAME_PROBE) {
-            link->ack_due = true;
+        if (acked) {
+            resend_missing(link, h->ack, high == h->ack ? high + 1 : high,
+                           now);
         }
-        break;
+    } else if (h->flags & TSR_ICI_FRAME_PROBE) {
+        /* A stalled peer asks for our credit again. */
+        link->ack_due = true;
     }
 }
 
@@ -926,7 +1240,7 @@ static size_t parse(TsrLink *link, const uint8_t *buf, size_t len,
                 link->resyncing = true;
                 link->cnt.crc_errors++;
                 if (link->state == TSR_ICI_STATE_UP) {
-                    ask_resend(link);
+                    link->nak_due = true;
                 }
             }
             off++;
@@ -945,7 +1259,7 @@ static size_t parse(TsrLink *link, const uint8_t *buf, size_t len,
             if (crc != tsr_crc32c(0, p + HDR_SIZE, h.len)) {
                 link->cnt.crc_errors++;
                 if (link->state == TSR_ICI_STATE_UP) {
-                    ask_resend(link);
+                    link->nak_due = true;
                 }
                 continue;
             }
@@ -995,7 +1309,9 @@ TsrLink *tsr_link_new(const TsrLinkConfig *cfg, const TsrLinkOps *ops,
     link->cfg = *cfg;
     link->ops = ops;
     link->opaque = opaque;
+    link->give_up_ns = give_up_ns(cfg);
     ok = slots_init(&link->ring, cfg->window);
+    ok &= slots_init(&link->reorder, cfg->window);
     for (vc = 0; vc < TSR_ICI_VCS; vc++) {
         ok &= fifo_init(&link->txq[vc], cfg->tx_slots);
         ok &= fifo_init(&link->held[vc], cfg->rx_slots);
@@ -1021,6 +1337,7 @@ void tsr_link_free(TsrLink *link)
         slots_free(&link->held[vc].s);
     }
     slots_free(&link->ring);
+    slots_free(&link->reorder);
     free(link);
 }
 
@@ -1030,6 +1347,7 @@ static void start_training(TsrLink *link, uint64_t now)
     link->rlen = 0;
     link->resyncing = false;
     link->rto_deadline = 0;
+    link->rtt_timing = false;
     set_state(link, TSR_ICI_STATE_TRAINING);
     send_train(link, now);
 }
@@ -1248,19 +1566,17 @@ static bool probe(TsrLink *link, uint64_t now)
     }
     if (link->heard) {
         link->retries = 0;
-    } else {
-        link->cnt.timeouts++;
-        if (++link->retries > link->cfg.retry_limit) {
-            go_down(link);
-            return true;
-        }
+        link->progress_at = now;
+    } else if (timed_out(link, now)) {
+        go_down(link);
+        return true;
     }
     link->heard = false;
     if (!link->wlen) {
         emit(link, TSR_ICI_FRAME_ACK, TSR_ICI_FRAME_PROBE, 0, NULL, 0,
              0, false, now);
     }
-    link->probe_deadline = now + rto(link);
+    link->probe_deadline = timer_at(link, now);
     return false;
 }
 
@@ -1273,7 +1589,8 @@ void tsr_link_poll(TsrLink *link, uint64_t now)
     if (link->rto_deadline && now >= link->rto_deadline &&
         link->state == TSR_ICI_STATE_UP && now < link->hold_until) {
         /* The wire is held by an injected delay: nothing is lost. */
-        link->rto_deadline = now + rto(link);
+        link->progress_at = now;
+        link->rto_deadline = timer_at(link, now);
     } else if (link->rto_deadline && now >= link->rto_deadline &&
                link->state == TSR_ICI_STATE_UP) {
         /*
@@ -1282,13 +1599,12 @@ void tsr_link_poll(TsrLink *link, uint64_t now)
          * retry limit as a lost frame does, but resending would only add
          * to the backlog.
          */
-        link->cnt.timeouts++;
-        if (++link->retries > link->cfg.retry_limit) {
+        if (timed_out(link, now)) {
             go_down(link);
             return;
         }
         if (link->wlen) {
-            link->rto_deadline = now + rto(link);
+            link->rto_deadline = timer_at(link, now);
         } else {
             go_back(link, now);
         }

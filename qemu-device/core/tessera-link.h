@@ -12,11 +12,15 @@
  *   link whose peer is not the neighbour this port faces stays down;
  * - frames carry a sequence number, a CRC32C of header and payload, the
  *   cumulative acknowledgement and the credits of the other direction;
- * - the receiver takes frames in order only, discards duplicates, and asks
- *   for a resend (NAK) at the first gap or corrupt frame;
- * - the sender keeps every unacknowledged frame in a replay buffer and
- *   goes back to the oldest on a NAK or when the retransmit timer fires;
- *   after too many timeouts without progress the link goes down;
+ *   ACK and NAK frames also say which frames behind a gap are held (SACK);
+ * - the receiver hands payloads on in order, keeps frames that arrive
+ *   behind a gap, discards duplicates, and asks for a resend (NAK) when a
+ *   gap opens or a frame is corrupt;
+ * - the sender keeps every unacknowledged frame in a replay buffer,
+ *   resends on a NAK only the frames the peer misses, and goes back to
+ *   the oldest when the retransmit timer fires; the timer adapts to the
+ *   measured round trip (RFC 6298); a peer silent for as long as the retry
+ *   limit takes at the configured interval takes the link down;
  * - credits: a receiver whose user is slow holds frames and grants no
  *   more; the sender waits (a credit stall) and never overruns it.
  *
@@ -61,18 +65,23 @@ typedef struct TsrLinkConfig {
     unsigned int rx_slots;
     /* Frames per virtual channel queued for sending. */
     unsigned int tx_slots;
-    /* Resend what is unacknowledged after this long without progress. */
+    /*
+     * Resend what is unacknowledged after this long without progress, at
+     * least: the interval adapts to the measured round trip, up to
+     * TSR_LINK_BACKOFF_MAX doublings of this.
+     */
     uint64_t retransmit_ns;
     /*
-     * Timeouts in a row after which the link goes down; each doubles the
-     * interval, up to TSR_LINK_BACKOFF_MAX times.
+     * The link goes down when the peer shows no sign of life for as long
+     * as this many timeouts in a row plus one take at retransmit_ns, each
+     * doubling the interval, up to TSR_LINK_BACKOFF_MAX times.
      */
     unsigned int retry_limit;
     /* First sequence number sent (tests start near the wrap). */
     uint32_t isn;
 } TsrLinkConfig;
 
-/* Doublings of the retransmit interval after timeouts in a row. */
+/* Doublings of the retransmit interval after timeouts in a row, at most. */
 #define TSR_LINK_BACKOFF_MAX    6
 
 typedef struct TsrLinkOps {
@@ -99,10 +108,10 @@ typedef struct TsrLinkCounters {
     uint64_t bytes_tx;          /* wire bytes, resent frames included */
     uint64_t bytes_rx;
     uint64_t crc_errors;        /* frames (or bytes before a frame) refused */
-    uint64_t seq_errors;        /* DATA frames out of order or duplicated */
+    uint64_t seq_errors;        /* DATA frames behind a gap or duplicated */
     uint64_t naks;              /* NAKs received: resends asked for */
-    uint64_t replays;           /* DATA frames sent more than once */
-    uint64_t timeouts;          /* retransmit timer expiries */
+    uint64_t replays;           /* DATA frames sent again */
+    uint64_t timeouts;          /* retransmit timer or credit probe expiries */
     uint64_t credit_stalls;     /* times a frame waited for credit */
     uint64_t link_downs;
     uint64_t protocol_errors;   /* frames no correct peer would send */
@@ -207,9 +216,9 @@ void tsr_link_flush(TsrLink *link, uint64_t now);
 /*
  * Timers: call at or after tsr_link_deadline().  Besides resending, they
  * give up on a silent peer: unacknowledged frames, a wire it does not
- * read, or credit probes it does not answer, for cfg.retry_limit
- * retransmit intervals in a row (with their backoff), take the link
- * down.
+ * read, or credit probes it does not answer, for as long as
+ * cfg.retry_limit + 1 configured intervals in a row take (with their
+ * backoff), take the link down.
  */
 void tsr_link_poll(TsrLink *link, uint64_t now);
 /* When tsr_link_poll() is next needed; UINT64_MAX if not. */

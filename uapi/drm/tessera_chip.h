@@ -883,7 +883,8 @@ enum tsr_ici_state {
  * the credits of both virtual channels.
  */
 #define TSR_ICI_FRAME_MAGIC		0x4954	/* "TI" */
-#define TSR_ICI_VERSION			2
+/* 3: ACK and NAK frames carry a SACK bitmap (selective repeat). */
+#define TSR_ICI_VERSION			3
 #define TSR_ICI_MAX_PAYLOAD		32768
 /* Virtual channels: a frame switches to 1 once it has crossed a dateline. */
 #define TSR_ICI_VCS			2
@@ -891,8 +892,8 @@ enum tsr_ici_state {
 enum tsr_ici_frame_type {
 	TSR_ICI_FRAME_TRAIN = 1,	/* payload: struct tsr_ici_train */
 	TSR_ICI_FRAME_DATA = 2,		/* a sequenced payload */
-	TSR_ICI_FRAME_ACK = 3,		/* @ack and credits only */
-	TSR_ICI_FRAME_NAK = 4,		/* resend from @ack */
+	TSR_ICI_FRAME_ACK = 3,		/* @ack, SACK and credits only */
+	TSR_ICI_FRAME_NAK = 4,		/* resend @ack and the gaps SACK shows */
 };
 
 /* Bits of struct tsr_ici_frame_hdr.flags. */
@@ -906,7 +907,10 @@ enum tsr_ici_frame_type {
  * @flags: TSR_ICI_FRAME_*
  * @len: payload bytes, at most TSR_ICI_MAX_PAYLOAD (0 for ACK and NAK)
  * @reserved: zero
- * @seq: DATA: the frame's sequence number
+ * @seq: DATA: the frame's sequence number; ACK and NAK: a SACK bitmap,
+ *	bit i set when the sender holds DATA frame @ack + 1 + i (received
+ *	behind a gap); a NAK asks for @ack and for the frames below the
+ *	highest held that are not held
  * @ack: the sequence number the sender expects next from its peer
  * @credit: per virtual channel, how many DATA frames of that channel the
  *	sender has freed room for since the link was trained (mod 2^32): its
