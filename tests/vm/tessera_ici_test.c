@@ -898,6 +898,60 @@ TEST_F(slice, a_flapping_link_is_announced_at_a_bounded_rate)
 	ASSERT_TRUE(wait_links_up(self->chips, self->n, self->uevents));
 }
 
+/*
+ * A chip reset while a job waits after its remote write: the job fails
+ * with ABORTED and is not run again, so the write and its semaphore
+ * increment land on the other chip once, not twice.
+ */
+TEST_F(slice, a_chip_reset_does_not_send_a_jobs_remote_writes_again)
+{
+	struct drm_tessera_window_open wo;
+	struct drm_tessera_job_status st;
+	volatile uint64_t *remote_sem, *local_sem;
+	struct chip *a, *b;
+	uint8_t dst[3];
+	uint64_t seq, end;
+
+	if (self->split)
+		SKIP(return, "the slice is split across VMs: the other VM uses the chip");
+	if (!two_neighbours(self, &a, &b))
+		SKIP(return, "no two neighbouring chips in this VM");
+	memcpy(dst, coords_of(b), 3);
+	ASSERT_EQ(0, window_open(b->fd, b->window.handle, 0, 64 * KIB,
+				 DRM_TESSERA_WINDOW_WRITE, 0, 0, &wo));
+	remote_sem = (uint64_t *)((char *)b->window.map + 4096);
+	local_sem = a->window.map;
+	*remote_sem = 0;
+	*local_sem = 0;
+	tsr_emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, 64, 64,
+			   4096);
+	tsr_emit_sem(&a->c, TSR_OP_SEM_WAIT, a->window.va, 1);
+	{
+		const struct tsr_bo *bos[] = { &a->c.bo, &a->src, &a->window };
+
+		ASSERT_EQ(0, tsr_submit(a->fd, &a->c, 0, bos, 3, a->sync, &seq));
+	}
+	a->c.len = 0;
+	end = tsr_now_ns() + TSR_TEST_WAIT_NS;
+	while (__atomic_load_n(remote_sem, __ATOMIC_ACQUIRE) != 1 &&
+	       tsr_now_ns() < end)
+		sched_yield();
+	ASSERT_EQ(1, *remote_sem);
+
+	ASSERT_EQ(0, tsr_debugfs_write(a->pci, "force_recovery", 1));
+	/* Were the job run again, it would now write and pass. */
+	__atomic_store_n(local_sem, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(0, tsr_wait(a->fd, a->sync, TSR_TEST_WAIT_NS));
+	drmSyncobjReset(a->fd, &a->sync, 1);
+	ASSERT_EQ(0, tsr_job_status(a->fd, seq, &st));
+	EXPECT_EQ(TSR_ERR_ABORTED, st.error);
+	EXPECT_EQ(-ECANCELED, st.fence_error);
+	/* A later job of the queue runs: the semaphore took one increment. */
+	tsr_emit_nop(&a->c);
+	ASSERT_EQ(0, run_job(a, bos2(&a->c.bo, &a->src), 2, NULL));
+	EXPECT_EQ(1, *remote_sem);
+}
+
 #define DRIVER_DIR "/sys/bus/pci/drivers/tessera"
 
 static int sysfs_write(const char *path, const char *text)
