@@ -821,10 +821,11 @@ int accel_cmdbuf_sem_wait(struct accel_cmdbuf *cb, struct accel_buffer *buf,
 		    ACCEL_USE_READ);
 }
 
-int accel_cmdbuf_sem_wait_abort(struct accel_cmdbuf *cb,
-				struct accel_buffer *buf, uint64_t offset,
-				uint64_t value, struct accel_buffer *abort_buf,
-				uint64_t abort_offset)
+int accel_cmdbuf_sem_wait_abort_flags(struct accel_cmdbuf *cb,
+				      struct accel_buffer *buf, uint64_t offset,
+				      uint64_t value,
+				      struct accel_buffer *abort_buf,
+				      uint64_t abort_offset, unsigned int flags)
 {
 	struct stage st = { .cb = cb, .cmd = "sem_wait_abort" };
 	struct tsr_cmd_sem_wait_abort w = { .value = value };
@@ -832,13 +833,27 @@ int accel_cmdbuf_sem_wait_abort(struct accel_cmdbuf *cb,
 
 	if (!cb)
 		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (flags & ~ACCEL_SEM_WAIT_LINKS)
+		return accel_cmdbuf_fail(cb, ACCEL_ERR_INVALID_ARGUMENT,
+					 "%s: flags 0x%x: only ACCEL_SEM_WAIT_LINKS is defined",
+					 st.cmd, flags);
 	ret = address(&st, "the semaphore", buf, offset, 8, 8, ACCEL_USE_READ,
 		      &w.va) ?:
 	      address(&st, "the abort semaphore", abort_buf, abort_offset, 8, 8,
 		      ACCEL_USE_READ, &w.abort_va);
 	if (ret)
 		return ret;
-	return commit(&st, &w, sizeof(w), TSR_OP_SEM_WAIT_ABORT, 0);
+	return commit(&st, &w, sizeof(w), TSR_OP_SEM_WAIT_ABORT,
+		      flags & ACCEL_SEM_WAIT_LINKS ? TSR_SEM_WAIT_LINKS : 0);
+}
+
+int accel_cmdbuf_sem_wait_abort(struct accel_cmdbuf *cb,
+				struct accel_buffer *buf, uint64_t offset,
+				uint64_t value, struct accel_buffer *abort_buf,
+				uint64_t abort_offset)
+{
+	return accel_cmdbuf_sem_wait_abort_flags(cb, buf, offset, value,
+						 abort_buf, abort_offset, 0);
 }
 
 /* Semaphore writes count as reads too: see cmdbuf.h. */

@@ -255,6 +255,29 @@ TEST_F(cb, semaphores_and_timestamps_name_one_word)
 			    sizeof(ts)));
 }
 
+TEST_F(cb, an_abortable_wait_on_the_links_sets_its_flag_and_no_other)
+{
+	struct tsr_cmd_sem_wait_abort want = {
+		.hdr = hdr(TSR_OP_SEM_WAIT_ABORT, sizeof(want), TSR_SEM_WAIT_LINKS),
+		.va = VA, .value = 3, .abort_va = VA + 8,
+	};
+
+	ASSERT_EQ(ACCEL_OK, accel_cmdbuf_sem_wait_abort_flags(self->cb, NULL, VA,
+							      3, NULL, VA + 8,
+							      ACCEL_SEM_WAIT_LINKS));
+	EXPECT_EQ(0, memcmp(&want, command(self->cb, 0), sizeof(want)));
+	ASSERT_EQ(ACCEL_OK, accel_cmdbuf_sem_wait_abort(self->cb, NULL, VA, 3,
+							NULL, VA + 8));
+	want.hdr.flags = 0;
+	EXPECT_EQ(0, memcmp(&want, command(self->cb, sizeof(want)),
+			    sizeof(want)));
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_cmdbuf_sem_wait_abort_flags(self->cb, NULL, VA, 3, NULL,
+						    VA + 8, 2));
+	EXPECT_NE(NULL, strstr(accel_cmdbuf_last_error(self->cb), "flags"));
+	EXPECT_EQ(2, accel_cmdbuf_count(self->cb));
+}
+
 TEST_F(cb, storage_grows_and_reset_empties_it)
 {
 	unsigned int i;

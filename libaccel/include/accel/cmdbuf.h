@@ -207,6 +207,25 @@ ACCEL_API int accel_cmdbuf_sem_wait_abort(struct accel_cmdbuf *cb,
 					  struct accel_buffer *abort_buf,
 					  uint64_t abort_offset);
 
+/*
+ * accel_cmdbuf_sem_wait_abort_flags()'s @flags: also fail, with the chip
+ * error LINK_DOWN (ACCEL_ERR_LINK_DOWN), as soon as an ICI link of the
+ * chip is not up (TSR_SEM_WAIT_LINKS): a wait for data that comes over
+ * the links ends when a neighbour goes quiet, hangs up or is taken down.
+ */
+#define ACCEL_SEM_WAIT_LINKS	0x1u
+
+/**
+ * accel_cmdbuf_sem_wait_abort_flags() - accel_cmdbuf_sem_wait_abort() with
+ * @flags (ACCEL_SEM_WAIT_*); unknown flags are ACCEL_ERR_INVALID_ARGUMENT.
+ */
+ACCEL_API int accel_cmdbuf_sem_wait_abort_flags(struct accel_cmdbuf *cb,
+						struct accel_buffer *buf,
+						uint64_t offset, uint64_t value,
+						struct accel_buffer *abort_buf,
+						uint64_t abort_offset,
+						unsigned int flags);
+
 /** accel_cmdbuf_sem_signal() - SEM_SIGNAL: store @value in the semaphore. */
 ACCEL_API int accel_cmdbuf_sem_signal(struct accel_cmdbuf *cb,
 				      struct accel_buffer *buf, uint64_t offset,
