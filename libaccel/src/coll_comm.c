@@ -4,8 +4,11 @@
  * neighbours' greetings), giving up on it for the whole slice, and
  * tearing it down.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include <accel/accel.h>
@@ -13,6 +16,7 @@
 
 #include "coll_comm.h"
 #include "coll_plan.h"
+#include "internal.h"
 
 #define DEFAULT_SLOT_BYTES	(256ull << 10)
 #define MIN_SLOT_BYTES		(4ull << 10)
@@ -61,40 +65,78 @@ static bool is_local(const struct accel_comm *comm, struct accel_coords c)
 
 /* ------------------------------------------------------- giving up */
 
-/* A remote write that sets the abort semaphore of the chip at @to. */
-static void send_abort(struct accel_comm *comm, struct comm_chip *chip,
-		       struct accel_coords to)
+/*
+ * The remote writes that set the abort semaphores of @chip's neighbours
+ * on other hosts, each the way its link goes (a ring of 2 has two links
+ * between its chips: both carry one).  Returns how many.
+ */
+static unsigned int abort_writes(const struct accel_comm *comm,
+				 const struct comm_chip *chip,
+				 struct accel_ici_write *w)
 {
-	struct accel_submit_opts opts = { .queue = comm->queues - 1 };
+	unsigned int dim, dir, n = 0;
+
+	for (dim = 0; dim < COLL_DIMS; dim++) {
+		for (dir = 0; dir < COLL_DIRS; dir++) {
+			struct accel_coords to;
+
+			if (!coll_has_neighbour(comm, chip, dim, dir))
+				continue;
+			to = coll_neighbour(comm, chip, dim, dir);
+			if (is_local(comm, to))
+				continue;
+			w[n++] = (struct accel_ici_write){
+				.dst = to, .window = comm->window_id,
+				.key = comm->key, .sem_offset = SEM_ABORT,
+				.sem_add = 1,
+				.flags = TSR_ICI_WRITE_SEM |
+					 (dir == COLL_MINUS ? TSR_ICI_WRITE_MINUS : 0),
+			};
+		}
+	}
+	return n;
+}
+
+/* Submit @w on @chip's queue @queue, a job of its own. */
+static void send_abort(struct comm_chip *chip, const struct accel_ici_write *w,
+		       uint32_t queue)
+{
+	struct accel_submit_opts opts = { .queue = queue };
 	struct accel_cmdbuf *cb;
 	struct accel_job *job;
 
 	if (accel_cmdbuf_create(chip->dev, &cb))
 		return;
-	if (!accel_cmdbuf_ici_sem_inc(cb, to, comm->window_id, comm->key,
-				      SEM_ABORT, 1) &&
+	if (!accel_cmdbuf_ici_write(cb, w) &&
 	    !accel_submit(chip->dev, cb, &opts, &job))
 		accel_job_destroy(job);		/* it runs on unwatched */
 	accel_cmdbuf_destroy(cb);
 }
 
 /*
- * A job failed: the whole slice gives up on the communicator.  The local
- * chips' abort semaphores are set from the CPU, which fails their
- * streams' waits at once; every neighbour on another host gets a remote
- * write to its own, on the last queue (behind, at worst, a stream's job
- * that fails at its next wait), and its process passes the failure on
- * when its waits fail in turn, until every chip has given up.  A chip
- * cut off entirely still ends at its driver's job timeout.  Once per
- * communicator, which is broken from then on.
+ * A collective failed or timed out: the whole slice gives up on the
+ * communicator, which is broken from then on.  The local chips' abort
+ * semaphores are set from the CPU, which fails their streams' waits at
+ * once; every neighbour on another host gets remote writes to its own,
+ * and its process passes the failure on when its waits fail in turn,
+ * until every chip has given up.  A chip cut off entirely still ends at
+ * its driver's job timeout.
+ *
+ * The writes go out on every queue of the chip, each a job of its own:
+ * any queue may be held by a command that does not end soon (a stream's
+ * ICI_WRITE to a chip that stopped taking it, another job of the
+ * process), and the first write to get through is enough, the semaphore
+ * only has to be non-zero.  Each queue starts with another neighbour, so
+ * that one whose write never leaves holds up the others on one queue.
  */
 void coll_comm_abort(struct accel_comm *comm)
 {
-	unsigned int i, dim, dir;
+	struct accel_ici_write w[COLL_DIMS * COLL_DIRS];
+	unsigned int i, j, n, q;
 
-	if (comm->aborted)
+	if (comm->broken)
 		return;
-	comm->aborted = comm->broken = true;
+	comm->broken = true;
 	if (!(comm->caps & TSR_CAP_SEM_ABORT))
 		return;
 	for (i = 0; i < comm->count; i++) {
@@ -104,20 +146,29 @@ void coll_comm_abort(struct accel_comm *comm)
 			__atomic_store_n(&sems[SEM_ABORT / 8], 1, __ATOMIC_SEQ_CST);
 	}
 	for (i = 0; i < comm->count; i++) {
-		struct comm_chip *chip = &comm->chip[i];
-
-		for (dim = 0; dim < COLL_DIMS; dim++) {
-			for (dir = 0; dir < COLL_DIRS; dir++) {
-				struct accel_coords to;
-
-				if (!coll_has_neighbour(comm, chip, dim, dir))
-					continue;
-				to = coll_neighbour(comm, chip, dim, dir);
-				if (!is_local(comm, to))
-					send_abort(comm, chip, to);
-			}
-		}
+		n = abort_writes(comm, &comm->chip[i], w);
+		for (q = 0; q < comm->queues; q++)
+			for (j = 0; j < n; j++)
+				send_abort(&comm->chip[i], &w[(q + j) % n], q);
 	}
+}
+
+/*
+ * Whether another chip of the slice gave up on the communicator: it set
+ * a local chip's abort semaphore, and a new call would only fail.
+ */
+bool coll_comm_peer_aborted(const struct accel_comm *comm)
+{
+	unsigned int i;
+
+	for (i = 0; i < comm->count; i++) {
+		uint64_t *sems;
+
+		if (!accel_buffer_map(comm->chip[i].window_buf, (void **)&sems) &&
+		    __atomic_load_n(&sems[SEM_ABORT / 8], __ATOMIC_SEQ_CST))
+			return true;
+	}
+	return false;
 }
 
 /* ------------------------------------------------------- set-up */
@@ -217,22 +268,38 @@ static unsigned int count_neighbours(const struct accel_comm *comm,
 	return n;
 }
 
-static int slice_key(const struct accel_comm_opts *opts, uint32_t slice_id,
-		     uint64_t *key)
+int coll_comm_key(uint64_t given, const char *env, bool whole_slice,
+		  uint64_t *key)
 {
-	const char *env = getenv("TESSERA_SLICE_KEY");
 	char *end;
 
-	if (opts && opts->key) {
-		*key = opts->key;
+	*key = given;
+	if (given)
 		return ACCEL_OK;
-	}
 	if (env && *env) {
+		if (!isxdigit((unsigned char)*env))
+			return ACCEL_ERR_INVALID_ARGUMENT;
+		errno = 0;
 		*key = strtoull(env, &end, 16);
-		return *end || !*key ? ACCEL_ERR_INVALID_ARGUMENT : ACCEL_OK;
+		return *end || !*key || errno ? ACCEL_ERR_INVALID_ARGUMENT : ACCEL_OK;
 	}
-	*key = 0x7e55e7a000000000ull | slice_id;
+	if (!whole_slice)
+		return ACCEL_ERR_NO_SLICE_KEY;
+	while (!*key) {
+		if (getrandom(key, sizeof(*key), 0) != (ssize_t)sizeof(*key))
+			return accel_error_from_errno(errno);
+	}
 	return ACCEL_OK;
+}
+
+uint32_t coll_window_id(uint64_t key, uint32_t number, uint32_t windows)
+{
+	/* splitmix64's finaliser: every bit of the key moves the id. */
+	uint64_t h = (key ^ key >> 30) * 0xbf58476d1ce4e5b9ull;
+
+	h = (h ^ h >> 27) * 0x94d049bb133111ebull;
+	h ^= h >> 31;
+	return (uint32_t)((h % windows + number) % windows);
 }
 
 static int open_chip(struct accel_comm *comm, struct comm_chip *chip,
@@ -308,7 +375,6 @@ static int check_devices(struct accel_comm *comm, struct accel_device *const *de
 
 static int apply_opts(struct accel_comm *comm, const struct accel_comm_opts *opts)
 {
-	comm->window_id = ACCEL_COMM_WINDOW_ID;
 	comm->slot_bytes = DEFAULT_SLOT_BYTES;
 	comm->timeout_ns = DEFAULT_TIMEOUT_NS;
 	if (!opts)
@@ -317,8 +383,6 @@ static int apply_opts(struct accel_comm *comm, const struct accel_comm_opts *opt
 		return ACCEL_ERR_INVALID_ARGUMENT;
 	if (opts->algo == ACCEL_COLL_ONE_COLOUR)
 		comm->colours = 1;
-	if (opts->window_id)
-		comm->window_id = opts->window_id;
 	if (opts->slot_bytes) {
 		if (opts->slot_bytes % 8 || opts->slot_bytes < MIN_SLOT_BYTES ||
 		    opts->slot_bytes > MAX_SLOT_BYTES)
@@ -334,6 +398,7 @@ int accel_comm_create(struct accel_device *const *devs, unsigned int count,
 		      const struct accel_comm_opts *opts, struct accel_comm **out)
 {
 	struct accel_device_info info[ACCEL_SLICE_MAX_LOCAL];
+	uint32_t number = opts ? opts->window_id : 0;
 	struct accel_comm *comm;
 	uint64_t deadline;
 	unsigned int i;
@@ -347,10 +412,15 @@ int accel_comm_create(struct accel_device *const *devs, unsigned int count,
 	ret = check_devices(comm, devs, count, info);
 	if (!ret)
 		ret = apply_opts(comm, opts);
-	if (!ret)
-		ret = slice_key(opts, info[0].slice_id, &comm->key);
-	if (!ret && comm->window_id >= info[0].max_windows)
+	if (!ret && number >= info[0].max_windows)
 		ret = ACCEL_ERR_INVALID_ARGUMENT;
+	if (!ret)
+		ret = coll_comm_key(opts ? opts->key : 0,
+				    getenv("TESSERA_SLICE_KEY"),
+				    count == comm->chips, &comm->key);
+	if (!ret)
+		comm->window_id = coll_window_id(comm->key, number,
+						 info[0].max_windows);
 	for (i = 0; !ret && i < count; i++) {
 		comm->chip[i].dev = devs[i];
 		comm->count++;

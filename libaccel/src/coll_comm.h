@@ -86,13 +86,16 @@ struct accel_comm {
 	uint32_t chips;
 	uint32_t caps;			/* what every local chip has */
 	unsigned int colours;
-	uint32_t window_id;
+	uint32_t window_id;		/* coll_window_id() */
 	uint64_t key;
 	uint64_t slot_bytes;
 	uint64_t timeout_ns;
 	unsigned int queues;		/* what every local chip has */
+	/*
+	 * Gave up (coll_comm_abort()), or never set up: calls fail with
+	 * ACCEL_ERR_COMM_BROKEN, and destroying it says no goodbye.
+	 */
 	bool broken;
-	bool aborted;			/* the slice was told to give up */
 };
 
 /* A stream: local chip index x TSR_MAX_QUEUES + queue. */
@@ -139,9 +142,29 @@ bool coll_has_neighbour(const struct accel_comm *comm,
 			unsigned int dir);
 
 /*
- * A job failed: the whole slice gives up on the communicator, which is
- * broken from then on (coll_comm.c says how).
+ * A collective failed or timed out: the whole slice gives up on the
+ * communicator, which is broken from then on (coll_comm.c says how).
  */
 void coll_comm_abort(struct accel_comm *comm);
+
+/* Whether another chip set the abort semaphore of one of ours. */
+bool coll_comm_peer_aborted(const struct accel_comm *comm);
+
+/*
+ * The windows' key: @given, else the launcher's @env (TESSERA_SLICE_KEY,
+ * hexadecimal), else a random one when the communicator has every chip of
+ * the slice (@whole_slice) and nobody else needs it; without one,
+ * ACCEL_ERR_NO_SLICE_KEY.  Never a constant: whoever knows the key can
+ * write into the windows.
+ */
+int coll_comm_key(uint64_t given, const char *env, bool whole_slice,
+		  uint64_t *key);
+
+/*
+ * The window id, below @windows, of communicator @number (below @windows)
+ * under @key: the same on every host, unknown to a program without the
+ * key, and different for different numbers under one key.
+ */
+uint32_t coll_window_id(uint64_t key, uint32_t number, uint32_t windows);
 
 #endif /* ACCEL_COLL_COMM_H */

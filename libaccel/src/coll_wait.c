@@ -53,7 +53,8 @@ static int poll_timeout_ms(uint64_t deadline)
 /*
  * Every stream's jobs end in order, so only the first pending job of each
  * is watched: the first job to fail, on any stream of any local chip,
- * aborts the communicator at once, which ends the others' waits.
+ * aborts the communicator at once, which ends the others' waits.  So does
+ * a timeout, unless the caller only asked (@timeout_ns 0).
  */
 int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
 {
@@ -95,6 +96,12 @@ int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
 			ret = ACCEL_ERR_IO;
 		while (n)
 			close(fds[--n].fd);
+		/*
+		 * A caller that gives up on the call would fall out of step
+		 * with the other hosts' calls: the slice gives up with it.
+		 */
+		if (ret || (!ready && timeout_ns))
+			coll_comm_abort(coll->comm);
 		if (ret)
 			return ret;
 		if (!ready)

@@ -666,16 +666,34 @@ static bool in_hbm(struct accel_buffer *buf, uint64_t bytes)
 	       accel_buffer_size(buf) >= bytes;
 }
 
-static int check_call(const struct accel_comm *comm, const struct call *c)
+/*
+ * ACCEL_OK for a communicator a call may use: once it gave up, every call
+ * fails at once, until the caller makes a new one; a chip of another host
+ * that gave up makes it give up before a call writes anything.
+ */
+static int usable(struct accel_comm *comm)
+{
+	if (!comm)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (comm->broken)
+		return ACCEL_ERR_COMM_BROKEN;
+	if (!coll_comm_peer_aborted(comm))
+		return ACCEL_OK;
+	coll_comm_abort(comm);
+	return ACCEL_ERR_PEER_ABORT;
+}
+
+static int check_call(struct accel_comm *comm, const struct call *c)
 {
 	uint32_t size = tsr_dtype_size(c->dtype);
 	uint64_t in = c->count, out = c->count;
 	unsigned int i;
+	int ret = usable(comm);
 
-	if (!comm || !c->send || !c->recv || !c->count)
+	if (ret)
+		return ret;
+	if (!c->send || !c->recv || !c->count)
 		return ACCEL_ERR_INVALID_ARGUMENT;
-	if (comm->broken)
-		return ACCEL_ERR_CANCELED;
 	if (c->dtype != TSR_DTYPE_F32 && c->dtype != TSR_DTYPE_BF16 &&
 	    c->dtype != TSR_DTYPE_I32)
 		return ACCEL_ERR_BAD_DTYPE;
@@ -791,14 +809,13 @@ static int point_to_point(struct accel_comm *comm, unsigned int i,
 	uint64_t bytes = count * tsr_dtype_size(dtype);
 	struct accel_coll *coll;
 	struct exec x = { .comm = comm };
-	int ret;
+	int ret = usable(comm);
 
-	if (!comm || i >= comm->count || !buf || !count ||
-	    !tsr_dtype_size(dtype) || peer >= comm->chips ||
-	    peer == comm->chip[i].rank)
+	if (ret)
+		return ret;
+	if (i >= comm->count || !buf || !count || !tsr_dtype_size(dtype) ||
+	    peer >= comm->chips || peer == comm->chip[i].rank)
 		return ACCEL_ERR_INVALID_ARGUMENT;
-	if (comm->broken)
-		return ACCEL_ERR_CANCELED;
 	if (dtype == TSR_DTYPE_I8)
 		return ACCEL_ERR_BAD_DTYPE;
 	if (!in_hbm(buf, bytes))

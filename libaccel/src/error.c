@@ -38,6 +38,8 @@ static const char *const error_text[] = {
 	[-ACCEL_ERR_REMOTE_ACCESS] = "the target chip refused the remote write: no such window open, wrong key, not writable, or outside it (REMOTE_ACCESS)",
 	[-ACCEL_ERR_NO_ROUTE] = "no route to the target chip: it is not in the slice, or the port towards it has no link (NO_ROUTE)",
 	[-ACCEL_ERR_PEER_ABORT] = "another chip of the slice failed and aborted this chip's wait for it (PEER_ABORT)",
+	[-ACCEL_ERR_COMM_BROKEN] = "the communicator gave up after a collective failed or timed out: destroy it and create another",
+	[-ACCEL_ERR_NO_SLICE_KEY] = "the communicator spans chips of other processes and has no key: set TESSERA_SLICE_KEY, the same on every host (tools/tessera-slice and tools/tessera-vm set it), or accel_comm_opts.key",
 };
 
 const char *accel_error_string(int error)

@@ -8,7 +8,9 @@
  * hash of the order they were added in, so the tests see a chip counted
  * twice or missed, a result that differs between chips, a message taken
  * from the wrong place, a slot written before it was freed, a deadlock,
- * and the load on every link.
+ * and the load on every link.  Then the communicator's own pure logic
+ * (libaccel/src/coll_comm.c): where its key comes from, which window id
+ * it takes, and that one that gave up refuses every call.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 
 #include "kselftest_harness.h"
 
+#include "coll_comm.h"
 #include "coll_plan.h"
 #include "coll_slice.h"
 
@@ -804,6 +807,133 @@ TEST(parameters_that_differ_in_any_field_ask_for_another_plan)
 		EXPECT_FALSE(coll_params_equal(&base, &p)) TH_LOG("field %u", field);
 		EXPECT_FALSE(coll_params_equal(&p, &base)) TH_LOG("field %u", field);
 	}
+}
+
+/* ------------------------------------------------ the communicator */
+
+TEST(a_key_is_the_callers_else_the_launchers_else_random_for_one_process)
+{
+	uint64_t key, other;
+
+	EXPECT_EQ(ACCEL_OK, coll_comm_key(0x1234, "abcd", false, &key));
+	EXPECT_EQ(0x1234, key);
+	EXPECT_EQ(ACCEL_OK, coll_comm_key(0, "9f0c2e51a7d4b803", false, &key));
+	EXPECT_EQ(0x9f0c2e51a7d4b803ull, key);
+	/* Every chip here: a key nobody else needs, never the same. */
+	ASSERT_EQ(ACCEL_OK, coll_comm_key(0, NULL, true, &key));
+	ASSERT_EQ(ACCEL_OK, coll_comm_key(0, "", true, &other));
+	EXPECT_NE(0, key);
+	EXPECT_NE(key, other);
+}
+
+TEST(without_a_key_a_slice_of_several_processes_is_refused)
+{
+	uint64_t key;
+
+	EXPECT_EQ(ACCEL_ERR_NO_SLICE_KEY, coll_comm_key(0, NULL, false, &key));
+	EXPECT_EQ(ACCEL_ERR_NO_SLICE_KEY, coll_comm_key(0, "", false, &key));
+	EXPECT_NE(NULL, strstr(accel_error_string(ACCEL_ERR_NO_SLICE_KEY),
+			       "TESSERA_SLICE_KEY"));
+}
+
+TEST(a_launchers_key_that_is_not_hexadecimal_is_refused)
+{
+	static const char bad[][20] = {
+		"0", "0000", "xyz", "12g", " 12", "-1", "+1", "12 ",
+		"1ffffffffffffffff",
+	};
+	unsigned int i;
+	uint64_t key;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+			  coll_comm_key(0, bad[i], true, &key)) TH_LOG("'%s'", bad[i]);
+}
+
+/* A stand-in for keys: splitmix64's steps, unlike the hash under test. */
+static uint64_t nth_key(uint64_t n)
+{
+	return (n + 1) * 0x9e3779b97f4a7c15ull;
+}
+
+TEST(the_window_id_follows_the_key_and_is_the_same_on_every_host)
+{
+	bool seen[256] = { false };
+	unsigned int distinct = 0, moved = 0, b;
+	uint64_t n, key = 0x9f0c2e51a7d4b803ull;
+
+	for (n = 0; n < 4096; n++) {
+		uint32_t id = coll_window_id(nth_key(n), 0, 256);
+
+		ASSERT_GT(256, id);
+		EXPECT_EQ(id, coll_window_id(nth_key(n), 0, 256));
+		distinct += !seen[id];
+		seen[id] = true;
+	}
+	/* Spread over the whole table: no id to squat on first. */
+	EXPECT_LT(250, distinct);
+	/* Every bit of the key counts: a slice id's bits too. */
+	for (b = 0; b < 64; b++)
+		moved += coll_window_id(key, 0, 256) !=
+			 coll_window_id(key ^ 1ull << b, 0, 256);
+	EXPECT_LT(56, moved);
+	EXPECT_GT(17, coll_window_id(key, 3, 17));
+}
+
+TEST(communicators_of_one_key_with_different_numbers_never_share_a_window)
+{
+	bool seen[256] = { false };
+	uint32_t number;
+
+	for (number = 0; number < 256; number++) {
+		uint32_t id = coll_window_id(0x1234, number, 256);
+
+		ASSERT_GT(256, id);
+		EXPECT_FALSE(seen[id]) TH_LOG("number %u", number);
+		seen[id] = true;
+	}
+}
+
+/* Each call's way in, on @comm, with harmless arguments. */
+static void expect_every_call(struct __test_metadata *_metadata,
+			      struct accel_comm *comm, int want)
+{
+	struct accel_buffer *bufs[1] = { NULL };
+
+	EXPECT_EQ(want, accel_all_reduce(comm, bufs, bufs, 1, TSR_DTYPE_F32,
+					 ACCEL_REDUCE_SUM, NULL));
+	EXPECT_EQ(want, accel_reduce_scatter(comm, bufs, bufs, 1, TSR_DTYPE_F32,
+					     ACCEL_REDUCE_SUM, NULL));
+	EXPECT_EQ(want, accel_all_gather(comm, bufs, bufs, 1, TSR_DTYPE_F32,
+					 NULL));
+	EXPECT_EQ(want, accel_all_to_all(comm, bufs, bufs, 1, TSR_DTYPE_F32,
+					 NULL));
+	EXPECT_EQ(want, accel_broadcast(comm, bufs, 1, TSR_DTYPE_F32, 0, NULL));
+	EXPECT_EQ(want, accel_send(comm, 0, NULL, 1, TSR_DTYPE_F32, 1, NULL));
+	EXPECT_EQ(want, accel_recv(comm, 0, NULL, 1, TSR_DTYPE_F32, 1, NULL));
+	/* Arguments a working communicator refuses: gone, it says so first. */
+	EXPECT_EQ(want, accel_all_reduce(comm, NULL, NULL, 0, TSR_DTYPE_F32,
+					 ACCEL_REDUCE_SUM, NULL));
+}
+
+/*
+ * A communicator of no chip (the calls fail before they reach one): once
+ * it gave up, every call fails at once, whatever its arguments.
+ */
+TEST(a_communicator_that_gave_up_refuses_every_call_at_once)
+{
+	struct accel_comm *comm = calloc(1, sizeof(*comm));
+
+	ASSERT_NE(NULL, comm);
+	comm->chips = 4;
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_all_reduce(comm, NULL, NULL, 0, TSR_DTYPE_F32,
+				   ACCEL_REDUCE_SUM, NULL));
+	coll_comm_abort(comm);
+	expect_every_call(_metadata, comm, ACCEL_ERR_COMM_BROKEN);
+	coll_comm_abort(comm);		/* once is enough */
+	expect_every_call(_metadata, comm, ACCEL_ERR_COMM_BROKEN);
+	accel_comm_destroy(comm);
 }
 
 TEST_HARNESS_MAIN

@@ -19,6 +19,10 @@
 #include "libaccel_util.h"
 #include "tessera_util.h"
 
+#include <sched.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+
 #include <accel/accel.h>
 
 #define MAX_CHIPS 16
@@ -501,8 +505,8 @@ static void retrain_down_links(FIXTURE_DATA(coll) *self)
  * the driver's job timeout (60 s in this suite).  Every local chip's
  * call ends with that error within seconds (the link's retries and, for
  * a remote write whose answer cannot come back, the ICI answer timeout);
- * the communicator then refuses calls and is destroyed at once; once the
- * link has retrained, a new one works.  Split across VMs, the process of chip 0 breaks the
+ * the communicator then refuses calls (ACCEL_ERR_COMM_BROKEN) and is
+ * destroyed at once; once the link has retrained, a new one works.  Split across VMs, the process of chip 0 breaks the
  * link, and every VM checks its own chips.
  */
 TEST_F_TIMEOUT(coll, a_link_lost_mid_collective_fails_every_chip_within_seconds,
@@ -553,7 +557,7 @@ TEST_F_TIMEOUT(coll, a_link_lost_mid_collective_fails_every_chip_within_seconds,
 	EXPECT_GT(15ull * 1000 * 1000 * 1000, took)
 		TH_LOG("every chip's part ended after %.1f s", took / 1e9);
 	accel_coll_destroy(coll);
-	EXPECT_EQ(ACCEL_ERR_CANCELED,
+	EXPECT_EQ(ACCEL_ERR_COMM_BROKEN,
 		  accel_all_reduce(self->comm, buf, buf, 1, TSR_DTYPE_F32,
 				   ACCEL_REDUCE_SUM, NULL));
 	start = tsr_now_ns();
@@ -578,6 +582,419 @@ out:
 	for (c = 0; c < self->n; c++)
 		accel_buffer_destroy(buf[c]);
 	close(uevents);
+}
+
+/* The key the collectives once derived from the slice id alone. */
+static uint64_t guessable_key(FIXTURE_DATA(coll) *self)
+{
+	struct accel_device_info info;
+
+	if (accel_device_get_info(self->dev[0], &info))
+		return 0;
+	return 0x7e55e7a000000000ull | info.slice_id;
+}
+
+/*
+ * Another program of the slice (another device context), without the
+ * key, sweeps every window id of a chip with remote writes that would put
+ * junk in a slot and set the abort semaphore, under the key the
+ * collectives once derived from the slice id: every write is refused and
+ * counted, and the collective stays exact.
+ */
+TEST_F_TIMEOUT(coll, a_program_without_the_key_cannot_write_into_the_windows,
+	       COLL_TEST_TIMEOUT)
+{
+	struct accel_device_info target;
+	struct accel_device *intruder;
+	struct accel_buffer *junk;
+	struct accel_ici_write w = {
+		.key = guessable_key(self), .offset = 8192, .rows = 1,
+		.row_bytes = 64, .flags = TSR_ICI_WRITE_SEM, .sem_offset = 656,
+		.sem_add = 1,
+	};
+	unsigned int id, d, refused = 0;
+	long long before;
+	uint64_t end;
+
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 15, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	ASSERT_EQ(ACCEL_OK, accel_device_get_info(self->dev[self->n - 1], &target));
+	for (d = 0; d < 3; d++)
+		w.dst.c[d] = (uint8_t)target.coords[d];
+	ASSERT_EQ(ACCEL_OK, accel_device_open(0, &intruder));
+	ASSERT_EQ(ACCEL_OK, accel_buffer_create(intruder, 4096, ACCEL_PLACEMENT_HBM,
+						&junk));
+	w.src_buffer = junk;
+	before = tsr_sysfs_counter(target.pci_address, "remote_access_refused");
+	for (id = 0; id < target.max_windows; id++) {
+		struct accel_cmdbuf *cb;
+		struct accel_job *job;
+		int ret;
+
+		w.window = id;
+		ASSERT_EQ(ACCEL_OK, accel_cmdbuf_create(intruder, &cb));
+		ASSERT_EQ(ACCEL_OK, accel_cmdbuf_ici_write(cb, &w));
+		ASSERT_EQ(ACCEL_OK, accel_submit(intruder, cb, NULL, &job));
+		ret = accel_job_wait(job, TSR_TEST_WAIT_NS);
+		EXPECT_EQ(ACCEL_ERR_REMOTE_ACCESS, ret) TH_LOG("window %u took the write", id);
+		refused += ret == ACCEL_ERR_REMOTE_ACCESS;
+		accel_job_destroy(job);
+		accel_cmdbuf_destroy(cb);
+	}
+	/* The target's driver heard of each refusal (its interrupt). */
+	end = tsr_now_ns() + 2000000000ull;
+	while (tsr_sysfs_counter(target.pci_address, "remote_access_refused") <
+	       before + refused && tsr_now_ns() < end)
+		sched_yield();
+	EXPECT_EQ(before + target.max_windows,
+		  tsr_sysfs_counter(target.pci_address, "remote_access_refused"));
+	accel_buffer_destroy(junk);
+	accel_device_close(intruder);
+	EXPECT_TRUE(all_reduce_once(_metadata, self, TSR_DTYPE_F32,
+				    ACCEL_REDUCE_SUM, 65521, 81, false));
+}
+
+/* Whether this process holds every chip of the slice. */
+static bool whole_slice(FIXTURE_DATA(coll) *self)
+{
+	struct accel_device_info info;
+
+	return !accel_device_get_info(self->dev[0], &info) &&
+	       info.slice_chips == self->n;
+}
+
+/*
+ * The id of the one window open on @dev's chip (by anyone: those it
+ * cannot take), or -1.
+ */
+static int open_window_id(struct accel_device *dev)
+{
+	struct accel_device_info info;
+	struct accel_buffer *buf;
+	int found = -1, ret = ACCEL_OK;
+	uint32_t id;
+
+	if (accel_device_get_info(dev, &info) ||
+	    accel_buffer_create(dev, 4096, ACCEL_PLACEMENT_HBM, &buf))
+		return -1;
+	for (id = 0; !ret && id < info.max_windows; id++) {
+		struct accel_window_opts o = { .flags = ACCEL_WINDOW_FIXED_ID, .id = id };
+		struct accel_window *win;
+
+		ret = accel_window_open(dev, buf, 0, 4096, ACCEL_WINDOW_WRITE, &o, &win);
+		if (ret == ACCEL_ERR_BUSY)
+			found = found < 0 ? (int)id : -2;
+		else
+			accel_window_close(win);
+		ret = ret == ACCEL_ERR_BUSY ? ACCEL_OK : ret;
+	}
+	accel_buffer_destroy(buf);
+	return ret ? -1 : found;
+}
+
+/* The window id a communicator of @key opens, found as a squatter would. */
+static int window_of_key(FIXTURE_DATA(coll) *self, struct accel_device *look,
+			 uint64_t key)
+{
+	struct accel_comm_opts opts = { .window_id = WINDOW_BASE + 16, .key = key };
+	int id;
+
+	accel_comm_destroy(self->comm);
+	self->comm = NULL;
+	if (accel_comm_create(self->dev, self->n, &opts, &self->comm))
+		return -1;
+	id = open_window_id(look);
+	accel_comm_destroy(self->comm);
+	self->comm = NULL;
+	return id;
+}
+
+/*
+ * A program that takes a window id first (another context, here on the
+ * last chip): the id the collectives once always took no longer stops
+ * them, since the id follows the key; one that holds the very id a
+ * communicator's key gives (as it could see once a communicator had it)
+ * makes creation fail at once with ACCEL_ERR_BUSY, rather than
+ * waiting for its neighbours or sharing the window.
+ */
+TEST_F_TIMEOUT(coll, window_ids_follow_the_key_and_a_squatted_one_fails_creation_at_once,
+	       COLL_TEST_TIMEOUT)
+{
+	const uint64_t key = 0x5ca1ab1e0c011ec7ull, other = 0x5ca1ab1e0c011ec8ull;
+	struct accel_comm_opts opts = {
+		.window_id = WINDOW_BASE + 16, .key = key,
+		.connect_timeout_ns = 30ull * 1000 * 1000 * 1000,
+	};
+	struct accel_window_opts squat = { .flags = ACCEL_WINDOW_FIXED_ID };
+	struct accel_device *squatter;
+	struct accel_buffer *buf;
+	struct accel_window *win;
+	int id, id_other;
+	uint64_t start;
+
+	if (!whole_slice(self))
+		SKIP(return, "the slice spans other VMs, whose calls would wait for these");
+	ASSERT_EQ(ACCEL_OK, accel_device_open(self->n - 1, &squatter));
+	ASSERT_EQ(ACCEL_OK, accel_buffer_create(squatter, 4096, ACCEL_PLACEMENT_HBM,
+						&buf));
+	id = window_of_key(self, squatter, key);
+	id_other = window_of_key(self, squatter, other);
+	ASSERT_LE(0, id);
+	ASSERT_LE(0, id_other);
+	EXPECT_NE(id, id_other);
+
+	/* Once the same id for every communicator: 200. */
+	squat.id = id == 200 ? 201 : 200;
+	ASSERT_EQ(ACCEL_OK, accel_window_open(squatter, buf, 0, 4096,
+					      ACCEL_WINDOW_WRITE, &squat, &win));
+	EXPECT_EQ(ACCEL_OK, accel_comm_create(self->dev, self->n, &opts, &self->comm));
+	accel_comm_destroy(self->comm);
+	self->comm = NULL;
+	accel_window_close(win);
+
+	squat.id = (uint32_t)id;
+	ASSERT_EQ(ACCEL_OK, accel_window_open(squatter, buf, 0, 4096,
+					      ACCEL_WINDOW_WRITE, &squat, &win));
+	start = tsr_now_ns();
+	EXPECT_EQ(ACCEL_ERR_BUSY, accel_comm_create(self->dev, self->n, &opts,
+						    &self->comm));
+	EXPECT_GT(5ull * 1000 * 1000 * 1000, tsr_now_ns() - start);
+	EXPECT_EQ(NULL, self->comm);
+	accel_window_close(win);
+	EXPECT_EQ(ACCEL_OK, accel_comm_create(self->dev, self->n, &opts, &self->comm));
+	accel_buffer_destroy(buf);
+	accel_device_close(squatter);
+}
+
+/*
+ * One half of the slice's chips, in a process of its own: the chips of
+ * slice index @lo to @hi - 1, opened afresh.
+ */
+static int half_open(FIXTURE_DATA(coll) *h, unsigned int lo, unsigned int hi)
+{
+	struct accel_device_info info;
+	unsigned int i, count;
+	int ret = accel_device_count(&count);
+
+	memset(h, 0, sizeof(*h));
+	for (i = 0; !ret && i < count; i++) {
+		struct accel_device *dev;
+
+		ret = accel_device_open(i, &dev);
+		if (!ret)
+			ret = accel_device_get_info(dev, &info);
+		if (!ret && info.slice_index >= lo && info.slice_index < hi)
+			h->dev[h->n++] = dev;
+		else if (!ret)
+			accel_device_close(dev);
+	}
+	return ret;
+}
+
+static void half_close(FIXTURE_DATA(coll) *h)
+{
+	unsigned int i;
+
+	accel_comm_destroy(h->comm);
+	for (i = 0; i < h->n; i++)
+		accel_device_close(h->dev[i]);
+}
+
+static int half_comm(FIXTURE_DATA(coll) *h, uint64_t key, uint32_t number)
+{
+	struct accel_comm_opts opts = { .window_id = number, .key = key };
+
+	accel_comm_destroy(h->comm);
+	h->comm = NULL;
+	return accel_comm_create(h->dev, h->n, &opts, &h->comm);
+}
+
+/* An all-reduce of 1031 f32 on @h's chips, waited for up to @wait_ns. */
+static int half_all_reduce(FIXTURE_DATA(coll) *h, struct vectors *v,
+			   uint64_t wait_ns, struct accel_coll **coll)
+{
+	int ret = accel_all_reduce(h->comm, v->send, v->recv, 1031, TSR_DTYPE_F32,
+				   ACCEL_REDUCE_SUM, coll);
+
+	return ret ? ret : accel_coll_wait(*coll, wait_ns);
+}
+
+#define HALF_FAIL(fmt, ...) do { \
+	fprintf(stderr, "# the other half: " fmt "\n", ##__VA_ARGS__); \
+	_exit(1); \
+} while (0)
+
+/*
+ * The second half: joins the communicator, waits for the first to give
+ * up, then finds its own call fail at once with PEER_ABORT (the first's
+ * abort, though a command held the queue it once went out on) and later
+ * ones with COMM_BROKEN; then joins a new communicator and reduces
+ * exactly.
+ */
+static void second_half(struct __test_metadata *_metadata,
+			FIXTURE_DATA(coll) *h, uint64_t key, int to, int from)
+{
+	struct expect e = { ACCEL_REDUCE_SUM, 82, 0, 0 };
+	struct accel_coll *coll = NULL;
+	struct vectors v = { 0 };
+	uint64_t start, took;
+	char c;
+	int ret;
+
+	if (half_comm(h, key, WINDOW_BASE + 17) ||
+	    vectors_make(h, &v, TSR_DTYPE_F32, 1031, 1031, 82, false))
+		HALF_FAIL("no communicator");
+	h->size = accel_comm_size(h->comm);
+	if (read(from, &c, 1) != 1)
+		HALF_FAIL("the first half went away");
+	start = tsr_now_ns();
+	ret = half_all_reduce(h, &v, 10ull * 1000 * 1000 * 1000, &coll);
+	took = tsr_now_ns() - start;
+	accel_coll_destroy(coll);
+	if (ret != ACCEL_ERR_PEER_ABORT || took > 5ull * 1000 * 1000 * 1000)
+		HALF_FAIL("the call after the other's timeout: %s after %.1f s",
+			  accel_error_string(ret), took / 1e9);
+	ret = accel_all_reduce(h->comm, v.send, v.recv, 1031, TSR_DTYPE_F32,
+			       ACCEL_REDUCE_SUM, &coll);
+	if (ret != ACCEL_ERR_COMM_BROKEN)
+		HALF_FAIL("the next call: %s", accel_error_string(ret));
+	if (write(to, "d", 1) != 1 || half_comm(h, key, WINDOW_BASE + 18))
+		HALF_FAIL("no new communicator");
+	ret = accel_all_reduce(h->comm, v.send, v.recv, 1031, TSR_DTYPE_F32,
+			       ACCEL_REDUCE_SUM, NULL);
+	if (ret || !vectors_check(_metadata, h, &v, TSR_DTYPE_F32, 1031,
+				  want_all_reduce, &e))
+		HALF_FAIL("the new communicator's all-reduce: %s",
+			  accel_error_string(ret));
+	vectors_free(&v, h->n);
+	half_close(h);
+	_exit(0);
+}
+
+/*
+ * A job on the last queue of each chip that holds it until *@release is
+ * set from the CPU: a command that does not end soon, as a stream's
+ * ICI_WRITE to a chip that stopped taking it is.
+ */
+static int hold_last_queue(FIXTURE_DATA(coll) *h, struct accel_buffer **sems,
+			   struct accel_job **held)
+{
+	struct accel_device_info info;
+	unsigned int i;
+	int ret = ACCEL_OK;
+
+	for (i = 0; !ret && i < h->n; i++) {
+		struct accel_submit_opts opts = { 0 };
+		struct accel_cmdbuf *cb = NULL;
+
+		ret = accel_device_get_info(h->dev[i], &info);
+		opts.queue = info.num_queues - 1;
+		if (!ret)
+			ret = accel_buffer_create(h->dev[i], 4096,
+						  ACCEL_PLACEMENT_HBM, &sems[i]);
+		if (!ret)
+			ret = accel_buffer_upload(sems[i], 0, &(uint64_t){ 0 }, 8);
+		if (!ret)
+			ret = accel_cmdbuf_create(h->dev[i], &cb);
+		if (!ret)
+			ret = accel_cmdbuf_sem_wait(cb, sems[i], 0, 1);
+		if (!ret)
+			ret = accel_submit(h->dev[i], cb, &opts, &held[i]);
+		accel_cmdbuf_destroy(cb);
+	}
+	return ret;
+}
+
+static void release_last_queue(FIXTURE_DATA(coll) *h, struct accel_buffer **sems,
+			       struct accel_job **held)
+{
+	unsigned int i;
+	uint64_t *sem;
+
+	for (i = 0; i < h->n; i++) {
+		if (sems[i] && !accel_buffer_map(sems[i], (void **)&sem))
+			__atomic_store_n(sem, 1, __ATOMIC_SEQ_CST);
+		if (held[i])
+			accel_job_wait(held[i], TSR_TEST_WAIT_NS);
+		accel_job_destroy(held[i]);
+		accel_buffer_destroy(sems[i]);
+	}
+}
+
+/*
+ * The slice as two processes, each with half the chips.  The first calls
+ * an all-reduce that the second does not join (yet), with every chip's
+ * last queue held by a command that does not end (where the abort once
+ * went out, behind the streams): its wait times out, which breaks the
+ * communicator.  Its next call fails at once with COMM_BROKEN; the
+ * second's call fails within seconds with PEER_ABORT (without the abort
+ * it would wait for the first's streams until the job timeout, 60 s), its
+ * next with COMM_BROKEN; a new communicator of both works and is exact.
+ */
+TEST_F_TIMEOUT(coll, a_timeout_breaks_the_communicator_on_every_chip_until_rebuilt,
+	       COLL_TEST_TIMEOUT)
+{
+	struct accel_buffer *sems[MAX_CHIPS] = { 0 };
+	struct accel_job *held[MAX_CHIPS] = { 0 };
+	struct expect e = { ACCEL_REDUCE_SUM, 82, 0, 0 };
+	struct accel_coll *coll = NULL, *late = NULL;
+	FIXTURE_DATA(coll) h;
+	struct vectors v = { 0 };
+	int down[2], up[2], status = -1;
+	uint64_t key, start;
+	unsigned int half;
+	pid_t pid;
+	char c;
+
+	if (!whole_slice(self))
+		SKIP(return, "the slice spans other VMs: this test splits it into processes");
+	half = self->n / 2;
+	ASSERT_EQ(sizeof(key), getrandom(&key, sizeof(key), 0));
+	key |= 1;
+	ASSERT_EQ(0, pipe(down));
+	ASSERT_EQ(0, pipe(up));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(down[1]);
+		close(up[0]);
+		if (half_open(&h, half, self->n))
+			HALF_FAIL("cannot open its chips");
+		second_half(_metadata, &h, key, up[1], down[0]);
+	}
+	close(down[0]);
+	close(up[1]);
+	ASSERT_EQ(ACCEL_OK, half_open(&h, 0, half));
+	ASSERT_EQ(ACCEL_OK, half_comm(&h, key, WINDOW_BASE + 17));
+	h.size = accel_comm_size(h.comm);
+	ASSERT_EQ(ACCEL_OK, vectors_make(&h, &v, TSR_DTYPE_F32, 1031, 1031, 82, false));
+	ASSERT_EQ(ACCEL_OK, hold_last_queue(&h, sems, held));
+
+	EXPECT_EQ(ACCEL_ERR_TIMEOUT,
+		  half_all_reduce(&h, &v, 1000ull * 1000 * 1000, &coll));
+	start = tsr_now_ns();
+	EXPECT_EQ(ACCEL_ERR_COMM_BROKEN,
+		  accel_all_reduce(h.comm, v.send, v.recv, 1031, TSR_DTYPE_F32,
+				   ACCEL_REDUCE_SUM, &late));
+	EXPECT_GT(100ull * 1000 * 1000, tsr_now_ns() - start);
+	ASSERT_EQ(1, write(down[1], "g", 1));
+	/* The second half has its answer: the held queues may go on. */
+	EXPECT_EQ(1, read(up[0], &c, 1));
+	release_last_queue(&h, sems, held);
+	accel_coll_destroy(late);
+	accel_coll_destroy(coll);
+
+	ASSERT_EQ(ACCEL_OK, half_comm(&h, key, WINDOW_BASE + 18));
+	EXPECT_EQ(ACCEL_OK, accel_all_reduce(h.comm, v.send, v.recv, 1031,
+					     TSR_DTYPE_F32, ACCEL_REDUCE_SUM, NULL));
+	EXPECT_TRUE(vectors_check(_metadata, &h, &v, TSR_DTYPE_F32, 1031,
+				  want_all_reduce, &e));
+	vectors_free(&v, h.n);
+	half_close(&h);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	close(down[1]);
+	close(up[0]);
 }
 
 TEST_F(coll, the_one_colour_baseline_gives_the_same_bits)

@@ -384,7 +384,7 @@ static int open_comms(struct bench *b, struct bench_slice *slice)
 	for (a = 0; !ret && a < b->opts->algos; a++) {
 		struct accel_comm_opts co = {
 			.algo = b->opts->algo[a],
-			.window_id = ACCEL_COMM_WINDOW_ID + b->opts->algo[a],
+			.window_id = b->opts->algo[a],
 		};
 
 		ret = accel_comm_create(b->dev, b->n, &co, &b->comm[a]);

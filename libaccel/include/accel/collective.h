@@ -53,18 +53,19 @@ enum accel_reduce_op {
  */
 ACCEL_API enum tsr_vpu_op accel_reduce_vpu_op(enum accel_reduce_op op);
 
-/** The window a communicator opens on each chip, unless told otherwise. */
-#define ACCEL_COMM_WINDOW_ID	200
-
 /**
  * struct accel_comm_opts - how to set up a communicator; all zero is the
  * default
  * @algo: enum accel_coll_algo
- * @window_id: the window to open on every chip (the same on all hosts);
- *	0 for ACCEL_COMM_WINDOW_ID
+ * @window_id: which communicator of the slice this is, the same on every
+ *	host, below accel_device_info.max_windows: communicators open at
+ *	once, or one after the other while hosts may be out of step, each
+ *	need their own.  The window each chip opens is derived from it and
+ *	the key, so a program without the key cannot tell which id to take
+ *	first; different numbers under one key never share a window.
  * @key: the windows' key; 0 for $TESSERA_SLICE_KEY (hexadecimal, set by
- *	tools/tessera-slice), or without it one derived from the slice id
- *	(fine for a slice inside one VM)
+ *	tools/tessera-slice and tools/tessera-vm), or without it, when
+ *	@devs hold every chip of the slice, a random one
  * @slot_bytes: the most one message carries; 0 for 256 KiB; a multiple
  *	of 8 from 4 KiB to 4 MiB
  * @connect_timeout_ns: how long to wait for the neighbours' processes to
@@ -88,10 +89,14 @@ struct accel_comm_opts {
  * Opens the communicator's window on each chip and waits until every
  * neighbour's window is open (each chip's neighbours along each
  * dimension of the slice, on this host or another), up to
- * @opts->connect_timeout_ns: ACCEL_ERR_TIMEOUT if one never is.
- * ACCEL_ERR_INVALID_ARGUMENT if two of @devs are one chip or lie in
- * different slices; ACCEL_ERR_NOT_SUPPORTED on chips without ICI or
- * with a single queue; ACCEL_ERR_BUSY if the window id is taken.
+ * @opts->connect_timeout_ns: ACCEL_ERR_TIMEOUT if one never is (or its
+ * key differs).  ACCEL_ERR_INVALID_ARGUMENT if two of @devs are one chip
+ * or lie in different slices, or for a $TESSERA_SLICE_KEY that is not
+ * hexadecimal; ACCEL_ERR_NO_SLICE_KEY without a key when other processes
+ * hold chips of the slice; ACCEL_ERR_NOT_SUPPORTED on chips without ICI
+ * or with a single queue; ACCEL_ERR_BUSY if the window id is taken on a
+ * chip (by another program, or an open communicator of the same key and
+ * @opts->window_id), rather than sharing a window with it.
  */
 ACCEL_API int accel_comm_create(struct accel_device *const *devs,
 				unsigned int count,
@@ -134,7 +139,8 @@ ACCEL_API unsigned int accel_comm_colours(const struct accel_comm *comm);
  * @coll: NULL to wait for the end, else the running collective (wait for
  *	it with accel_coll_wait())
  *
- * Buffers must be in HBM.  Any @count >= 1.
+ * Buffers must be in HBM.  Any @count >= 1.  ACCEL_ERR_COMM_BROKEN once
+ * the communicator gave up (accel_coll_wait()), as for every call below.
  */
 ACCEL_API int accel_all_reduce(struct accel_comm *comm,
 			       struct accel_buffer *const *send,
@@ -212,10 +218,15 @@ ACCEL_API int accel_broadcast(struct accel_comm *comm,
 /**
  * accel_coll_wait() - wait for a collective to end on every local chip.
  *
- * ACCEL_OK, ACCEL_ERR_TIMEOUT (still running), or the first failure of
- * its jobs (ACCEL_ERR_LINK_DOWN, ACCEL_ERR_JOB_HUNG when a neighbour
- * never answered, ...).  A collective that failed leaves the
- * communicator unusable: destroy it.
+ * ACCEL_OK; ACCEL_ERR_TIMEOUT when @timeout_ns ran out first; or the
+ * first failure of its jobs (ACCEL_ERR_LINK_DOWN, ACCEL_ERR_PEER_ABORT
+ * when another chip gave up, ACCEL_ERR_JOB_HUNG when a neighbour never
+ * answered, ...).  A failure or a timeout breaks the communicator: the
+ * slice gives up on it (every chip's waits fail with
+ * ACCEL_ERR_PEER_ABORT), and every later call on it fails at once with
+ * ACCEL_ERR_COMM_BROKEN (with ACCEL_ERR_PEER_ABORT first on a host that
+ * had no call running): destroy it and create another.  A @timeout_ns of
+ * 0 only asks: ACCEL_ERR_TIMEOUT then leaves the collective running.
  */
 ACCEL_API int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns);
 

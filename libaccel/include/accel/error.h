@@ -83,10 +83,20 @@ enum accel_error {
 	 * (SEM_WAIT_ABORT): a collective failed elsewhere in the slice.
 	 */
 	ACCEL_ERR_PEER_ABORT = -27,
+	/**
+	 * The communicator gave up after a collective failed or timed out,
+	 * here or on another chip: destroy it and create another.
+	 */
+	ACCEL_ERR_COMM_BROKEN = -28,
+	/**
+	 * A communicator spans chips of other processes and has no key:
+	 * set TESSERA_SLICE_KEY (the launchers do) or accel_comm_opts.key.
+	 */
+	ACCEL_ERR_NO_SLICE_KEY = -29,
 };
 
 /* Lowest (most negative) error code; for iterating over all of them. */
-#define ACCEL_ERR_LAST ACCEL_ERR_PEER_ABORT
+#define ACCEL_ERR_LAST ACCEL_ERR_NO_SLICE_KEY
 
 /**
  * accel_error_string() - what an error code means, in a sentence.
