@@ -139,6 +139,7 @@ struct TesseraState {
     char *coords;
     char *wrap;
     uint32_t ici_retransmit_us; /* 0: the chip's own */
+    uint32_t ici_keepalive_ms;  /* UINT32_MAX: the chip's own */
     char *ici_transport;        /* "auto" or "socket" */
 
     /* The chip in trace events: its id, or its QOM name without one. */
@@ -876,6 +877,9 @@ static bool tessera_ici_realize(TesseraState *s, Error **errp)
     if (s->ici_retransmit_us) {
         tsr_ici_set_retransmit(ici, (uint64_t)s->ici_retransmit_us * SCALE_US);
     }
+    if (s->ici_keepalive_ms != UINT32_MAX) {
+        tsr_ici_set_keepalive(ici, (uint64_t)s->ici_keepalive_ms * SCALE_MS);
+    }
     if (!s->ici_transport) {
         s->ici_transport = g_strdup("auto");
     }
@@ -1545,6 +1549,9 @@ static const Property tessera_properties[] = {
     /* For tests: a retransmit timer no busy host fires by itself. */
     DEFINE_PROP_UINT32("x-ici-retransmit-us", TesseraState, ici_retransmit_us,
                        0),
+    /* For test peers that never answer a probe: 0 turns it off. */
+    DEFINE_PROP_UINT32("x-ici-keepalive-ms", TesseraState, ici_keepalive_ms,
+                       UINT32_MAX),
     /* auto: a shared-memory ring pair where both ends can; or socket. */
     DEFINE_PROP_STRING("ici-transport", TesseraState, ici_transport),
     DEFINE_PROP_CHR("ici0", TesseraState, ports[0].chr),

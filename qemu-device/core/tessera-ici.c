@@ -44,6 +44,12 @@
  */
 #define ICI_RETRY_LIMIT 7
 /*
+ * A peer not heard from for this long is probed, so that a link with
+ * nothing in flight notices a neighbour that stopped (SIGSTOP) within
+ * the same 0.955 s: the waits fed by it (SEM_WAIT_LINKS) then end.
+ */
+#define ICI_KEEPALIVE_NS 100000000ull
+/*
  * Answers waiting for room on their way back.  Each requester has at most
  * ICI_REQS requests out, so a slice of 256 chips needs at most 256 times
  * that; a hostile peer that asks more loses its answers and times out.
@@ -113,6 +119,7 @@ struct TsrIci {
     IciPort port[TSR_ICI_MAX_PORTS];
     uint32_t wired;
     uint64_t retransmit_ns;
+    uint64_t keepalive_ns;
     IciReq req[TSR_MAX_QUEUES][ICI_QUEUE_REQS];
     /*
      * The chunk each queue's worker builds outside the lock: the copy
@@ -784,6 +791,7 @@ TsrIci *tsr_ici_new(TsrCore *core, const TsrSlice *slice)
     ici->core = core;
     ici->slice = *slice;
     ici->retransmit_ns = ICI_RETRANSMIT_NS;
+    ici->keepalive_ns = ICI_KEEPALIVE_NS;
     for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
         ici->port[p].ici = ici;
         ici->port[p].index = p;
@@ -830,6 +838,15 @@ int tsr_ici_set_retransmit(TsrIci *ici, uint64_t ns)
     return 0;
 }
 
+int tsr_ici_set_keepalive(TsrIci *ici, uint64_t ns)
+{
+    if (ici->wired) {
+        return -1;
+    }
+    ici->keepalive_ns = ns;
+    return 0;
+}
+
 void tsr_ici_reset(TsrIci *ici)
 {
     pthread_mutex_lock(&ici->lock);
@@ -850,6 +867,7 @@ int tsr_ici_attach(TsrIci *ici, unsigned int port)
     TsrLinkConfig cfg = {
         .window = 32, .rx_slots = 8, .tx_slots = 16,
         .retransmit_ns = ici->retransmit_ns, .retry_limit = ICI_RETRY_LIMIT,
+        .keepalive_ns = ici->keepalive_ns,
     };
 
     if (port >= TSR_ICI_MAX_PORTS || ici->port[port].link ||

@@ -90,6 +90,12 @@ int tsr_ici_set_slice(TsrIci *ici, const TsrSlice *slice);
  * it, so that a busy host's are not taken for a fault's.
  */
 int tsr_ici_set_retransmit(TsrIci *ici, uint64_t ns);
+/*
+ * How long a port lets its peer be quiet before it probes it (100 ms
+ * unless set; 0: never, and an idle link never notices a stopped peer);
+ * before any port is attached.  For test peers that do not answer.
+ */
+int tsr_ici_set_keepalive(TsrIci *ici, uint64_t ns);
 
 /*
  * What carries port @port's frames now (enum tsr_ici_transport), for its

@@ -343,6 +343,9 @@ struct TsrLink {
     uint64_t rttvar;
     /* A valid frame came from the peer since the last probe. */
     bool heard;
+    /* When a valid frame last came from the peer; the keepalive's timer. */
+    uint64_t heard_at;
+    uint64_t keepalive_deadline;    /* 0: not armed */
     uint64_t train_deadline;        /* 0: not training */
 
     /* Receiving. */
@@ -580,7 +583,9 @@ static void emit(TsrLink *link, uint8_t type, uint8_t flags, uint32_t seq,
         /* The round trip being timed now includes the hold. */
         link->rtt_timing = false;
     }
-    if (type == TSR_ICI_FRAME_ACK && take_count(&link->faults.drop_acks_next)) {
+    /* Acknowledgements, that is: probes are asked, not answers. */
+    if (type == TSR_ICI_FRAME_ACK && !(flags & TSR_ICI_FRAME_PROBE) &&
+        take_count(&link->faults.drop_acks_next)) {
         return;
     }
     if (take_count(&link->faults.drop_next) ||
@@ -1157,6 +1162,9 @@ static void take_train(TsrLink *link, const struct tsr_ici_frame_hdr *h,
     link->train_deadline = 0;
     link->retries = 0;
     link->progress_at = now;
+    link->heard_at = now;
+    link->keepalive_deadline = link->cfg.keepalive_ns ?
+                               now + link->cfg.keepalive_ns : 0;
     link->rto_deadline = link->snd_una == link->snd_end ? 0 :
                          timer_at(link, now);
     set_state(link, TSR_ICI_STATE_UP);
@@ -1188,6 +1196,7 @@ static void take_frame(TsrLink *link, const struct tsr_ici_frame_hdr *h,
         return;
     }
     link->heard = true;
+    link->heard_at = now;
     acked = take_ack(link, h->ack, now);
     take_credit(link, h);
     if (h->type == TSR_ICI_FRAME_DATA) {
@@ -1580,6 +1589,32 @@ static bool probe(TsrLink *link, uint64_t now)
     return false;
 }
 
+/*
+ * The keepalive: a peer quiet for an interval is asked for a frame; one
+ * quiet for as long as a silent peer is given is gone.  Returns whether
+ * the link went down.
+ */
+static bool keepalive(TsrLink *link, uint64_t now)
+{
+    uint64_t quiet = now - link->heard_at;
+
+    if (quiet >= link->give_up_ns && now >= link->hold_until) {
+        link->cnt.timeouts++;
+        go_down(link);
+        return true;
+    }
+    if (quiet >= link->cfg.keepalive_ns && !link->wlen) {
+        emit(link, TSR_ICI_FRAME_ACK, TSR_ICI_FRAME_PROBE, 0, NULL, 0, 0,
+             false, now);
+    }
+    link->keepalive_deadline = now + link->cfg.keepalive_ns;
+    if (quiet < link->give_up_ns &&
+        link->heard_at + link->give_up_ns < link->keepalive_deadline) {
+        link->keepalive_deadline = link->heard_at + link->give_up_ns;
+    }
+    return false;
+}
+
 void tsr_link_poll(TsrLink *link, uint64_t now)
 {
     if (link->train_deadline && now >= link->train_deadline &&
@@ -1613,6 +1648,10 @@ void tsr_link_poll(TsrLink *link, uint64_t now)
         link->state == TSR_ICI_STATE_UP && probe(link, now)) {
         return;
     }
+    if (link->keepalive_deadline && now >= link->keepalive_deadline &&
+        link->state == TSR_ICI_STATE_UP && keepalive(link, now)) {
+        return;
+    }
     pump(link, now);
 }
 
@@ -1630,6 +1669,10 @@ uint64_t tsr_link_deadline(const TsrLink *link)
     if (link->state == TSR_ICI_STATE_UP && link->probe_deadline &&
         link->probe_deadline < d) {
         d = link->probe_deadline;
+    }
+    if (link->state == TSR_ICI_STATE_UP && link->keepalive_deadline &&
+        link->keepalive_deadline < d) {
+        d = link->keepalive_deadline;
     }
     if (link->wlen && link->hold_until && link->hold_until < d) {
         d = link->hold_until;

@@ -77,6 +77,14 @@ typedef struct TsrLinkConfig {
      * doubling the interval, up to TSR_LINK_BACKOFF_MAX times.
      */
     unsigned int retry_limit;
+    /*
+     * While up, a peer not heard from for this long is probed (an ACK
+     * asking for one back), and one heard from in none of the time a
+     * silent peer is given goes down, whether or not anything is in
+     * flight: a neighbour that stopped is noticed by a link that only
+     * waits for it.  0: no keepalive.
+     */
+    uint64_t keepalive_ns;
     /* First sequence number sent (tests start near the wrap). */
     uint32_t isn;
 } TsrLinkConfig;
@@ -128,7 +136,7 @@ typedef struct TsrLinkFaults {
     uint32_t drop_ppm;
     uint32_t corrupt_next;      /* flip one bit in each of the next N */
     uint32_t corrupt_ppm;
-    uint32_t drop_acks_next;    /* lose the next N ACK frames */
+    uint32_t drop_acks_next;    /* lose the next N ACKs (not probes) */
     uint64_t delay_ns;          /* hold the wire this long, once */
     uint64_t seed;
 } TsrLinkFaults;

@@ -1387,4 +1387,36 @@ TEST_F(link, nothing_is_queued_on_a_link_that_is_not_up)
 	tsr_link_buf_free(b);
 }
 
+/*
+ * A link with nothing to send still notices a peer that stops: with a
+ * keepalive it probes a quiet peer and goes down when none of its probes
+ * is answered within the time a silent peer is given; a live peer answers
+ * and keeps it up however long it stays idle.  Without one, an idle link
+ * to a stopped peer stays up.
+ */
+TEST_F(link, a_keepalive_takes_an_idle_link_to_a_stopped_peer_down)
+{
+	uint64_t took;
+
+	self->ca.keepalive_ns = self->cb.keepalive_ns = 20 * RTO_NS;
+	ASSERT_TRUE(train(self));
+	EXPECT_LE(10 * dead_ns(&self->ca), until_a_down(self, 10 * dead_ns(&self->ca)));
+	EXPECT_EQ(TSR_ICI_STATE_UP, tsr_link_state(self->a.link));
+	EXPECT_EQ(0, counters(&self->a).timeouts);
+	EXPECT_LT(5, counters(&self->a).frames_tx);
+	self->b.stopped = true;
+	took = until_a_down(self, 10 * dead_ns(&self->ca));
+	EXPECT_EQ(TSR_ICI_STATE_DOWN, tsr_link_state(self->a.link));
+	EXPECT_GE(dead_ns(&self->ca) + self->ca.keepalive_ns, took);
+	EXPECT_EQ(1, counters(&self->a).link_downs);
+}
+
+TEST_F(link, without_a_keepalive_an_idle_link_to_a_stopped_peer_stays_up)
+{
+	ASSERT_TRUE(train(self));
+	self->b.stopped = true;
+	EXPECT_LE(10 * dead_ns(&self->ca), until_a_down(self, 10 * dead_ns(&self->ca)));
+	EXPECT_EQ(TSR_ICI_STATE_UP, tsr_link_state(self->a.link));
+}
+
 TEST_HARNESS_MAIN

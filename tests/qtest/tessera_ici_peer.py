@@ -43,7 +43,9 @@ TESTS = []
 
 
 def test(fn):
-    fn.props = f"slice-id={SLICE},slice-dims=2,coords=0,ici0=p0"
+    # This peer answers no keepalive probe: the chip sends none.
+    fn.props = (f"slice-id={SLICE},slice-dims=2,coords=0,ici0=p0,"
+                "x-ici-keepalive-ms=0")
     fn.args = ("-chardev", f"socket,id=p0,path={PEER_SOCK},server=on,wait=off")
     TESTS.append(fn)
     return fn
@@ -508,6 +510,27 @@ def a_doorbell_that_is_not_one_is_counted(qt):
     qt.wait("counted", lambda: counter(qt, "PROTOCOL_ERRORS") == proto0 + 1)
     check(state(qt) == C["TSR_ICI_STATE_UP"], "still up")
     peer.close()
+
+
+def a_peer_that_answers_no_keepalive_is_given_up_on(qt):
+    """With the chip's keepalive, a trained link that carries nothing goes
+    down within a second once its peer stops answering the probes."""
+    peer = trained(qt)
+    start = time.monotonic()
+    wait_state(qt, C["TSR_ICI_STATE_DOWN"])
+    took = time.monotonic() - start
+    check(took < 1.5, f"down after {took:.2f} s")
+    check(counter(qt, "TIMEOUTS") >= 1, "counted as a timeout")
+    check(any(f[0] == C["TSR_ICI_FRAME_ACK"] and f[1][2] &
+              C["TSR_ICI_FRAME_PROBE"] for f in peer.frames()),
+          "the chip probed first")
+    peer.close()
+
+
+test(a_peer_that_answers_no_keepalive_is_given_up_on)
+a_peer_that_answers_no_keepalive_is_given_up_on.props = \
+    a_peer_that_answers_no_keepalive_is_given_up_on.props.replace(
+        ",x-ici-keepalive-ms=0", "")
 
 
 def ici_links(qt):
