@@ -928,13 +928,22 @@ static void go_back(TsrLink *link, uint64_t now)
                          timer_at(link, now);
 }
 
+static void reset_streams(TsrLink *link);
+
+/*
+ * Down until retrained, and then afresh: what was in flight or queued
+ * belonged to writes that have failed for it already (a link goes down
+ * well before anything waiting on it gives up), and must not land once
+ * the link is back, perhaps for a program that came after them.  Only a
+ * connection lost and back before that (DISCONNECTED) resumes.
+ */
 static void go_down(TsrLink *link)
 {
     link->cnt.link_downs++;
-    link->rto_deadline = 0;
     link->train_deadline = 0;
-    link->rtt_timing = false;
     link->peer_seen = false;
+    reset_streams(link);
+    link->trained = false;
     set_state(link, TSR_ICI_STATE_DOWN);
 }
 

@@ -1003,13 +1003,22 @@ TEST_F(link, too_many_timeouts_take_the_link_down)
 	EXPECT_EQ(self->ca.retry_limit + 1, a.timeouts);
 	EXPECT_EQ(1, a.link_downs);
 	EXPECT_EQ(TSR_ICI_STATE_DOWN, self->a.states[self->a.nstates - 1]);
-	/* Nothing was lost: retrained, the link delivers what waited. */
+	/*
+	 * Retrained, it starts afresh: what waited belonged to a link that
+	 * failed, and must not land late.  What is sent now arrives.
+	 */
+	EXPECT_EQ(0, tsr_link_pending(self->a.link));
 	self->b.blackhole = false;
 	tsr_link_retrain(self->a.link, self->now);
+	for (i = 0; i < 10000 && !both_up(self); i++)
+		step(self);
+	ASSERT_TRUE(both_up(self));
+	ASSERT_EQ(0, tsr_link_send(self->a.link, 0, buf, sizeof(buf), self->now));
 	for (i = 0; i < 10000 && tsr_link_pending(self->a.link); i++)
 		step(self);
 	EXPECT_EQ(0, tsr_link_pending(self->a.link));
 	EXPECT_EQ(1, self->b.delivered);
+	EXPECT_EQ(0, counters(&self->b).seq_errors);
 }
 
 TEST_F(link, retraining_mid_stream_neither_loses_nor_repeats)
