@@ -181,15 +181,19 @@ static int grow(struct accel_coll *coll)
 /*
  * Wait until the semaphore at @offset of the chip's window is >= @value;
  * on chips that have it, a wait that fails once the window's abort
- * semaphore is set.
+ * semaphore is set, or once a link of the chip is down (what is waited
+ * for comes over the links: a neighbour that stopped must end the wait).
  */
 static int wait_sem(struct exec *x, uint64_t offset, uint64_t value)
 {
 	struct accel_buffer *window = x->chip->window_buf;
+	unsigned int flags = x->comm->caps & TSR_CAP_SEM_LINKS ?
+			     ACCEL_SEM_WAIT_LINKS : 0;
 
 	if (x->comm->caps & TSR_CAP_SEM_ABORT)
-		return accel_cmdbuf_sem_wait_abort(x->cb, window, offset, value,
-						   window, SEM_ABORT);
+		return accel_cmdbuf_sem_wait_abort_flags(x->cb, window, offset,
+							 value, window,
+							 SEM_ABORT, flags);
 	return accel_cmdbuf_sem_wait(x->cb, window, offset, value);
 }
 

@@ -896,7 +896,7 @@ static uint32_t global_reg_read(TsrCore *core, uint32_t offset)
         return TSR_VERSION(TSR_DEVICE_VERSION_MAJOR, TSR_DEVICE_VERSION_MINOR);
     case TSR_REG_CAPS:
         return TSR_CAP_BF16 | TSR_CAP_INT8 | TSR_CAP_ICI | TSR_CAP_VPU_I32 |
-               TSR_CAP_TRACE | TSR_CAP_SEM_ABORT |
+               TSR_CAP_TRACE | TSR_CAP_SEM_ABORT | TSR_CAP_SEM_LINKS |
                (core->cfg.sparsecores ? TSR_CAP_SPARSECORE : 0) |
                (core->cfg.debug_regs ? TSR_CAP_DEBUG_REGS : 0);
     case TSR_REG_SCRATCH:
