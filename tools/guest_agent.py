@@ -51,7 +51,7 @@ ended() {{
 		esac
 	done | base64 -d > "$d/in"
 ) &
-setsid sh -c 'echo $$ > "$1"; . "$2"' sh "$d/pid" "$d/cmd" < "$d/in"
+setsid sh -c 'echo $$ > "$1"; exec sh "$2"' sh "$d/pid" "$d/cmd" < "$d/in"
 s=$?
 echo "$s" > "$d/status"
 echo "TESSERA-EXEC-END {nonce} $s"
