@@ -42,6 +42,9 @@ HEAD_STOPS = ("The buggy address belongs to", "Memory state around")
 # stack.
 LOCKDEP_SKIP = ("irq event stamp:", "other info that might help us debug this:")
 LOCKDEP_RESUME = "stack backtrace:"
+# A user task's registers, and the taint legend: nothing to read in a head.
+NOISE_LINE = re.compile(r"^(RIP: 0033:|Code: |RSP: 002b|RAX: |RDX: |RBP: |R10: |"
+                        r"R13: |Tainted: \[)")
 LOCK_AT = re.compile(r", at: (\w[\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+")
 INCONSISTENT = re.compile(r"inconsistent \{([\w-]+)\} -> \{([\w-]+)\} usage")
 
@@ -106,7 +109,8 @@ def report_head(lines):
         elif text.startswith(LOCKDEP_RESUME):
             skipping = False
         if skipping or not text or set(text) <= set("=-") or \
-                text in ("<TASK>", "</TASK>") or text.startswith("Hardware name:"):
+                text in ("<TASK>", "</TASK>") or \
+                text.startswith("Hardware name:") or NOISE_LINE.match(text):
             continue
         m = ANY_FRAME.match(line)
         if not m:
@@ -196,15 +200,20 @@ class ModuleSymbols:
                                        m.group(4)))
 
     def source_line(self, section, offset):
-        """file:line (relative to the repository) of OFFSET in SECTION."""
-        out = subprocess.run(["addr2line", "-e", self.ko, "-j", section,
+        """file:line of OFFSET in SECTION: of the innermost function
+        inlined there that is in the repository (not a kernel header's
+        spin_lock()), relative to it."""
+        out = subprocess.run(["addr2line", "-i", "-e", self.ko, "-j", section,
                               hex(offset)], capture_output=True,
-                             text=True).stdout.split("\n")[0]
-        path, _, line = out.rpartition(":")
-        if not path or path.startswith("?"):
-            return None
-        path = os.path.relpath(os.path.realpath(path), self.repo)
-        return f"{path}:{line.split()[0]}"
+                             text=True).stdout.splitlines()
+        places = []
+        for place in out:
+            path, _, line = place.rpartition(":")
+            if path and not path.startswith("?"):
+                path = os.path.relpath(os.path.realpath(path), self.repo)
+                places.append(f"{path}:{line.split()[0]}")
+        ours = [p for p in places if not p.startswith(("..", "build/"))]
+        return (ours or places or [None])[0]
 
     def function(self, name, offset):
         """file:line of NAME+OFFSET."""
