@@ -1120,9 +1120,21 @@ static void take_train(TsrLink *link, const struct tsr_ici_frame_hdr *h,
     memcpy(link->peer.coords, t.coords, sizeof(t.coords));
     link->peer_known = true;
 
-    if (link->state == TSR_ICI_STATE_DOWN ||
-        link->state == TSR_ICI_STATE_DISCONNECTED) {
+    if (link->state == TSR_ICI_STATE_DISCONNECTED) {
         return;
+    }
+    if (link->state == TSR_ICI_STATE_DOWN) {
+        if (t.version != TSR_ICI_VERSION ||
+            t.slice_id != link->cfg.self.slice_id ||
+            !id_equal(&link->peer, &link->cfg.peer)) {
+            return;
+        }
+        /*
+         * Its peer retrains: a link is retrained from either end, and this
+         * end follows, afresh (its streams were reset when it went down).
+         */
+        link->peer_seen = false;
+        set_state(link, TSR_ICI_STATE_TRAINING);
     }
     if (t.version != TSR_ICI_VERSION ||
         t.slice_id != link->cfg.self.slice_id) {
