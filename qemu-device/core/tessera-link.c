@@ -310,6 +310,8 @@ struct TsrLink {
     uint32_t state;
     /* Trained since creation: sequence state survives a retraining. */
     bool trained;
+    /* Taken down by tsr_link_down(): not revived by the peer's training. */
+    bool held_down;
     /* This training has heard a valid TRAIN from the peer. */
     bool peer_seen;
     bool peer_known;
@@ -1124,14 +1126,15 @@ static void take_train(TsrLink *link, const struct tsr_ici_frame_hdr *h,
         return;
     }
     if (link->state == TSR_ICI_STATE_DOWN) {
-        if (t.version != TSR_ICI_VERSION ||
+        if (link->held_down || t.version != TSR_ICI_VERSION ||
             t.slice_id != link->cfg.self.slice_id ||
             !id_equal(&link->peer, &link->cfg.peer)) {
             return;
         }
         /*
-         * Its peer retrains: a link is retrained from either end, and this
-         * end follows, afresh (its streams were reset when it went down).
+         * Its peer retrains: a link that gave up on its peer is retrained
+         * from either end, and this end follows, afresh (its streams were
+         * reset when it went down).  One taken down here stays down.
          */
         link->peer_seen = false;
         set_state(link, TSR_ICI_STATE_TRAINING);
@@ -1373,6 +1376,7 @@ void tsr_link_free(TsrLink *link)
 
 static void start_training(TsrLink *link, uint64_t now)
 {
+    link->held_down = false;
     link->peer_seen = false;
     link->rlen = 0;
     link->resyncing = false;
@@ -1412,6 +1416,8 @@ void tsr_link_down(TsrLink *link)
         link->state != TSR_ICI_STATE_DOWN) {
         go_down(link);
     }
+    /* Taken down on purpose: it stays so until retrained here. */
+    link->held_down = true;
 }
 
 uint32_t tsr_link_state(const TsrLink *link)

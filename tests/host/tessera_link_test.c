@@ -1434,9 +1434,10 @@ TEST_F(link, without_a_keepalive_an_idle_link_to_a_stopped_peer_stays_up)
 }
 
 /*
- * A link is retrained from either end: an end that went down follows its
- * peer's training, so a link taken down at one end, and given up on by
- * the other's keepalive, comes back when only one end retrains.
+ * An end that gave up on its peer follows the peer's training; one taken
+ * down on purpose stays down until retrained itself.  So a link taken
+ * down at one end, and given up on by the other's keepalive, comes back
+ * when the end taken down retrains, and not when the other one does.
  */
 TEST_F(link, a_link_down_at_both_ends_comes_back_when_one_retrains)
 {
@@ -1450,6 +1451,10 @@ TEST_F(link, a_link_down_at_both_ends_comes_back_when_one_retrains)
 		step(self);
 	ASSERT_EQ(TSR_ICI_STATE_DOWN, tsr_link_state(self->b.link));
 	tsr_link_retrain(self->b.link, self->now);
+	for (i = 0; i < 2000; i++)
+		step(self);
+	EXPECT_EQ(TSR_ICI_STATE_DOWN, tsr_link_state(self->a.link));
+	tsr_link_retrain(self->a.link, self->now);
 	for (i = 0; i < 10000 && !both_up(self); i++)
 		step(self);
 	ASSERT_TRUE(both_up(self));
