@@ -310,8 +310,6 @@ struct TsrLink {
     uint32_t state;
     /* Trained since creation: sequence state survives a retraining. */
     bool trained;
-    /* The next ACK answers a keepalive probe (TSR_ICI_FRAME_KEEPALIVE). */
-    bool keepalive_due;
     /* Taken down by tsr_link_down(): not revived by the peer's training. */
     bool held_down;
     /* This training has heard a valid TRAIN from the peer. */
@@ -578,7 +576,6 @@ static void emit(TsrLink *link, uint8_t type, uint8_t flags, uint32_t seq,
     h.hdr_crc = tsr_crc32c(0, &h, offsetof(struct tsr_ici_frame_hdr,
                                            hdr_crc));
     link->ack_due = false;
-    link->keepalive_due = false;
     link->cnt.frames_tx++;
     link->cnt.bytes_tx += total;
 
@@ -588,24 +585,18 @@ static void emit(TsrLink *link, uint8_t type, uint8_t flags, uint32_t seq,
         /* The round trip being timed now includes the hold. */
         link->rtt_timing = false;
     }
-    /*
-     * The keepalive's frames are the link minding itself, not traffic:
-     * the next-N faults, meant for the frames a test sends, pass them by.
-     */
-    if (type == TSR_ICI_FRAME_ACK && (flags & TSR_ICI_FRAME_KEEPALIVE)) {
-        first = false;
-    } else if (type == TSR_ICI_FRAME_ACK && !(flags & TSR_ICI_FRAME_PROBE) &&
-               take_count(&link->faults.drop_acks_next)) {
-        /* Acknowledgements, that is: probes are asked, not answers. */
+    /* Acknowledgements, that is: probes are asked, not answers. */
+    if (type == TSR_ICI_FRAME_ACK && !(flags & TSR_ICI_FRAME_PROBE) &&
+        take_count(&link->faults.drop_acks_next)) {
         return;
-    } else if (take_count(&link->faults.drop_next) ||
+    }
+    if (take_count(&link->faults.drop_next) ||
         (first && rate_hit(link, link->faults.drop_ppm, seq, 1))) {
         link->fault_bytes += type == TSR_ICI_FRAME_DATA ? total : 0;
         return;
     }
-    if (!(type == TSR_ICI_FRAME_ACK && (flags & TSR_ICI_FRAME_KEEPALIVE)) &&
-        (take_count(&link->faults.corrupt_next) ||
-         (first && rate_hit(link, link->faults.corrupt_ppm, seq, 2)))) {
+    if (take_count(&link->faults.corrupt_next) ||
+        (first && rate_hit(link, link->faults.corrupt_ppm, seq, 2))) {
         uint64_t bit = next_random(link) % (total * 8);
         uint8_t *f = link->wbuf + link->wlen;
 
@@ -805,9 +796,7 @@ static void pump(TsrLink *link, uint64_t now)
             }
         } else if (!admit_one(link)) {
             if (link->ack_due) {
-                emit(link, TSR_ICI_FRAME_ACK,
-                     link->keepalive_due ? TSR_ICI_FRAME_KEEPALIVE : 0, 0,
-                     NULL, 0, 0, false, now);
+                emit(link, TSR_ICI_FRAME_ACK, 0, 0, NULL, 0, 0, false, now);
             }
             break;
         }
@@ -1247,9 +1236,8 @@ static void take_frame(TsrLink *link, const struct tsr_ici_frame_hdr *h,
                            now);
         }
     } else if (h->flags & TSR_ICI_FRAME_PROBE) {
-        /* A stalled peer asks for our credit again, or a quiet one asks. */
+        /* A stalled peer asks for our credit again. */
         link->ack_due = true;
-        link->keepalive_due |= h->flags & TSR_ICI_FRAME_KEEPALIVE;
     }
 }
 
@@ -1643,8 +1631,7 @@ static bool keepalive(TsrLink *link, uint64_t now)
         return true;
     }
     if (quiet >= link->cfg.keepalive_ns && !link->wlen) {
-        emit(link, TSR_ICI_FRAME_ACK,
-             TSR_ICI_FRAME_PROBE | TSR_ICI_FRAME_KEEPALIVE, 0, NULL, 0, 0,
+        emit(link, TSR_ICI_FRAME_ACK, TSR_ICI_FRAME_PROBE, 0, NULL, 0, 0,
              false, now);
     }
     link->keepalive_deadline = now + link->cfg.keepalive_ns;

@@ -58,8 +58,8 @@ TESTS = []
 
 
 def chip_props(coords, port, chardev, debug=True):
-    """No keepalive: the frames and bytes each test counts are only
-    those its own writes make."""
+    """No keepalive: a probe of an idle link would take a count fault
+    ("the next N frames") meant for the frames a test sends."""
     return (f"slice-id={SLICE},slice-dims=2,coords={coords},"
             f"ici{port}={chardev},x-ici-retransmit-us={RETRANSMIT_US},"
             "x-ici-keepalive-ms=0" + (",debug-regs=on" if debug else ""))

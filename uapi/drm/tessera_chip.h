@@ -900,8 +900,6 @@ enum tsr_ici_frame_type {
 /* Bits of struct tsr_ici_frame_hdr.flags. */
 #define TSR_ICI_FRAME_VC1		0x01	/* DATA: on virtual channel 1 */
 #define TSR_ICI_FRAME_PROBE		0x02	/* ACK: answer with an ACK */
-/* ACK: a keepalive's probe, or the answer to one; faults pass it by. */
-#define TSR_ICI_FRAME_KEEPALIVE		0x04
 
 /**
  * struct tsr_ici_frame_hdr - the header of every link frame
