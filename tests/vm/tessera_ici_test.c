@@ -952,20 +952,6 @@ TEST_F(slice, a_chip_reset_does_not_send_a_jobs_remote_writes_again)
 	EXPECT_EQ(1, *remote_sem);
 }
 
-#define DRIVER_DIR "/sys/bus/pci/drivers/tessera"
-
-static int sysfs_write(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, text, strlen(text));
-	close(fd);
-	return n == (ssize_t)strlen(text) ? 0 : -errno;
-}
-
 /* Register @reg of chip @pci through its BAR0 in sysfs, or ~0. */
 static uint32_t bar0_read(const char *pci, uint32_t reg)
 {
@@ -1019,7 +1005,7 @@ TEST_F(slice, an_unbound_chip_takes_no_remote_writes)
 	w = b->window.map;
 	ASSERT_EQ(0x5a5a5a5au, w[0]);
 
-	ASSERT_EQ(0, sysfs_write(DRIVER_DIR "/unbind", b->pci));
+	ASSERT_EQ(0, tsr_write_file(TSR_DRIVER_DIR "/unbind", b->pci));
 	EXPECT_EQ(0, bar0_read(b->pci, TSR_REG_ICI_WINDOW_COUNT));
 	EXPECT_EQ(0, bar0_read(b->pci, TSR_REG_MMU_CTX_COUNT));
 	EXPECT_EQ(0, bar0_read(b->pci, TSR_REG_MMU_CTX_TABLE_LO));
@@ -1037,7 +1023,7 @@ TEST_F(slice, an_unbound_chip_takes_no_remote_writes)
 	munmap(b->c.bo.map, b->c.bo.size);
 	close(b->fd);
 	b->fd = -1;
-	ASSERT_EQ(0, sysfs_write(DRIVER_DIR "/bind", b->pci));
+	ASSERT_EQ(0, tsr_write_file(TSR_DRIVER_DIR "/bind", b->pci));
 	b->fd = tsr_open(bi);
 	ASSERT_LE(0, b->fd);
 	ASSERT_EQ(0, tsr_pci_address(bi, pci, sizeof(pci)));

@@ -18,20 +18,7 @@
 #include "kselftest_harness.h"
 #include "tessera_util.h"
 
-#define DRIVER_DIR "/sys/bus/pci/drivers/tessera"
 #define MODULE_PATH "/lib/modules/tessera/tessera.ko"
-
-static int write_file(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, text, strlen(text));
-	close(fd);
-	return n == (ssize_t)strlen(text) ? 0 : -errno;
-}
 
 TEST(unbind_with_jobs_in_flight_fails_them_and_later_ioctls)
 {
@@ -58,7 +45,7 @@ TEST(unbind_with_jobs_in_flight_fails_them_and_later_ioctls)
 	p = (struct pollfd){ .fd = fence, .events = POLLIN };
 	EXPECT_EQ(0, poll(&p, 1, 100));
 
-	ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", pci));
+	ASSERT_EQ(0, tsr_write_file(TSR_DRIVER_DIR "/unbind", pci));
 
 	/* The job ended with the device. */
 	EXPECT_EQ(1, poll(&p, 1, 10000));
@@ -70,7 +57,7 @@ TEST(unbind_with_jobs_in_flight_fails_them_and_later_ioctls)
 	close(fd);
 
 	/* Bound again, the chip serves a new file. */
-	ASSERT_EQ(0, write_file(DRIVER_DIR "/bind", pci));
+	ASSERT_EQ(0, tsr_write_file(TSR_DRIVER_DIR "/bind", pci));
 	fd = tsr_open(1);
 	ASSERT_LE(0, fd);
 	c.len = 0;
@@ -104,14 +91,14 @@ TEST(unbind_with_a_window_open_then_close_the_file)
 	wo.handle = bo.handle;
 	ASSERT_EQ(0, tsr_ioctl(fd, DRM_IOCTL_TESSERA_WINDOW_OPEN, &wo));
 
-	ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", pci));
+	ASSERT_EQ(0, tsr_write_file(TSR_DRIVER_DIR "/unbind", pci));
 	wc.id = wo.id;
 	EXPECT_EQ(-ENODEV, tsr_ioctl(fd, DRM_IOCTL_TESSERA_WINDOW_CLOSE, &wc));
 	munmap(bo.map, bo.size);
 	close(fd);
 
 	/* Bound again, the chip has every window free. */
-	ASSERT_EQ(0, write_file(DRIVER_DIR "/bind", pci));
+	ASSERT_EQ(0, tsr_write_file(TSR_DRIVER_DIR "/bind", pci));
 	fd = tsr_open(1);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, tsr_bo_create(fd, 8192, 0, &bo));
@@ -174,13 +161,13 @@ TEST(unbind_does_not_wait_for_a_ping)
 		sched_yield();
 
 	t0 = tsr_now_ns();
-	ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", pci));
+	ASSERT_EQ(0, tsr_write_file(TSR_DRIVER_DIR "/unbind", pci));
 	unbind_ms = (tsr_now_ns() - t0) / 1000000;
 	ASSERT_EQ(pinger, waitpid(pinger, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	EXPECT_GT(5000, unbind_ms);
 	close(fd);
-	ASSERT_EQ(0, write_file(DRIVER_DIR "/bind", pci));
+	ASSERT_EQ(0, tsr_write_file(TSR_DRIVER_DIR "/bind", pci));
 }
 
 struct stuck_submit {
@@ -202,7 +189,7 @@ static void *unbind_thread(void *arg)
 {
 	struct stuck_submit *s = arg;
 
-	s->ret = write_file(DRIVER_DIR "/unbind", s->pci);
+	s->ret = tsr_write_file(TSR_DRIVER_DIR "/unbind", s->pci);
 	return NULL;
 }
 
@@ -284,7 +271,7 @@ TEST(unbind_does_not_wait_for_a_submit_stuck_copying_its_arrays)
 
 	close(uffd);
 	close(sub.fd);
-	ASSERT_EQ(0, write_file(DRIVER_DIR "/bind", sub.pci));
+	ASSERT_EQ(0, tsr_write_file(TSR_DRIVER_DIR "/bind", sub.pci));
 }
 
 TEST(unload_is_refused_while_a_file_is_open_and_works_after)

@@ -329,6 +329,22 @@ static inline int tsr_debugfs_write(const char *pci, const char *name,
 	return ret;
 }
 
+/* The driver's sysfs directory: bind and unbind. */
+#define TSR_DRIVER_DIR "/sys/bus/pci/drivers/tessera"
+
+/* Write @text to the (sysfs) file @path whole; 0 or -errno. */
+static inline int tsr_write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -errno;
+}
+
 /* Read the sysfs counter @name of device @pci, or -1. */
 static inline long long tsr_sysfs_counter(const char *pci, const char *name)
 {
