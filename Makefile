@@ -74,7 +74,9 @@ CC ?= cc
 USER_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
 DRM_CFLAGS = $(shell pkg-config --cflags libdrm 2>/dev/null)
 DRM_LIBS = $(shell pkg-config --libs libdrm 2>/dev/null)
-UAPI_CFLAGS := -I$(REPO)/uapi
+# The driver's interface (uapi/) and the chip's definition (include/tessera/,
+# shared by the device, the driver and libaccel).
+UAPI_CFLAGS := -I$(REPO)/uapi -I$(REPO)/include
 # The harness compares mixed-sign values on purpose (it prints both sides)
 # and vforks around fixtures, which -Wclobbered misreads.
 HARNESS_CFLAGS := -I$(HARNESS_DIR) -Wno-unused-parameter -Wno-sign-compare -Wno-clobbered -pthread
@@ -92,11 +94,11 @@ JSONC_LIBS = $(shell pkg-config --libs json-c 2>/dev/null)
 
 # Headers every userspace program may include; programs built in one step
 # from several sources depend on all of them rather than on -MMD files.
-USER_HEADERS := $(wildcard uapi/drm/*.h libaccel/include/accel/*.h qemu-device/core/*.h)
+USER_HEADERS := $(wildcard uapi/drm/*.h include/tessera/*.h libaccel/include/accel/*.h qemu-device/core/*.h)
 
 # Chip core, built for the host unit tests (the same files QEMU compiles).
 CORE_SRCS := $(wildcard qemu-device/core/*.c)
-CORE_CFLAGS = -Iqemu-device/core $(UAPI_CFLAGS) $(shell pkg-config --cflags openblas 2>/dev/null)
+CORE_CFLAGS = -Iqemu-device/core -I$(REPO)/include $(shell pkg-config --cflags openblas 2>/dev/null)
 CORE_LIBS = $(shell pkg-config --libs openblas 2>/dev/null) -lm -pthread
 
 HOST_TESTS := $(patsubst tests/host/%.c,$(B)/tests/host/%,$(wildcard tests/host/*_test.c))
@@ -169,7 +171,7 @@ module: $(TESSERA_KO)
 
 $(TESSERA_KO): $(DEPS_STAMP) FORCE
 	@mkdir -p $(KMOD_DIR)
-	@cp -as --remove-destination $(REPO)/Kbuild $(REPO)/driver $(REPO)/uapi $(KMOD_DIR)/
+	@cp -as --remove-destination $(REPO)/Kbuild $(REPO)/driver $(REPO)/uapi $(REPO)/include $(KMOD_DIR)/
 	@find $(KMOD_DIR) -xtype l -delete
 	@$(MAKE) -s -C $(KDIR) M=$(KMOD_DIR) W=1 KCFLAGS=-Werror modules
 
@@ -189,7 +191,7 @@ debug-module: $(TESSERA_DEBUG_KO) $(PLANT_KO)
 
 $(TESSERA_DEBUG_KO): $(DEBUG_KERNEL_STAMP) FORCE
 	@mkdir -p $(KMOD_DEBUG_DIR)
-	@cp -as --remove-destination $(REPO)/Kbuild $(REPO)/driver $(REPO)/uapi $(KMOD_DEBUG_DIR)/
+	@cp -as --remove-destination $(REPO)/Kbuild $(REPO)/driver $(REPO)/uapi $(REPO)/include $(KMOD_DEBUG_DIR)/
 	@find $(KMOD_DEBUG_DIR) -xtype l -delete
 	@$(MAKE) -s -C $(DEBUG_KBUILD) M=$(KMOD_DEBUG_DIR) W=1 modules
 
@@ -221,7 +223,7 @@ $(LIBACCEL_A): $(LIBACCEL_OBJS)
 	$(AR) rcs $@ $^
 
 # ---------------------------------------------------------------- install
-# libaccel's public headers include <drm/tessera_chip.h> (the chip's
+# libaccel's public headers include <tessera/chip.h> (the chip's
 # element types and operations), so that header is installed beside them.
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -231,10 +233,10 @@ BINDIR := $(PREFIX)/bin
 MANDIR := $(PREFIX)/share/man
 
 install: libaccel tools man
-	install -d $(DESTDIR)$(INCLUDEDIR)/accel $(DESTDIR)$(INCLUDEDIR)/drm \
+	install -d $(DESTDIR)$(INCLUDEDIR)/accel $(DESTDIR)$(INCLUDEDIR)/tessera \
 		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 644 libaccel/include/accel/*.h $(DESTDIR)$(INCLUDEDIR)/accel/
-	install -m 644 uapi/drm/tessera_chip.h $(DESTDIR)$(INCLUDEDIR)/drm/
+	install -m 644 include/tessera/chip.h $(DESTDIR)$(INCLUDEDIR)/tessera/
 	install -m 755 $(LIBACCEL_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(LIBACCEL_SO)) $(DESTDIR)$(LIBDIR)/$(LIBACCEL_SONAME)
 	ln -sf $(LIBACCEL_SONAME) $(DESTDIR)$(LIBDIR)/libaccel.so
@@ -447,11 +449,11 @@ fuzz: all
 # ---------------------------------------------------------------- lint
 KERNEL_CHECKPATCH := $(B)/deps/linux-source/scripts/checkpatch.pl
 QEMU_CHECKPATCH := $(QEMU_SRC)/scripts/checkpatch.pl
-KERNEL_LINT_FILES := $(wildcard driver/*.[ch] uapi/drm/*.h)
+KERNEL_LINT_FILES := $(wildcard driver/*.[ch] uapi/drm/*.h include/tessera/*.h)
 QEMU_LINT_FILES := $(shell find qemu-device -name '*.[ch]')
 
 lint: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
-	@echo "lint: kernel checkpatch --strict on driver/ and uapi/"
+	@echo "lint: kernel checkpatch --strict on driver/, uapi/ and include/tessera/"
 	@perl $(KERNEL_CHECKPATCH) --strict --no-tree --quiet --show-types \
 		-f $(KERNEL_LINT_FILES)
 	@echo "lint: QEMU checkpatch on qemu-device/"
@@ -462,7 +464,7 @@ lint: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
 	@# A tree of its own: relinking build/kmod would change the module
 	@# that the checks running beside lint compare the guest's against.
 	@mkdir -p $(B)/kmod-sparse
-	@cp -as --remove-destination $(REPO)/Kbuild $(REPO)/driver $(REPO)/uapi $(B)/kmod-sparse/
+	@cp -as --remove-destination $(REPO)/Kbuild $(REPO)/driver $(REPO)/uapi $(REPO)/include $(B)/kmod-sparse/
 	@find $(B)/kmod-sparse -xtype l -delete
 	@$(MAKE) -s -C $(KDIR) M=$(B)/kmod-sparse C=2 CHECK="sparse -Wno-unknown-attribute" \
 		modules 2>&1 | tee $(B)/sparse.log | grep -v '^  ' || true

@@ -20,11 +20,11 @@
 #include <drm/gpu_scheduler.h>
 
 #include <drm/tessera_accel.h>
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 /*
  * The chip's rings, records and tables are little-endian; the driver reads
- * and writes the structures of tessera_chip.h in place.
+ * and writes the structures of <tessera/chip.h> in place.
  */
 #ifdef __BIG_ENDIAN
 #error "the tessera driver supports little-endian hosts only"

@@ -7,7 +7,7 @@
 
 #include <linux/io.h>
 
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 #include "tessera_drv.h"
 
 static inline u32 tessera_reg_read(struct tessera_device *tdev, u32 reg)

@@ -47,7 +47,7 @@
 #include "migration/vmstate.h"
 #include "qom/object.h"
 
-#include "drm/tessera_chip.h"
+#include "tessera/chip.h"
 #include "core/tessera-core.h"
 #include "core/tessera-ici.h"
 #include "core/tessera-ring.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include <drm/tessera_accel.h>
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 #include <accel/accel.h>
 

@@ -12,7 +12,7 @@
 
 #include <xf86drm.h>
 #include <drm/tessera_accel.h>
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 #include <accel/accel.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Error codes and their texts. */
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 #include <accel/accel.h>
 

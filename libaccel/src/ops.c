@@ -13,7 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 #include <accel/accel.h>
 

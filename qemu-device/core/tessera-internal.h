@@ -13,7 +13,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "the Tessera chip core needs a little-endian host");
 
-#include "drm/tessera_chip.h"
+#include "tessera/chip.h"
 #include "tessera-core.h"
 #include "tessera-ici.h"
 

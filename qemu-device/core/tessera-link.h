@@ -39,7 +39,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "drm/tessera_chip.h"
+#include "tessera/chip.h"
 
 typedef struct TsrLink TsrLink;
 

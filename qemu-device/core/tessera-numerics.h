@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "drm/tessera_chip.h"
+#include "tessera/chip.h"
 
 static inline uint32_t tsr_f32_bits(float f)
 {

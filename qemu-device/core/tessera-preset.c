@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "drm/tessera_chip.h"
+#include "tessera/chip.h"
 #include "tessera-core.h"
 
 #define MIB (1024ull * 1024)

@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "drm/tessera_chip.h"
+#include "tessera/chip.h"
 
 typedef struct TsrRing TsrRing;
 

@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "drm/tessera_chip.h"
+#include "tessera/chip.h"
 
 typedef struct TsrTopology {
     uint8_t dims[TSR_ICI_MAX_DIMS];     /* chips per dimension, 1 if unused */

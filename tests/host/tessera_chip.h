@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "drm/tessera_chip.h"
+#include "tessera/chip.h"
 #include "tessera-core.h"
 
 /* A user (the benchmarks) may ask for more before including this. */

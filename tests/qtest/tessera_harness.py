@@ -23,7 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.realpath(__file__))))
 QEMU = os.path.join(REPO, "build", "qemu", "build", "qemu-system-x86_64")
 FIRMWARE = os.path.join(REPO, "build", "qemu", "firmware")
-HEADER = os.path.join(REPO, "uapi", "drm", "tessera_chip.h")
+HEADER = os.path.join(REPO, "include", "tessera", "chip.h")
 
 SLOT = 4                      # -device tessera,addr=04.0
 BAR0 = 0xFE000000
@@ -39,7 +39,7 @@ CMD_TIMEOUT_S = 20
 
 
 def header_constants():
-    """The object-like #defines and enum values of tessera_chip.h as ints.
+    """The object-like #defines and enum values of tessera/chip.h as ints.
 
     Values are C integer expressions over literals and earlier names;
     function-like macros are left out.
@@ -74,7 +74,7 @@ C = header_constants()
 
 
 def header_macros():
-    """The one-line function-like #defines of tessera_chip.h:
+    """The one-line function-like #defines of tessera/chip.h:
     name -> (parameters, body)."""
     text = open(HEADER).read()
     return {name: ([p.strip() for p in params.split(",")],
@@ -88,7 +88,7 @@ MACROS = header_macros()
 
 
 def macro(name, *args):
-    """Function-like macro @name of tessera_chip.h applied to integers:
+    """Function-like macro @name of tessera/chip.h applied to integers:
     macro("TSR_ICI_PORT_BASE", 1) is TSR_ICI_PORT_BASE(1)."""
     params, expr = MACROS[name]
     for param, arg in zip(params, args):

@@ -24,7 +24,7 @@
 
 #include <accel/accel.h>
 #include <drm/tessera_accel.h>
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 /* Longest a test waits for a job: several job timeouts. */
 #define WAIT_NS		(20ull * 1000 * 1000 * 1000)

@@ -9,7 +9,7 @@
 
 #include <accel/accel.h>
 #include <drm/tessera_accel.h>
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 /* A hex sysfs attribute of PCI device @dev, or 0 if it cannot be read. */
 static unsigned int pci_attr(const char *dev, const char *attr)

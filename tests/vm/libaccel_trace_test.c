@@ -20,7 +20,7 @@
 
 #include <accel/accel.h>
 #include <drm/tessera_accel.h>
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 #define WAIT_NS		(20ull * 1000 * 1000 * 1000)
 

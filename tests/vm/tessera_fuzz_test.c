@@ -53,7 +53,7 @@
 #include "tessera_util.h"
 
 #include <drm/tessera_accel.h>
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 #include "fuzz/fuzz.h"
 

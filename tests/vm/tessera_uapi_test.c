@@ -15,7 +15,7 @@
 #include "kselftest_harness.h"
 
 #include <drm/tessera_accel.h>
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 #define ACCEL_NODE "/dev/accel/accel0"
 

@@ -28,7 +28,7 @@
 
 #include <xf86drm.h>
 #include <drm/tessera_accel.h>
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 /* Longest a test waits for a job: several job timeouts. */
 #define TSR_TEST_WAIT_NS	(30ull * 1000 * 1000 * 1000)

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 #include <accel/accel.h>
 

@@ -343,10 +343,11 @@ struct drm_tessera_sync {
  * target).
  *
  * With DRM_TESSERA_SUBMIT_TRACE the chip writes the job's trace, a struct
- * tsr_trace_header and a struct tsr_trace_record per command
- * (tessera_chip.h), at @trace_offset of buffer @trace_handle, which must
- * be listed in @bos with DRM_TESSERA_BO_WRITE; without it the trace fields
- * must be zero, as callers older than version 4 leave them.  A bad trace
+ * tsr_trace_header and a struct tsr_trace_record per command (the chip's
+ * <tessera/chip.h>, installed with libaccel), at @trace_offset of buffer
+ * @trace_handle, which must be listed in @bos with DRM_TESSERA_BO_WRITE;
+ * without it the trace fields must be zero, as callers older than
+ * version 4 leave them.  A bad trace
  * field is refused with -EINVAL, a chip without TSR_CAP_TRACE with
  * -EOPNOTSUPP.
  */

@@ -79,7 +79,7 @@ ACCEL_API uint32_t accel_cmdbuf_count(const struct accel_cmdbuf *cb);
 
 /**
  * accel_cmdbuf_data() - the encoded commands (struct tsr_cmd_* of
- * <drm/tessera_chip.h>, back to back).  Valid until the next change.
+ * <tessera/chip.h>, back to back).  Valid until the next change.
  */
 ACCEL_API int accel_cmdbuf_data(const struct accel_cmdbuf *cb,
 				const void **data, size_t *size);

@@ -23,7 +23,7 @@
 
 #include <stdint.h>
 
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 #include <accel/common.h>
 #include <accel/tensor.h>

@@ -106,7 +106,7 @@ ACCEL_API const char *accel_error_string(int error);
 
 /**
  * accel_chip_error_name() - the name of a chip error code (enum tsr_error
- * of <drm/tessera_chip.h>) as Documentation/chip.md spells it, e.g.
+ * of <tessera/chip.h>) as Documentation/chip.md spells it, e.g.
  * "MMU_UNMAPPED" for TSR_ERR_MMU_UNMAPPED; "NONE" for 0.  Never returns
  * NULL; unknown codes give "UNKNOWN".
  */

@@ -11,7 +11,7 @@
  * the window, which a job there waits on with SEM_WAIT.
  *
  * Link states (TSR_ICI_STATE_*), ports (TSR_ICI_PORT()) and the ICI_WRITE
- * flags (TSR_ICI_WRITE_SEM) are the chip's own, from <drm/tessera_chip.h>.
+ * flags (TSR_ICI_WRITE_SEM) are the chip's own, from <tessera/chip.h>.
  *
  * Thread safety: windows may be opened and closed from several threads
  * at once; one window handle is closed once, by one thread.
@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 #include <accel/common.h>
 

@@ -5,14 +5,14 @@
  *
  * Element types, VPU and reduce operations and MATMUL flags are the
  * chip's own: enum tsr_dtype, enum tsr_vpu_op, enum tsr_reduce_op and
- * TSR_MATMUL_* of <drm/tessera_chip.h> (build with -I for uapi/).
+ * TSR_MATMUL_* of <tessera/chip.h> (build with -I for uapi/).
  */
 #ifndef ACCEL_TENSOR_H
 #define ACCEL_TENSOR_H
 
 #include <stdint.h>
 
-#include <drm/tessera_chip.h>
+#include <tessera/chip.h>
 
 #include <accel/common.h>
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note OR MIT */
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
  * Tessera chip hardware interface: PCI identity, BARs, register map,
  * interrupts, presets, queue and job formats, the completion record,
