@@ -59,34 +59,15 @@
 #define TSR_ICI_ISSUE_CYCLES 10
 /* How long a waiting sender sleeps before checking for an abort again. */
 #define ICI_WAIT_SLICE_NS 1000000ull
-/* Busy spans of a link's modeled timeline remembered (see book()). */
-#define ICI_SPANS 32
-/*
- * The orders a link keeps its messages in, on the modeled clock: one per
- * queue of this chip, for the messages it sends, and a few for the
- * messages it forwards, by their source chip.
- */
-#define ICI_TRANSIT_ORDERS 8
-#define ICI_ORDERS (TSR_MAX_QUEUES + ICI_TRANSIT_ORDERS)
-
-typedef struct IciSpan {
-    uint64_t start;
-    uint64_t end;
-} IciSpan;
-
 typedef struct IciPort {
     TsrLink *link;
     TsrIci *ici;
     unsigned int index;
     /*
-     * Modeled timeline of the outgoing direction, in cycles: the busy
-     * spans, in order, and before @horizon busy all along.
+     * Modeled time of the outgoing direction, in cycles: until when each
+     * queue of this chip has its latest frame on the link (see depart()).
      */
-    IciSpan span[ICI_SPANS + 1];
-    unsigned int spans;
-    uint64_t horizon;
-    /* Per order, the latest arrival at the next chip of its messages. */
-    uint64_t order[ICI_ORDERS];
+    uint64_t busy_until[TSR_MAX_QUEUES];
     /* Bytes of faulted frames already charged to the timeline. */
     uint64_t charged_faults;
     /*
@@ -199,114 +180,49 @@ static uint64_t hop_cycles(TsrIci *ici)
 }
 
 /*
- * Hold @p's link for @len cycles from @ready on, or from the first gap
- * that long after it (frames of several streams interleave, and one
- * that is ready earlier on the modeled clock may be sent later by the
- * host); returns when the hold starts.
- */
-static uint64_t book(IciPort *p, uint64_t ready, uint64_t len)
-{
-    uint64_t t = ready > p->horizon ? ready : p->horizon;
-    unsigned int i;
-
-    for (i = 0; i < p->spans && p->span[i].start < t + len; i++) {
-        if (p->span[i].end > t) {
-            t = p->span[i].end;
-        }
-    }
-    /* Every span before i ends by t, every one from i starts after. */
-    if (i && p->span[i - 1].end == t) {
-        p->span[i - 1].end = t + len;
-        if (i < p->spans && p->span[i].start == t + len) {
-            p->span[i - 1].end = p->span[i].end;
-            memmove(&p->span[i], &p->span[i + 1],
-                    (p->spans - i - 1) * sizeof(p->span[0]));
-            p->spans--;
-        }
-        return t;
-    }
-    if (i < p->spans && p->span[i].start == t + len) {
-        p->span[i].start = t;
-        return t;
-    }
-    memmove(&p->span[i + 1], &p->span[i], (p->spans - i) * sizeof(p->span[0]));
-    p->span[i] = (IciSpan){ t, t + len };
-    if (++p->spans > ICI_SPANS) {
-        /* Forget the oldest: the link counts as busy until its end. */
-        p->horizon = p->span[0].end;
-        memmove(&p->span[0], &p->span[1], ICI_SPANS * sizeof(p->span[0]));
-        p->spans--;
-    }
-    return t;
-}
-
-/* How long a frame ready at @ready waits for the one on the wire then. */
-static uint64_t wire_wait(IciPort *p, uint64_t ready)
-{
-    uint64_t full = frame_cycles(p->ici, TSR_ICI_MAX_PAYLOAD + 4 +
-                                 sizeof(struct tsr_ici_frame_hdr));
-    unsigned int i;
-
-    if (ready < p->horizon) {
-        return full;
-    }
-    for (i = 0; i < p->spans && p->span[i].start <= ready; i++) {
-        if (p->span[i].end > ready) {
-            return tsr_min(p->span[i].end - ready, full);
-        }
-    }
-    return 0;
-}
-
-/*
- * Message @msg leaves by @p when it is ready at cycle @ready; returns when
- * it arrives at the next chip (Documentation/ici.md, "Timing").
+ * Message @msg, ready at cycle @ready, leaves by @p for the next chip:
+ * when it arrives there (Documentation/ici.md, "Timing").  @queue is the
+ * queue of this chip that sends it, or TSR_MAX_QUEUES for a message this
+ * chip forwards or answers.
  *
- * - A frame of data holds the link for its serialization, in the first
- *   gap from @ready on.
- * - A message without data (a semaphore increment alone, an answer) goes
- *   between two frames: it waits at most for the frame on the wire, and
- *   takes too little of the link to hold it.
- * - Messages of one @order (a queue of this chip, or the chips whose
- *   messages this one forwards) arrive in the order they were sent, so an
- *   increment is never seen before the data sent ahead of it.
- * - Frames the link layer sent again since the last call hold the link
- *   too, with the round trip of the NAK that asked for them.
+ * - The frames of one queue follow each other on the link, each for its
+ *   serialization; a message without data too, after the queue's frame on
+ *   the wire, so that an increment never arrives before the data sent
+ *   ahead of it.
+ * - A frame this chip forwards goes on as it arrives (cut-through): one
+ *   hop later.  An answer's time feeds nothing modeled.
+ * - Frames the link layer sent again since the last call hold the next
+ *   message back by their serialization and the round trip of the NAK
+ *   that asked for them.
+ *
+ * Streams sharing a link do not slow each other: which of two would go
+ * first is decided by the order the host runs them in, and the modeled
+ * clock must not depend on it (design decision 7).  Each message's time
+ * depends only on its own stream's program.
  */
 static uint64_t depart(IciPort *p, uint64_t ready,
-                       const struct tsr_ici_msg *msg, unsigned int order)
+                       const struct tsr_ici_msg *msg, unsigned int queue)
 {
     uint64_t wire = sizeof(struct tsr_ici_frame_hdr) + sizeof(*msg) +
                     msg->len + 4;
     uint64_t ser = frame_cycles(p->ici, wire), hop = hop_cycles(p->ici);
-    uint64_t faults = tsr_link_fault_bytes(p->link), arrival;
+    uint64_t faults = tsr_link_fault_bytes(p->link), start;
 
     if (faults > p->charged_faults) {
         uint64_t frames = (faults - p->charged_faults + wire - 1) / wire;
-        uint64_t resend = frame_cycles(p->ici, faults - p->charged_faults) +
-                          frames * 2 * hop;
 
-        ready = book(p, ready, resend) + resend;
+        ready += frame_cycles(p->ici, faults - p->charged_faults) +
+                 frames * 2 * hop;
         p->charged_faults = faults;
     }
-    if (msg->type == TSR_ICI_MSG_ANSWER) {
-        return ready + wire_wait(p, ready) + ser + hop;
+    if (queue >= TSR_MAX_QUEUES) {
+        return ready + hop;
     }
+    start = tsr_max(ready, p->busy_until[queue]);
     if (msg->len) {
-        arrival = book(p, ready, ser) + ser + hop;
-    } else {
-        arrival = ready + wire_wait(p, ready) + ser + hop;
+        p->busy_until[queue] = start + ser;
     }
-    arrival = tsr_max(arrival, p->order[order]);
-    p->order[order] = arrival;
-    return arrival;
-}
-
-/* The order of messages this chip forwards from chip @src. */
-static unsigned int transit_order(const uint8_t src[3])
-{
-    return TSR_MAX_QUEUES +
-           (src[0] * 7u + src[1] * 3u + src[2]) % ICI_TRANSIT_ORDERS;
+    return start + ser + hop;
 }
 
 /* ------------------------------------------------------------ routing */
@@ -338,14 +254,14 @@ static int route(TsrIci *ici, const uint8_t dst[3], bool minus,
 
 /*
  * Queue @msg (with its data) on @port, on the channel a frame arriving
- * along @in_dim on @in_vc takes, in @order (see depart()); false if that
- * channel has no room.  The data is @data, or, with @staged, the sealed
+ * along @in_dim on @in_vc takes, timed as @queue's (see depart()); false
+ * if that channel has no room.  The data is @data, or, with @staged, the sealed
  * buffer *@staged already holds behind the header.
  */
 static bool send_msg(TsrIci *ici, unsigned int port, unsigned int in_dim,
                      unsigned int in_vc, struct tsr_ici_msg *msg,
                      const void *data, TsrLinkBuf **staged,
-                     unsigned int order)
+                     unsigned int queue)
 {
     IciPort *p = &ici->port[port];
     unsigned int vc = tsr_route_vc(&ici->slice.topo, ici->slice.coords, port,
@@ -358,7 +274,7 @@ static bool send_msg(TsrIci *ici, unsigned int port, unsigned int in_dim,
     if (!tsr_link_can_send(p->link, vc)) {
         return false;
     }
-    msg->arrival = depart(p, msg->arrival, msg, order);
+    msg->arrival = depart(p, msg->arrival, msg, queue);
     if (staged) {
         return tsr_link_send_buf(p->link, vc, staged, msg, now_ns()) == 0;
     }
@@ -542,7 +458,8 @@ static void flush_answers(TsrIci *ici)
 
         if (port >= 0 && (ici->wired & (1u << port)) &&
             tsr_link_state(ici->port[port].link) == TSR_ICI_STATE_UP &&
-            !send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, a, NULL, NULL, 0)) {
+            !send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, a, NULL, NULL,
+                      TSR_MAX_QUEUES)) {
             return;
         }
         /* Sent, or its way is down: its requester fails with LINK_DOWN. */
@@ -571,7 +488,8 @@ static void answer(TsrIci *ici, struct tsr_ici_msg *ans)
     }
     flush_answers(ici);
     if (!ici->pending_count &&
-        send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, ans, NULL, NULL, 0)) {
+        send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, ans, NULL, NULL,
+                 TSR_MAX_QUEUES)) {
         return;
     }
     if (ici->pending_count == ICI_PENDING_ANSWERS) {
@@ -695,7 +613,7 @@ static bool deliver(void *opaque, unsigned int vc, const void *payload,
     /* In transit: on to the next chip, untouched. */
     return send_msg(ici, port, in_dim, vc, &m,
                     (const uint8_t *)payload + sizeof(m), NULL,
-                    transit_order(m.src));
+                    TSR_MAX_QUEUES);
 }
 
 static size_t wire_write(void *opaque, const void *buf, size_t len)
