@@ -20,6 +20,8 @@
 #   make bench    BENCH lines (see tools/tessera-bench)
 #   make fuzz     the ioctl fuzzer in a VM, FUZZ_CALLS (1000000) calls
 #   make lint     checkpatch (kernel and QEMU flavours) and sparse
+#   make lint-patch  checkpatch on a patch, each file by its own tree's
+#                 rules: PATCH=FILE, or REV=RANGE (default HEAD^!)
 #   make install  libaccel's headers, libraries and pkg-config file, the
 #                 tools and their man pages, under PREFIX (/usr/local) and DESTDIR
 #   make deps     only install/fetch dependencies (tools/tessera-deps)
@@ -121,7 +123,7 @@ CONSUMERS := $(B)/tests/vm/progs/consumer $(B)/tests/vm/progs/consumer-static
 TUTORIAL := $(B)/tests/vm/progs/tutorial
 
 .PHONY: all deps qemu module libaccel tests samples tools man initramfs \
-	check demo bench fuzz lint install clean distclean help \
+	check demo bench fuzz lint lint-patch install clean distclean help \
 	debug-kernel debug-module debug-initramfs check-debug check-slices
 .DEFAULT_GOAL := all
 
@@ -470,6 +472,12 @@ lint: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
 		modules 2>&1 | tee $(B)/sparse.log | grep -v '^  ' || true
 	@! grep -q ': \(warning\|error\):' $(B)/sparse.log
 	@echo "lint: clean"
+
+# make lint-patch [PATCH=FILE | REV=RANGE]: a patch (default: the last
+# commit) checked as the lists it would go to would check it.
+REV ?= HEAD^!
+lint-patch: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
+	@mk/lint-patch $(KERNEL_CHECKPATCH) $(QEMU_SRC) '$(or $(PATCH),$(REV))'
 
 # ---------------------------------------------------------------- clean
 clean:
