@@ -972,6 +972,11 @@ void tsr_ici_set_transport(TsrIci *ici, unsigned int port,
     if (port < TSR_ICI_MAX_PORTS) {
         pthread_mutex_lock(&ici->lock);
         ici->port[port].transport = transport;
+        if (ici->port[port].link) {
+            /* A ring hands over what was written or breaks (tessera-ring.h). */
+            tsr_link_set_intact(ici->port[port].link,
+                                transport == TSR_ICI_TRANSPORT_RING);
+        }
         pthread_mutex_unlock(&ici->lock);
     }
 }
@@ -1434,6 +1439,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
     };
     uint64_t *until;
     IciReq *r;
+    bool crc;
     int port;
 
     if (err) {
@@ -1473,6 +1479,8 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
     /* For the job's trace: the first hop, and the data sent. */
     mem->ici_port = port >= 0 ? port : TSR_TRACE_NO_PORT;
     mem->link_bytes = total;
+    /* Its CRC is taken as the chunk is built, unless no wire needs it. */
+    crc = port >= 0 && !tsr_link_intact(ici->port[port].link);
     /* Room for this write among the queue's, and news of earlier ones. */
     err = settle_queue(ici, mem, ICI_QUEUE_REQS - 1);
     if (err) {
@@ -1500,7 +1508,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
             data = tsr_link_buf_data(*stage) + sizeof(m);
             err = read_chunk(mem, c->src + row * c->src_stride + done,
                              data, n);
-            tsr_link_buf_seal(*stage, sizeof(m), sizeof(m) + n);
+            tsr_link_buf_seal(*stage, sizeof(m), sizeof(m) + n, crc);
             pthread_mutex_lock(&ici->lock);
             if (!err) {
                 err = send_chunk(ici, mem, &m, stage, data);

@@ -10,7 +10,8 @@
  *
  * - training: both ends exchange slice id, coordinates and port, and a
  *   link whose peer is not the neighbour this port faces stays down;
- * - frames carry a sequence number, a CRC32C of header and payload, the
+ * - frames carry a sequence number, a CRC32C of header and payload (of
+ *   the header alone on a wire that cannot damage them), the
  *   cumulative acknowledgement and the credits of the other direction;
  *   ACK and NAK frames also say which frames behind a gap are held (SACK);
  * - the receiver hands payloads on in order, keeps frames that arrive
@@ -159,6 +160,17 @@ TsrLink *tsr_link_new(const TsrLinkConfig *cfg, const TsrLinkOps *ops,
                       void *opaque);
 void tsr_link_free(TsrLink *link);
 
+/*
+ * Whether the byte stream below hands the peer exactly what this end
+ * wrote, or breaks (as a shared-memory ring does), a property its
+ * transport reports: frames then carry no payload CRC (0 in its place,
+ * neither taken nor checked), while injected corruption still costs the
+ * frame and is counted as on any wire.  Set before the link trains, alike
+ * at both ends.  Not by default.
+ */
+void tsr_link_set_intact(TsrLink *link, bool intact);
+bool tsr_link_intact(const TsrLink *link);
+
 /* The byte stream is there (socket connected): train. */
 void tsr_link_connected(TsrLink *link, uint64_t now);
 /* The byte stream is gone; frames in flight stay for the next training. */
@@ -200,9 +212,11 @@ void tsr_link_buf_free(TsrLinkBuf *b);
 uint8_t *tsr_link_buf_data(TsrLinkBuf *b);
 /*
  * The payload is @len bytes (1 to TSR_ICI_MAX_PAYLOAD), of which bytes
- * @head on are written; -1 if the sizes are wrong.
+ * @head on are written; with @crc, take their CRC now (for a wire that is
+ * not intact: tsr_link_intact()), else when a frame needs it.  -1 if the
+ * sizes are wrong.
  */
-int tsr_link_buf_seal(TsrLinkBuf *b, size_t head, size_t len);
+int tsr_link_buf_seal(TsrLinkBuf *b, size_t head, size_t len, bool crc);
 /*
  * Queue sealed *@b on @vc, its first bytes copied from @head; *@b becomes
  * an empty buffer to build the next payload in.  -1 (nothing queued, *@b

@@ -180,8 +180,13 @@ static void open_window(struct slice *s, unsigned int i, uint64_t size,
 	wr(c, TSR_REG_ICI_WINDOW_COUNT, 1);
 }
 
-/* A line of @n chips along x (a ring if @wrap), trained and pumping. */
-static struct slice *slice_new(unsigned int n, bool wrap)
+/*
+ * A line of @n chips along x (a ring if @wrap), its ports on @transport
+ * (enum tsr_ici_transport: the wires lose and damage nothing, as a ring),
+ * trained and pumping.
+ */
+static struct slice *slice_new_on(unsigned int n, bool wrap,
+				  uint32_t transport)
 {
 	struct slice *s = calloc(1, sizeof(*s));
 	unsigned int i, p;
@@ -218,11 +223,21 @@ static struct slice *slice_new(unsigned int n, bool wrap)
 			if (s->wires[i][p])
 				tsr_ici_attach(tsr_core_ici(s->chip[i]->core), p);
 	pthread_create(&s->pump, NULL, pump, s);
-	for (i = 0; i < n; i++)
-		for (p = 0; p < TSR_ICI_MAX_PORTS; p++)
-			if (s->wires[i][p])
-				tsr_ici_connected(tsr_core_ici(s->chip[i]->core), p);
+	for (i = 0; i < n; i++) {
+		for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
+			if (!s->wires[i][p])
+				continue;
+			tsr_ici_set_transport(tsr_core_ici(s->chip[i]->core), p,
+					      transport);
+			tsr_ici_connected(tsr_core_ici(s->chip[i]->core), p);
+		}
+	}
 	return s;
+}
+
+static struct slice *slice_new(unsigned int n, bool wrap)
+{
+	return slice_new_on(n, wrap, TSR_ICI_TRANSPORT_SOCKET);
 }
 
 static size_t liar_write(void *opaque, const void *buf, size_t len)
@@ -797,9 +812,14 @@ TEST(the_retransmit_timer_is_set_before_any_port_is_attached)
 	chip_free(c);
 }
 
-TEST(dropped_and_corrupted_frames_lose_nothing)
+/*
+ * Injected drops and corruption lose nothing, and are counted, on a
+ * socket (payloads with a CRC) and on a ring (without).
+ */
+static void faults_lose_nothing(struct __test_metadata *_metadata,
+				uint32_t transport)
 {
-	struct slice *s = slice_new(2, true);
+	struct slice *s = slice_new_on(2, true, transport);
 	struct test_chip *a = s->chip[0], *b = s->chip[1];
 	/* A few of the 128 frames of each 4 MiB. */
 	TsrLinkFaults f = { .drop_ppm = 4000, .corrupt_ppm = 4000, .seed = 9 };
@@ -830,6 +850,16 @@ TEST(dropped_and_corrupted_frames_lose_nothing)
 	EXPECT_LT(0, crc);
 	EXPECT_LT(0, seq);
 	slice_free(s);
+}
+
+TEST(dropped_and_corrupted_frames_lose_nothing)
+{
+	faults_lose_nothing(_metadata, TSR_ICI_TRANSPORT_SOCKET);
+}
+
+TEST(dropped_and_corrupted_frames_lose_nothing_on_a_ring_without_crc)
+{
+	faults_lose_nothing(_metadata, TSR_ICI_TRANSPORT_RING);
 }
 
 TEST(a_semaphore_only_write_and_a_write_to_itself)

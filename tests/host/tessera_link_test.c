@@ -141,6 +141,24 @@ FIXTURE(link) {
 	TsrLinkConfig ca, cb;
 	/* Payloads exchange() has queued and must see arrive, per end. */
 	unsigned int queued[2], target[2];
+	bool intact;		/* the variant's */
+};
+
+/*
+ * Every test runs on a wire that may damage frames (a socket: payloads
+ * carry a CRC) and on one that cannot (a shared-memory ring: no CRC), so
+ * that each fault is survived and counted alike on both.
+ */
+FIXTURE_VARIANT(link) {
+	bool intact;
+};
+
+FIXTURE_VARIANT_ADD(link, crc) {
+	.intact = false,
+};
+
+FIXTURE_VARIANT_ADD(link, intact) {
+	.intact = true,
 };
 
 static void config(TsrLinkConfig *c, uint8_t x, uint8_t port, uint8_t px,
@@ -191,6 +209,7 @@ FIXTURE_SETUP(link)
 	self->a.pattern = 1;
 	self->b.pattern = 2;
 	self->step_ns = 1000;
+	self->intact = variant->intact;
 }
 
 FIXTURE_TEARDOWN(link)
@@ -203,6 +222,8 @@ static void start(FIXTURE_DATA(link) *self)
 {
 	self->a.link = tsr_link_new(&self->ca, &end_ops, &self->a);
 	self->b.link = tsr_link_new(&self->cb, &end_ops, &self->b);
+	tsr_link_set_intact(self->a.link, self->intact);
+	tsr_link_set_intact(self->b.link, self->intact);
 	tsr_link_connected(self->a.link, self->now);
 	tsr_link_connected(self->b.link, self->now);
 }
@@ -399,7 +420,7 @@ static int send_one(FIXTURE_DATA(link) *self, struct end *e, unsigned int vc,
 		return tsr_link_send(e->link, vc, buf, len, self->now);
 	memset(tsr_link_buf_data(e->stage), 0xa5, head);
 	memcpy(tsr_link_buf_data(e->stage) + head, buf + head, len - head);
-	if (tsr_link_buf_seal(e->stage, head, len))
+	if (tsr_link_buf_seal(e->stage, head, len, !tsr_link_intact(e->link)))
 		return -1;
 	return tsr_link_send_buf(e->link, vc, &e->stage, buf, self->now);
 }
@@ -636,6 +657,78 @@ TEST_F(link, a_corrupt_frame_is_refused_and_resent)
 	EXPECT_EQ(0, a.timeouts);
 }
 
+/*
+ * A payload's CRC is taken and checked only on a wire that may damage it:
+ * on an intact one its place holds 0, and a bit the wire itself flipped
+ * there would go unseen (which is why only a ring says it is intact).
+ */
+TEST_F(link, a_payload_crc_is_taken_and_checked_only_where_the_wire_may_damage)
+{
+	uint8_t buf[100];
+	const struct tsr_ici_frame_hdr *h = NULL;
+	size_t off;
+	uint32_t crc;
+	int i;
+
+	ASSERT_TRUE(train(self));
+	memset(buf, 0x3c, sizeof(buf));
+	ASSERT_EQ(0, tsr_link_send(self->a.link, 0, buf, sizeof(buf), self->now));
+	for (off = 0; whole_frame(self->a.wire + off, self->a.wire_len - off);
+	     off += frame_len(self->a.wire + off)) {
+		h = (const void *)(self->a.wire + off);
+		if (h->type == TSR_ICI_FRAME_DATA)
+			break;
+	}
+	ASSERT_NE(NULL, h);
+	ASSERT_EQ(TSR_ICI_FRAME_DATA, h->type);
+	memcpy(&crc, (const uint8_t *)(h + 1) + h->len, sizeof(crc));
+	EXPECT_EQ(self->intact ? 0 : tsr_crc32c(0, buf, sizeof(buf)), crc);
+
+	self->a.wire[off + sizeof(*h) + 7] ^= 0x10;
+	for (i = 0; i < 1000 && !self->b.delivered; i++)
+		step(self);
+	ASSERT_EQ(1, self->b.delivered);
+	EXPECT_EQ(self->intact ? 0 : 1, counters(&self->b).crc_errors);
+	EXPECT_EQ(self->intact ? 0x2c : 0x3c, self->b.log[0][7]);
+}
+
+/*
+ * Injected drops and corruption cost the same frames and count the same
+ * on a wire that is intact as on one that is not: the same seed gives the
+ * same counters at both ends.
+ */
+TEST_F(link, injected_faults_count_alike_with_and_without_a_crc)
+{
+	TsrLinkFaults f = { .drop_ppm = 3000, .corrupt_ppm = 3000, .seed = 23 };
+	TsrLinkCounters first[2], again[2];
+	unsigned int run;
+
+	for (run = 0; run < 2; run++) {
+		if (run) {
+			end_fini(&self->a);
+			end_fini(&self->b);
+			end_init(&self->a, &self->b, &self->now);
+			end_init(&self->b, &self->a, &self->now);
+			self->a.pattern = 1;
+			self->b.pattern = 2;
+			self->now = 0;
+			memset(self->queued, 0, sizeof(self->queued));
+			memset(self->target, 0, sizeof(self->target));
+			self->intact = !self->intact;
+		}
+		ASSERT_TRUE(train(self));
+		inject(&self->a, &f);
+		inject(&self->b, &f);
+		ASSERT_TRUE(exchange(self, 3000, 2000000));
+		EXPECT_TRUE(streams_match(self));
+		(run ? again : first)[0] = counters(&self->a);
+		(run ? again : first)[1] = counters(&self->b);
+	}
+	EXPECT_LT(0, first[1].crc_errors);
+	EXPECT_LT(0, first[0].replays);
+	EXPECT_EQ(0, memcmp(first, again, sizeof(first)));
+}
+
 /* Whole frames that @e has written and its peer not yet read. */
 static unsigned int frames_on_wire(const struct end *e)
 {
@@ -744,6 +837,8 @@ TEST_F(link, a_wire_that_loses_damages_repeats_and_reorders_loses_nothing)
 	struct end *ends[2] = { &self->a, &self->b };
 	unsigned int k;
 
+	if (variant->intact)
+		SKIP(return, "an intact wire damages nothing");
 	ASSERT_TRUE(train(self));
 	for (k = 0; k < 2; k++) {
 		ends[k]->rng = 17 + k;
@@ -1150,11 +1245,14 @@ TEST_F(link, payloads_built_outside_the_link_arrive_exactly)
 	EXPECT_LT(0, counters(&self->a).replays);
 }
 
-/* Fill @b with @len bytes of 0x5c after room for an 8-byte head. */
+/*
+ * Fill @b with @len bytes of 0x5c after room for an 8-byte head; sealed
+ * without a CRC, which a wire that needs one takes when it sends it.
+ */
 static int build(TsrLinkBuf *b, size_t len)
 {
 	memset(tsr_link_buf_data(b) + 8, 0x5c, len - 8);
-	return tsr_link_buf_seal(b, 8, len);
+	return tsr_link_buf_seal(b, 8, len, false);
 }
 
 /*
@@ -1173,9 +1271,9 @@ TEST_F(link, a_built_payload_is_refused_when_it_cannot_be_sent)
 	ASSERT_NE(NULL, b);
 	self->b.refuse = true;
 	ASSERT_TRUE(train(self));
-	EXPECT_EQ(-1, tsr_link_buf_seal(b, 0, 0));
-	EXPECT_EQ(-1, tsr_link_buf_seal(b, 0, TSR_ICI_MAX_PAYLOAD + 1));
-	EXPECT_EQ(-1, tsr_link_buf_seal(b, 9, 8));
+	EXPECT_EQ(-1, tsr_link_buf_seal(b, 0, 0, true));
+	EXPECT_EQ(-1, tsr_link_buf_seal(b, 0, TSR_ICI_MAX_PAYLOAD + 1, true));
+	EXPECT_EQ(-1, tsr_link_buf_seal(b, 9, 8, true));
 	EXPECT_EQ(-1, tsr_link_send_buf(self->a.link, 0, &b, head, self->now));
 	ASSERT_EQ(0, build(b, len));
 	EXPECT_EQ(-1, tsr_link_send_buf(self->a.link, TSR_ICI_VCS, &b, head,
@@ -1365,6 +1463,7 @@ TEST_F(link, a_restarted_peer_gets_nothing_queued_for_its_old_self)
 	/* A new peer process, with no memory of the old one. */
 	tsr_link_free(self->b.link);
 	self->b.link = tsr_link_new(&self->cb, &end_ops, &self->b);
+	tsr_link_set_intact(self->b.link, self->intact);
 	self->b.stopped = false;
 	self->a.wire_len = self->b.wire_len = 0;
 	tsr_link_connected(self->a.link, self->now);
@@ -1390,7 +1489,7 @@ TEST_F(link, nothing_is_queued_on_a_link_that_is_not_up)
 	start(self);
 	EXPECT_EQ(-1, tsr_link_send(self->a.link, 0, buf, sizeof(buf), self->now));
 	EXPECT_FALSE(tsr_link_can_send(self->a.link, 0));
-	ASSERT_EQ(0, tsr_link_buf_seal(b, 0, sizeof(buf)));
+	ASSERT_EQ(0, tsr_link_buf_seal(b, 0, sizeof(buf), true));
 	EXPECT_EQ(-1, tsr_link_send_buf(self->a.link, 0, &b, NULL, self->now));
 	for (i = 0; i < 1000 && !both_up(self); i++)
 		step(self);
