@@ -28,6 +28,7 @@
 #include "tessera_ici.h"
 #include "tessera_job.h"
 #include "tessera_mmu.h"
+#include "tessera_pci.h"
 #include "tessera_reset.h"
 #include "tessera_sysfs.h"
 
@@ -374,6 +375,8 @@ static int tessera_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = drm_dev_register(&tdev->drm, 0);
 	if (ret)
 		goto err_hw_fini;
+	/* What slot_reset restores after a PCIe error's bus reset. */
+	pci_save_state(pdev);
 	return 0;
 
 err_hw_fini:
@@ -409,6 +412,7 @@ static struct pci_driver tessera_pci_driver = {
 	.id_table = tessera_pci_ids,
 	.probe = tessera_probe,
 	.remove = tessera_remove,
+	.err_handler = &tessera_pci_err_handlers,
 };
 module_pci_driver(tessera_pci_driver);
 

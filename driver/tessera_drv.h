@@ -63,6 +63,8 @@ enum tessera_counter {
 	TESSERA_CNT_LINK_DOWNS,
 	TESSERA_CNT_LINK_UPS,
 	TESSERA_CNT_LINK_EVENTS_SUPPRESSED,
+	TESSERA_CNT_PCIE_ERRORS,
+	TESSERA_CNT_PCIE_CORRECTABLE,
 	TESSERA_CNT_COUNT
 };
 
@@ -179,6 +181,9 @@ struct tessera_queue {
  * @queues: the hardware queues
  * @reset_wq: ordered queue running timeouts and resets one at a time
  * @chip_reset_work: whole-chip recovery (fatal error, forced)
+ * @pci_reset_work: recovery around a reset the PCI core makes
+ * @pci_quiet: completed by @pci_reset_work once the chip is quiet
+ * @pci_reset_over: completed when the PCI core's reset is over
  * @reset_lock: held while the chip is being reset
  * @ctx_table: context table (coherent memory the chip reads)
  * @ctx_table_dma: bus address of @ctx_table
@@ -222,6 +227,9 @@ struct tessera_device {
 	struct tessera_queue queues[TSR_MAX_QUEUES];
 	struct workqueue_struct *reset_wq;
 	struct work_struct chip_reset_work;
+	struct work_struct pci_reset_work;
+	struct completion pci_quiet;
+	struct completion pci_reset_over;
 	/* held while queues or the chip are reset */
 	struct mutex reset_lock;
 

@@ -92,22 +92,34 @@ static void tessera_hw_enable(struct tessera_device *tdev)
 	tessera_ici_hw_enable(tdev);
 }
 
-/* Reset the chip and program it again; the caller holds reset_lock. */
-void tessera_hw_reset(struct tessera_device *tdev)
+/**
+ * tessera_hw_reset_locked() - reset the chip and program it again
+ * @tdev: the device; the caller holds reset_lock and the ICI window_lock
+ *
+ * The reset zeroes the window table's address and count: a window closing
+ * meanwhile must not set the count before the address is back, or the chip
+ * would read entries at bus address 0.  The PCI core's resets zero them
+ * too, so the PCI reset path holds window_lock across them.
+ */
+void tessera_hw_reset_locked(struct tessera_device *tdev)
 {
-	/*
-	 * The reset zeroes the window table's address and count: a window
-	 * closing meanwhile must not set the count before the address is
-	 * back, or the chip would read entries at bus address 0.
-	 */
-	mutex_lock(&tdev->ici.window_lock);
+	lockdep_assert_held(&tdev->reset_lock);
+	lockdep_assert_held(&tdev->ici.window_lock);
+
 	/* The write returns once no job is inside the chip any more. */
 	tessera_reg_write(tdev, TSR_REG_RESET, TSR_RESET_MAGIC);
 	tessera_hw_enable(tdev);
-	mutex_unlock(&tdev->ici.window_lock);
 	/* The reset forgot a ping in flight: its waiter still wants the answer. */
 	if (READ_ONCE(tdev->ping_waiting))
 		tessera_reg_write(tdev, TSR_REG_PING, READ_ONCE(tdev->ping_cookie));
+}
+
+/* Reset the chip and program it again; the caller holds reset_lock. */
+void tessera_hw_reset(struct tessera_device *tdev)
+{
+	mutex_lock(&tdev->ici.window_lock);
+	tessera_hw_reset_locked(tdev);
+	mutex_unlock(&tdev->ici.window_lock);
 }
 
 /* Reset one queue: its running job aborts, queued descriptors are dropped. */
@@ -197,12 +209,10 @@ int tessera_hw_irq_init(struct tessera_device *tdev)
 }
 
 /*
- * Quiet the chip before the memory it reads goes: no interrupts, no job
- * running, and no table in use.  Files may outlive the device with windows
- * open, but once the reset has zeroed the chip's window table and context
- * table registers, no remote write walks their freed tables.
+ * No interrupt from the chip any more, and no handler still running: the
+ * chip is about to be reset, or to go.
  */
-void tessera_hw_fini(struct tessera_device *tdev)
+void tessera_hw_irq_off(struct tessera_device *tdev)
 {
 	struct pci_dev *pdev = to_pci_dev_tdev(tdev);
 	unsigned int i;
@@ -212,15 +222,25 @@ void tessera_hw_fini(struct tessera_device *tdev)
 		tessera_reg_write(tdev, TSR_REG_ICI_IRQ_ENABLE, 0);
 	for (i = 0; i < tdev->num_queues; i++)
 		tessera_reg_write(tdev, TSR_QUEUE_BASE(i) + TSR_QREG_IRQ_ENABLE, 0);
+	if (!tdev->msix_vectors)
+		return;
+	synchronize_irq(pci_irq_vector(pdev, TSR_MSIX_VEC_DEVICE));
+	for (i = 0; i < tdev->num_queues; i++)
+		synchronize_irq(pci_irq_vector(pdev, TSR_MSIX_VEC_QUEUE(i)));
+	synchronize_irq(pci_irq_vector(pdev, TSR_MSIX_VEC_LINK));
+}
+
+/*
+ * Quiet the chip before the memory it reads goes: no interrupts, no job
+ * running, and no table in use.  Files may outlive the device with windows
+ * open, but once the reset has zeroed the chip's window table and context
+ * table registers, no remote write walks their freed tables.
+ */
+void tessera_hw_fini(struct tessera_device *tdev)
+{
+	tessera_hw_irq_off(tdev);
 	/* Returns once no job and no remote write is inside the chip. */
 	tessera_reg_write(tdev, TSR_REG_RESET, TSR_RESET_MAGIC);
-	if (tdev->msix_vectors) {
-		synchronize_irq(pci_irq_vector(pdev, TSR_MSIX_VEC_DEVICE));
-		for (i = 0; i < tdev->num_queues; i++)
-			synchronize_irq(pci_irq_vector(pdev,
-						       TSR_MSIX_VEC_QUEUE(i)));
-		synchronize_irq(pci_irq_vector(pdev, TSR_MSIX_VEC_LINK));
-	}
 	/* A ping waiting for the chip's answer waits no more. */
 	complete_all(&tdev->ping_done);
 }

@@ -40,7 +40,9 @@ static inline u64 tessera_reg_read64(struct tessera_device *tdev, u32 reg)
 int tessera_hw_init(struct tessera_device *tdev);
 int tessera_hw_irq_init(struct tessera_device *tdev);
 void tessera_hw_fini(struct tessera_device *tdev);
+void tessera_hw_irq_off(struct tessera_device *tdev);
 void tessera_hw_reset(struct tessera_device *tdev);
+void tessera_hw_reset_locked(struct tessera_device *tdev);
 void tessera_hw_queue_reset(struct tessera_queue *q);
 int tessera_hw_ping(struct tessera_device *tdev, u32 cookie,
 		    unsigned int timeout_ms, u32 *echo, u64 *latency_ns);

@@ -10,8 +10,9 @@
  * job a chip reset interrupted fails with -ECANCELED (it may have taken
  * effect in part, here and on other chips), the jobs that never started
  * are put back on the rings, and the schedulers restart.  Every reset is
- * counted and announced with a uevent.  Timeouts and resets run one at a
- * time on tdev->reset_wq.
+ * counted and announced with a uevent.  Timeouts and resets, the PCI
+ * core's included (function-level resets, PCIe errors), run one at a time
+ * on tdev->reset_wq.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -57,38 +58,46 @@ static void tessera_reset_uevent(struct tessera_device *tdev, const char *kind,
 }
 
 /*
- * Reset the queues in @mask (the whole chip if @chip) and restart them.
- * @bad is the job whose timeout led here, off its scheduler's pending list
- * (the scheduler took it off to report the timeout) and marked if guilty;
- * it goes back with the others.  The caller holds reset_lock.
+ * First half of a recovery: stop the schedulers of the queues in @mask and,
+ * for a chip reset (@heads not NULL), let the chip start no more jobs,
+ * noting in @heads the ring slot each queue has started.
  */
-static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
-			    bool chip, struct tessera_job *bad)
+static void tessera_recover_stop(struct tessera_device *tdev,
+				 unsigned long mask, u32 *heads)
 {
-	u32 heads[TSR_MAX_QUEUES];
-	struct tessera_job *job, *tmp;
-	unsigned long flags;
 	unsigned int i;
 
 	lockdep_assert_held(&tdev->reset_lock);
 
 	for_each_set_bit(i, &mask, tdev->num_queues)
 		drm_sched_wqueue_stop(&tdev->queues[i].sched);
-
-	if (chip) {
+	if (heads)
 		for_each_set_bit(i, &mask, tdev->num_queues)
 			heads[i] = tessera_queue_stop(&tdev->queues[i]);
-		tessera_hw_reset(tdev);
-	} else {
-		for_each_set_bit(i, &mask, tdev->num_queues)
-			tessera_hw_queue_reset(&tdev->queues[i]);
-	}
+}
+
+/*
+ * Second half, once the queues in @mask (the whole chip if @heads, what
+ * tessera_recover_stop() noted) are reset: retire, fail and requeue their
+ * jobs and restart them.  @bad is the job whose timeout led here, off its
+ * scheduler's pending list (the scheduler took it off to report the
+ * timeout) and marked if guilty; it goes back with the others.
+ */
+static void tessera_recover_restart(struct tessera_device *tdev,
+				    unsigned long mask, const u32 *heads,
+				    struct tessera_job *bad)
+{
+	struct tessera_job *job, *tmp;
+	unsigned long flags;
+	unsigned int i;
+
+	lockdep_assert_held(&tdev->reset_lock);
 
 	/* The chip is quiet now: retire what it finished before the reset. */
 	for_each_set_bit(i, &mask, tdev->num_queues) {
 		tessera_queue_reap(&tdev->queues[i], false);
 		/* A queue reset's only started job is the guilty one. */
-		if (chip)
+		if (heads)
 			tessera_queue_fail_started(&tdev->queues[i], heads[i]);
 	}
 
@@ -120,13 +129,32 @@ static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
 		drm_sched_start(&tdev->queues[i].sched);
 	}
 
-	if (chip) {
+	if (heads) {
 		tessera_count(tdev, TESSERA_CNT_DEVICE_RESETS);
 		tessera_reset_uevent(tdev, "chip", -1);
 	} else {
 		tessera_count(tdev, TESSERA_CNT_QUEUE_RESETS);
 		tessera_reset_uevent(tdev, "queue", (int)__ffs(mask));
 	}
+}
+
+/*
+ * Reset the queues in @mask (the whole chip if @chip) and restart them;
+ * @bad as for tessera_recover_restart().  The caller holds reset_lock.
+ */
+static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
+			    bool chip, struct tessera_job *bad)
+{
+	u32 heads[TSR_MAX_QUEUES];
+	unsigned int i;
+
+	tessera_recover_stop(tdev, mask, chip ? heads : NULL);
+	if (chip)
+		tessera_hw_reset(tdev);
+	else
+		for_each_set_bit(i, &mask, tdev->num_queues)
+			tessera_hw_queue_reset(&tdev->queues[i]);
+	tessera_recover_restart(tdev, mask, chip ? heads : NULL, bad);
 }
 
 /*
@@ -239,9 +267,68 @@ void tessera_force_recovery(struct tessera_device *tdev)
 	flush_work(&tdev->chip_reset_work);
 }
 
+/*
+ * A reset the PCI core makes (a function-level reset, a bus reset after a
+ * PCIe error) wipes the chip's registers: rings, context table, interrupt
+ * enables.  It runs on reset_wq like every other recovery, so that no
+ * timeout handler runs in the middle: the chip is quieted, the PCI core
+ * resets it, then the chip is reset once more from a known point and
+ * recovered as after a fatal error (the started jobs fail with
+ * -ECANCELED, the others run again).
+ */
+static void tessera_pci_reset_work(struct work_struct *work)
+{
+	struct tessera_device *tdev = container_of(work, struct tessera_device,
+						   pci_reset_work);
+	unsigned long all = GENMASK(tdev->num_queues - 1, 0);
+	u32 heads[TSR_MAX_QUEUES];
+
+	mutex_lock(&tdev->reset_lock);
+	tessera_recover_stop(tdev, all, heads);
+	tessera_hw_irq_off(tdev);
+	/* The reset zeroes the window table's registers, as tessera_hw_reset's. */
+	mutex_lock(&tdev->ici.window_lock);
+	complete(&tdev->pci_quiet);
+	wait_for_completion(&tdev->pci_reset_over);
+	tessera_hw_reset_locked(tdev);
+	mutex_unlock(&tdev->ici.window_lock);
+	tessera_recover_restart(tdev, all, heads, NULL);
+	mutex_unlock(&tdev->reset_lock);
+}
+
+/**
+ * tessera_reset_prepare() - the PCI core is about to reset the chip
+ * @tdev: the device
+ *
+ * Returns once the chip is quiet: no scheduler feeds it, no queue starts
+ * a job, no interrupt comes.  tessera_reset_done() must follow.
+ */
+void tessera_reset_prepare(struct tessera_device *tdev)
+{
+	reinit_completion(&tdev->pci_quiet);
+	reinit_completion(&tdev->pci_reset_over);
+	queue_work(tdev->reset_wq, &tdev->pci_reset_work);
+	wait_for_completion(&tdev->pci_quiet);
+}
+
+/**
+ * tessera_reset_done() - the PCI core has reset the chip (or given up)
+ * @tdev: the device, after tessera_reset_prepare()
+ *
+ * Returns once the chip is programmed again and its queues run.
+ */
+void tessera_reset_done(struct tessera_device *tdev)
+{
+	complete(&tdev->pci_reset_over);
+	flush_work(&tdev->pci_reset_work);
+}
+
 void tessera_reset_init(struct tessera_device *tdev)
 {
 	INIT_WORK(&tdev->chip_reset_work, tessera_chip_reset_work);
+	INIT_WORK(&tdev->pci_reset_work, tessera_pci_reset_work);
+	init_completion(&tdev->pci_quiet);
+	init_completion(&tdev->pci_reset_over);
 }
 
 /**

@@ -17,6 +17,8 @@ enum drm_gpu_sched_stat tessera_job_timedout(struct tessera_job *job);
 void tessera_reset_init(struct tessera_device *tdev);
 void tessera_schedule_fatal_recovery(struct tessera_device *tdev);
 void tessera_force_recovery(struct tessera_device *tdev);
+void tessera_reset_prepare(struct tessera_device *tdev);
+void tessera_reset_done(struct tessera_device *tdev);
 void tessera_reset_unplug(struct tessera_device *tdev);
 
 #endif /* __TESSERA_RESET_H__ */

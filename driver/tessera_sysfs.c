@@ -52,6 +52,8 @@ TESSERA_COUNTER_ATTR(remote_access_refused, TESSERA_CNT_REMOTE_ACCESS);
 TESSERA_COUNTER_ATTR(link_downs, TESSERA_CNT_LINK_DOWNS);
 TESSERA_COUNTER_ATTR(link_ups, TESSERA_CNT_LINK_UPS);
 TESSERA_COUNTER_ATTR(link_events_suppressed, TESSERA_CNT_LINK_EVENTS_SUPPRESSED);
+TESSERA_COUNTER_ATTR(pcie_errors, TESSERA_CNT_PCIE_ERRORS);
+TESSERA_COUNTER_ATTR(pcie_correctable_errors, TESSERA_CNT_PCIE_CORRECTABLE);
 
 static ssize_t hbm_free_show(struct device *dev, struct device_attribute *attr,
 			     char *buf)
@@ -79,6 +81,8 @@ static struct attribute *tessera_attrs[] = {
 	&dev_attr_link_downs.attr.attr,
 	&dev_attr_link_ups.attr.attr,
 	&dev_attr_link_events_suppressed.attr.attr,
+	&dev_attr_pcie_errors.attr.attr,
+	&dev_attr_pcie_correctable_errors.attr.attr,
 	&dev_attr_hbm_free.attr,
 	NULL
 };

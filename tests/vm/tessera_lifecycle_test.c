@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The tessera driver through the chip's life: resets the PCI core makes
+ * (a function-level reset through sysfs), jobs failed cleanly by them and
+ * the chip usable after.
+ *
+ * Expects the VM's chips to have debug-regs=on and the driver a short
+ * job_timeout_ms (tests/run-checks boots it so).
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#include <sched.h>
+
+#include "kselftest_harness.h"
+#include "tessera_util.h"
+
+#define KIB 1024u
+
+FIXTURE(life) {
+	int fd;
+	char pci[32];
+	struct tsr_cmds c;
+	struct tsr_bo host, hbm;
+	uint32_t sync;
+};
+
+FIXTURE_SETUP(life)
+{
+	self->fd = tsr_open(0);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, tsr_pci_address(0, self->pci, sizeof(self->pci)));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->c.bo));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->host));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, DRM_TESSERA_BO_HBM,
+				   &self->hbm));
+	self->sync = tsr_syncobj(self->fd);
+	ASSERT_LT(0, (int)self->sync);
+}
+
+FIXTURE_TEARDOWN(life)
+{
+	close(self->fd);
+}
+
+/* Submit the fixture's commands on queue 0, using both buffers; no wait. */
+static int submit(FIXTURE_DATA(life) *self, uint32_t sync, uint64_t *seq)
+{
+	const struct tsr_bo *bos[] = { &self->host, &self->hbm };
+	int ret;
+
+	drmSyncobjReset(self->fd, &sync, 1);
+	ret = tsr_submit(self->fd, &self->c, 0, bos, 2, sync, seq);
+	self->c.len = 0;
+	return ret;
+}
+
+/* Submit, wait for the job and return its status. */
+static int run(FIXTURE_DATA(life) *self, struct drm_tessera_job_status *st)
+{
+	uint64_t seq;
+	int ret;
+
+	ret = submit(self, self->sync, &seq);
+	if (!ret)
+		ret = tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS);
+	return ret ?: tsr_job_status(self->fd, seq, st);
+}
+
+/* A job that runs until host word 0 is set; returns once it has started. */
+static int start_stuck_job(FIXTURE_DATA(life) *self, uint64_t *seq)
+{
+	uint32_t *words = self->host.map;
+	int ret;
+
+	memset(self->host.map, 0, 4096);
+	tsr_emit_fill(&self->c, self->host.va + 192, 0x5747, 4);
+	tsr_emit_sem(&self->c, TSR_OP_SEM_WAIT, self->host.va, 1);
+	tsr_emit_fill(&self->c, self->host.va + 64, 0x99, 4);
+	ret = submit(self, self->sync, seq);
+	while (!ret && !__atomic_load_n(&words[48], __ATOMIC_ACQUIRE))
+		sched_yield();
+	return ret;
+}
+
+/* A function-level reset of the chip, as a user or a hypervisor asks. */
+static int function_reset(FIXTURE_DATA(life) *self)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/reset", self->pci);
+	return tsr_write_file(path, "1");
+}
+
+/*
+ * The reset wipes the chip's registers (rings, context table, interrupt
+ * enables): the job it interrupted fails as a chip reset fails it, the
+ * job queued behind runs after, and so do new jobs on old buffers.
+ */
+TEST_F(life, a_function_reset_fails_the_running_job_and_the_next_ones_run)
+{
+	long long resets = tsr_sysfs_counter(self->pci, "device_resets");
+	uint32_t later_sync = tsr_syncobj(self->fd);
+	struct drm_tessera_job_status st;
+	uint64_t *sem = self->host.map;
+	uint32_t *words = self->host.map;
+	uint64_t seq, later_seq;
+
+	ASSERT_LT(0, (int)later_sync);
+	ASSERT_EQ(0, start_stuck_job(self, &seq));
+	tsr_emit_fill(&self->c, self->host.va + 128, 0x77, 4);
+	ASSERT_EQ(0, submit(self, later_sync, &later_seq));
+
+	ASSERT_EQ(0, function_reset(self));
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_wait(self->fd, later_sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, st.state);
+	EXPECT_EQ(TSR_ERR_ABORTED, st.error);
+	EXPECT_EQ(-ECANCELED, st.fence_error);
+	ASSERT_EQ(0, tsr_job_status(self->fd, later_seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x77u, words[32]);
+	EXPECT_EQ(resets + 1, tsr_sysfs_counter(self->pci, "device_resets"));
+
+	/* Released, the interrupted job does not come back to life. */
+	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
+	tsr_emit_copy(&self->c, self->host.va + 128, self->hbm.va, 4);
+	tsr_emit_copy(&self->c, self->hbm.va, self->host.va + 256, 4);
+	ASSERT_EQ(0, run(self, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x77u, words[64]);
+	EXPECT_EQ(0u, words[16]) TH_LOG("the interrupted job ran again");
+}
+
+TEST_F(life, a_function_reset_of_an_idle_chip_leaves_every_file_working)
+{
+	struct drm_tessera_job_status st;
+	uint32_t *words = self->host.map;
+	struct tsr_cmds other = { 0 };
+	uint64_t seq;
+	int fd2, sync2;
+
+	ASSERT_EQ(0, function_reset(self));
+	ASSERT_EQ(0, function_reset(self));
+	tsr_emit_fill(&self->c, self->host.va, 0x1234, 4);
+	ASSERT_EQ(0, run(self, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x1234u, words[0]);
+
+	/* A context made after the reset is in the context table too. */
+	fd2 = tsr_open(0);
+	ASSERT_LE(0, fd2);
+	sync2 = tsr_syncobj(fd2);
+	ASSERT_LT(0, sync2);
+	ASSERT_EQ(0, tsr_bo_create(fd2, 4096, 0, &other.bo));
+	tsr_emit_fill(&other, other.bo.va + 2048, 0x4321, 4);
+	ASSERT_EQ(0, tsr_submit(fd2, &other, 1, NULL, 0, sync2, &seq));
+	ASSERT_EQ(0, tsr_wait(fd2, sync2, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(fd2, seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x4321u, ((uint32_t *)other.bo.map)[512]);
+	tsr_bo_destroy(fd2, &other.bo);
+	close(fd2);
+}
+
+TEST_HARNESS_MAIN
