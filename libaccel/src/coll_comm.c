@@ -67,17 +67,20 @@ static bool is_local(const struct accel_comm *comm, struct accel_coords c)
 
 /*
  * The remote writes that set the abort semaphores of @chip's neighbours
- * on other hosts, each the way its link goes (a ring of 2 has two links
- * between its chips: both carry one).  Returns how many.
+ * on other hosts (in @setup, their gave-up semaphores for @chip's port,
+ * which their set-up's waits watch), each the way its link goes (a ring
+ * of 2 has two links between its chips: both carry one), and in @ports
+ * (unless NULL) the port each leaves by.  Returns how many.
  */
 static unsigned int abort_writes(const struct accel_comm *comm,
-				 const struct comm_chip *chip,
-				 struct accel_ici_write *w)
+				 const struct comm_chip *chip, bool setup,
+				 struct accel_ici_write *w, unsigned int *ports)
 {
 	unsigned int dim, dir, n = 0;
 
 	for (dim = 0; dim < COLL_DIMS; dim++) {
 		for (dir = 0; dir < COLL_DIRS; dir++) {
+			unsigned int port = TSR_ICI_PORT(dim, dir == COLL_MINUS);
 			struct accel_coords to;
 
 			if (!coll_has_neighbour(comm, chip, dim, dir))
@@ -85,9 +88,14 @@ static unsigned int abort_writes(const struct accel_comm *comm,
 			to = coll_neighbour(comm, chip, dim, dir);
 			if (is_local(comm, to))
 				continue;
+			if (ports)
+				ports[n] = port;
 			w[n++] = (struct accel_ici_write){
 				.dst = to, .window = comm->window_id,
-				.key = comm->key, .sem_offset = SEM_ABORT,
+				.key = comm->key,
+				.sem_offset = setup ?
+					SEM_GAVE_UP(TSR_ICI_PORT_OPPOSITE(port)) :
+					SEM_ABORT,
 				.sem_add = 1,
 				.flags = TSR_ICI_WRITE_SEM |
 					 (dir == COLL_MINUS ? TSR_ICI_WRITE_MINUS : 0),
@@ -97,60 +105,102 @@ static unsigned int abort_writes(const struct accel_comm *comm,
 	return n;
 }
 
-/* Submit @w on @chip's queue @queue, a job of its own. */
-static void send_abort(struct comm_chip *chip, const struct accel_ici_write *w,
-		       uint32_t queue)
+/* Submit @w on @chip's queue @queue, a job of its own; NULL if it failed. */
+static struct accel_job *send_abort(struct comm_chip *chip,
+				    const struct accel_ici_write *w,
+				    uint32_t queue)
 {
 	struct accel_submit_opts opts = { .queue = queue };
+	struct accel_job *job = NULL;
 	struct accel_cmdbuf *cb;
-	struct accel_job *job;
 
 	if (accel_cmdbuf_create(chip->dev, &cb))
-		return;
-	if (!accel_cmdbuf_ici_write(cb, w) &&
-	    !accel_submit(chip->dev, cb, &opts, &job))
-		accel_job_destroy(job);		/* it runs on unwatched */
+		return NULL;
+	if (accel_cmdbuf_ici_write(cb, w) ||
+	    accel_submit(chip->dev, cb, &opts, &job))
+		job = NULL;
 	accel_cmdbuf_destroy(cb);
+	return job;
 }
 
-/*
- * A collective failed or timed out: the whole slice gives up on the
- * communicator, which is broken from then on.  The local chips' abort
- * semaphores are set from the CPU, which fails their streams' waits at
- * once; every neighbour on another host gets remote writes to its own,
- * and its process passes the failure on when its waits fail in turn,
- * until every chip has given up.  A chip cut off entirely still ends at
- * its driver's job timeout.
- *
- * The writes go out on every queue of the chip, each a job of its own:
- * any queue may be held by a command that does not end soon (a stream's
- * ICI_WRITE to a chip that stopped taking it, another job of the
- * process), and the first write to get through is enough, the semaphore
- * only has to be non-zero.  Each queue starts with another neighbour, so
- * that one whose write never leaves holds up the others on one queue.
- */
-void coll_comm_abort(struct accel_comm *comm)
+/* Set the local chips' abort semaphores from the CPU. */
+static void abort_local(struct accel_comm *comm)
 {
-	struct accel_ici_write w[COLL_DIMS * COLL_DIRS];
-	unsigned int i, j, n, q;
+	unsigned int i;
 
-	if (comm->broken)
-		return;
-	comm->broken = true;
-	if (!(comm->caps & TSR_CAP_SEM_ABORT))
-		return;
 	for (i = 0; i < comm->count; i++) {
 		uint64_t *sems;
 
 		if (!accel_buffer_map(comm->chip[i].window_buf, (void **)&sems))
 			__atomic_store_n(&sems[SEM_ABORT / 8], 1, __ATOMIC_SEQ_CST);
 	}
-	for (i = 0; i < comm->count; i++) {
-		n = abort_writes(comm, &comm->chip[i], w);
-		for (q = 0; q < comm->queues; q++)
-			for (j = 0; j < n; j++)
-				send_abort(&comm->chip[i], &w[(q + j) % n], q);
+}
+
+/* An abort write a failed set-up watched until it ends. */
+struct abort_sent {
+	struct accel_job *job;
+	unsigned int chip;	/* the local chip that sent it */
+	unsigned int to;	/* its abort_writes() entry */
+	unsigned int port;	/* the port it leaves by */
+};
+
+/*
+ * Send local chip @i's abort writes on every queue of the chip, each a
+ * job of its own: any queue may be held by a command that does not end
+ * soon (a stream's ICI_WRITE to a chip that stopped taking it, another
+ * job of the process, a hung queue), and the first write to get through
+ * is enough, the semaphore only has to be non-zero.  Each queue starts
+ * with another neighbour, so that one whose write never leaves holds up
+ * the others on one queue only.  The jobs go into @sent (up to @room,
+ * the rest run on unwatched) for a caller that watches them; returns
+ * how many.
+ */
+static unsigned int abort_remote(struct accel_comm *comm, unsigned int i,
+				 bool setup, struct abort_sent *sent,
+				 unsigned int room)
+{
+	struct accel_ici_write w[COLL_DIMS * COLL_DIRS];
+	unsigned int ports[COLL_DIMS * COLL_DIRS];
+	unsigned int j, n, q, kept = 0;
+
+	n = abort_writes(comm, &comm->chip[i], setup, w, ports);
+	for (q = 0; q < comm->queues; q++) {
+		for (j = 0; j < n; j++) {
+			unsigned int to = (q + j) % n;
+			struct accel_job *job = send_abort(&comm->chip[i],
+							   &w[to], q);
+
+			if (job && kept < room)
+				sent[kept++] = (struct abort_sent){
+					job, i, to, ports[to] };
+			else
+				accel_job_destroy(job);	/* it runs on unwatched */
+		}
 	}
+	return kept;
+}
+
+/*
+ * A collective failed or timed out: the whole slice gives up on the
+ * communicator, which is broken from then on.  The local chips' abort
+ * semaphores are set from the CPU, which fails their streams' waits at
+ * once; every neighbour on another host gets remote writes to its own
+ * (abort_remote()), and its process passes the failure on when its waits
+ * fail in turn, until every chip has given up.  A chip cut off entirely
+ * still ends at its driver's job timeout.
+ */
+void coll_comm_abort(struct accel_comm *comm)
+{
+	unsigned int i;
+
+	if (comm->broken)
+		return;
+	comm->broken = true;
+	if (!(comm->caps & TSR_CAP_SEM_ABORT))
+		return;
+	abort_local(comm);
+	for (i = 0; i < comm->count; i++)
+		abort_remote(comm, i, false, NULL, 0);
 }
 
 /*
@@ -173,11 +223,89 @@ bool coll_comm_peer_aborted(const struct accel_comm *comm)
 
 /* ------------------------------------------------------- set-up */
 
+/*
+ * Setting up fails on every host within seconds of its cause, never at
+ * the connect timeout, which only a process that never comes waits out:
+ *
+ * - A chip's window opens before anything that can fail or wait (its
+ *   semaphores are zeroed from the CPU, not by a job that a hung queue
+ *   would hold), so a neighbour's greeting or abort finds it open.
+ * - Every wait of the set-up (a neighbour not open yet, its greetings)
+ *   polls from the CPU and ends with ACCEL_ERR_PEER_ABORT once a
+ *   neighbour gave up (set this chip's abort semaphore), and with
+ *   ACCEL_ERR_LINK_DOWN once a port to a neighbour is down, as a
+ *   collective's SEM_WAIT_ABORT with TSR_SEM_WAIT_LINKS would.  A wait on
+ *   the chip would be ended by the driver's job watchdog when a
+ *   neighbour's process is only late, as the misleading JOB_HUNG.
+ * - Greetings go round as many times as the slice's diameter: no chip's
+ *   set-up ends before every chip's has come that far.
+ * - A chip whose set-up failed (its queue hung: JOB_HUNG; a link down;
+ *   a neighbour that gave up) tells its neighbours with abort writes, as
+ *   a broken collective does, so the failure spreads a hop at a time;
+ *   it keeps its window open for up to SETUP_LINGER_NS more while a
+ *   neighbour's window refuses them: one that greets it meanwhile opened
+ *   its own window first, so the writes, sent again, reach it.
+ */
+#define SETUP_LINGER_NS		(2ull * 1000 * 1000 * 1000)
+/* Abort writes a failed set-up watches at once: two rounds' worth. */
+#define SETUP_MAX_JOBS		(2 * ACCEL_SLICE_MAX_LOCAL * TSR_MAX_QUEUES * \
+				 COLL_DIMS * COLL_DIRS)
+
 static void pause_ms(unsigned int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000l };
 
 	nanosleep(&ts, NULL);
+}
+
+/* A wait's next pause: 1 ms, doubling up to 64 ms. */
+static void backoff(unsigned int *pause)
+{
+	pause_ms(*pause);
+	*pause = *pause < 64 ? 2 * *pause : *pause;
+}
+
+static uint64_t window_sem(const struct comm_chip *chip, uint64_t sem)
+{
+	uint64_t *sems;
+
+	if (accel_buffer_map(chip->window_buf, (void **)&sems))
+		return 0;
+	return __atomic_load_n(&sems[sem / 8], __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Why @chip's set-up cannot go on: a neighbour gave up
+ * (ACCEL_ERR_PEER_ABORT), a port to a neighbour is down or cut
+ * (ACCEL_ERR_LINK_DOWN; one training again may yet come up), the
+ * deadline passed (ACCEL_ERR_TIMEOUT); ACCEL_OK if it can.
+ */
+static int setup_check(const struct accel_comm *comm,
+		       const struct comm_chip *chip, uint64_t deadline)
+{
+	unsigned int dim, dir, port;
+	int ret = ACCEL_OK;
+
+	if (window_sem(chip, SEM_ABORT))
+		return ACCEL_ERR_PEER_ABORT;
+	for (dim = 0; dim < COLL_DIMS; dim++) {
+		for (dir = 0; dir < COLL_DIRS; dir++) {
+			struct accel_link_info li;
+
+			port = TSR_ICI_PORT(dim, dir == COLL_MINUS);
+			if (!coll_has_neighbour(comm, chip, dim, dir))
+				continue;
+			if (window_sem(chip, SEM_GAVE_UP(port)))
+				return ACCEL_ERR_PEER_ABORT;
+			if (!accel_link_get_info(chip->dev, port, &li) &&
+			    li.port.state != TSR_ICI_STATE_UP &&
+			    li.port.state != TSR_ICI_STATE_TRAINING)
+				ret = ACCEL_ERR_LINK_DOWN;
+		}
+	}
+	if (!ret && now_ns() > deadline)
+		ret = ACCEL_ERR_TIMEOUT;
+	return ret;
 }
 
 /* Run @cb on @chip's queue 0 and wait for it. */
@@ -195,13 +323,37 @@ static int run_now(struct comm_chip *chip, struct accel_cmdbuf *cb,
 }
 
 /*
- * Add 1 to the semaphore at @sem of each neighbour's window.  A
- * neighbour whose process has not opened its window yet refuses: ask
- * again until the deadline (there is no event to wait for on another
- * host).
+ * A greeting (hello or goodbye: @sems) goes to the semaphore of the port
+ * it arrives by, so that each neighbour's are counted apart and one a
+ * round ahead cannot stand in for one behind.  One leaving by port P
+ * arrives by the opposite port.
+ */
+static uint64_t greeting_sem(uint64_t (*sems)(unsigned int), unsigned int dim,
+			     unsigned int dir, bool arriving)
+{
+	unsigned int port = TSR_ICI_PORT(dim, dir == COLL_MINUS);
+
+	return sems(arriving ? port : TSR_ICI_PORT_OPPOSITE(port));
+}
+
+static uint64_t hello_sem(unsigned int port)
+{
+	return SEM_HELLO(port);
+}
+
+static uint64_t goodbye_sem(unsigned int port)
+{
+	return SEM_GOODBYE(port);
+}
+
+/*
+ * Add 1 to each neighbour's semaphore @sems for this chip.  A neighbour
+ * whose process has not opened its window yet refuses: ask again until
+ * the deadline (there is no event to wait for on another host), unless
+ * setup_check() says it is no use.
  */
 static int greet(struct accel_comm *comm, struct comm_chip *chip,
-		 uint64_t sem, uint64_t deadline)
+		 uint64_t (*sems)(unsigned int), uint64_t deadline)
 {
 	unsigned int dim, dir;
 	unsigned int pause = 1;
@@ -217,55 +369,180 @@ static int greet(struct accel_comm *comm, struct comm_chip *chip,
 			if (!ret)
 				ret = accel_cmdbuf_ici_sem_inc(cb,
 							       coll_neighbour(comm, chip, dim, dir),
-							       comm->window_id, comm->key, sem, 1);
+							       comm->window_id, comm->key,
+							       greeting_sem(sems, dim, dir, false), 1);
 			while (!ret) {
 				ret = run_now(chip, cb, comm->timeout_ns);
-				if (ret != ACCEL_ERR_REMOTE_ACCESS || now_ns() > deadline)
+				if (ret != ACCEL_ERR_REMOTE_ACCESS)
 					break;
-				pause_ms(pause);
-				pause = pause < 64 ? 2 * pause : pause;
-				ret = ACCEL_OK;
+				ret = setup_check(comm, chip, deadline);
+				if (!ret)
+					backoff(&pause);
 			}
 			accel_cmdbuf_destroy(cb);
 		}
 	}
-	return ret == ACCEL_ERR_REMOTE_ACCESS ? ACCEL_ERR_TIMEOUT : ret;
+	return ret;
 }
 
-/* Wait until every neighbour of @chip has greeted it at @sem @times times. */
-static int await_greetings(struct comm_chip *chip, uint64_t sem,
-			   uint64_t times, uint64_t deadline)
+/*
+ * The fewest greetings at @sems that any neighbour of @chip has given it
+ * (UINT64_MAX without neighbours); with @total, all of them.
+ */
+static uint64_t least_greeted(const struct accel_comm *comm,
+			      const struct comm_chip *chip,
+			      uint64_t (*sems)(unsigned int), uint64_t *total)
+{
+	uint64_t v, least = UINT64_MAX;
+	unsigned int dim, dir;
+
+	if (total)
+		*total = 0;
+	for (dim = 0; dim < COLL_DIMS; dim++) {
+		for (dir = 0; dir < COLL_DIRS; dir++) {
+			if (!coll_has_neighbour(comm, chip, dim, dir))
+				continue;
+			v = window_sem(chip, greeting_sem(sems, dim, dir, true));
+			least = v < least ? v : least;
+			if (total)
+				*total += v;
+		}
+	}
+	return least;
+}
+
+/* Wait until every neighbour of @chip has greeted it @times times. */
+static int await_greetings(const struct accel_comm *comm,
+			   const struct comm_chip *chip,
+			   uint64_t (*sems)(unsigned int), uint64_t times,
+			   uint64_t deadline)
 {
 	unsigned int pause = 1;
-	uint64_t value = 0;
 	int ret;
 
-	for (;;) {
-		ret = accel_buffer_download(chip->window_buf, sem, &value,
-					    sizeof(value));
-		if (ret || value >= times * chip->neighbours)
+	while (least_greeted(comm, chip, sems, NULL) < times) {
+		ret = setup_check(comm, chip, deadline);
+		if (ret)
 			return ret;
-		if (now_ns() > deadline)
-			return ACCEL_ERR_TIMEOUT;
-		pause_ms(pause);
-		pause = pause < 64 ? 2 * pause : pause;
+		backoff(&pause);
 	}
+	/* A neighbour may have given up after its greeting. */
+	return setup_check(comm, chip, UINT64_MAX);
 }
 
-static unsigned int count_neighbours(const struct accel_comm *comm,
-				     const struct comm_chip *chip)
+/*
+ * Note which of the abort writes in @sent (@n of them) ended, in @told
+ * those that reached their neighbour, or showed it a dead link, or found
+ * its window closed after it had greeted or given up (its process left,
+ * as coll_wait.c reads a refusal too); returns how many are still
+ * running, moved to the front.
+ */
+static unsigned int abort_watch(const struct accel_comm *comm,
+				struct abort_sent *sent, unsigned int n,
+				bool told[][COLL_DIMS * COLL_DIRS])
 {
-	unsigned int dim, n = 0;
+	unsigned int k, left = 0;
 
-	for (dim = 0; dim < COLL_DIMS; dim++) {
-		if (comm->dims[dim] < 2)
+	for (k = 0; k < n; k++) {
+		const struct comm_chip *chip = &comm->chip[sent[k].chip];
+		int ret = accel_job_wait(sent[k].job, 0);
+
+		if (ret == ACCEL_ERR_TIMEOUT) {
+			sent[left++] = sent[k];
 			continue;
-		if (comm->wrap & 1u << dim)
-			n += 2;
-		else
-			n += (chip->coords[dim] > 0) + (chip->coords[dim] + 1 < comm->dims[dim]);
+		}
+		if (!ret || ret == ACCEL_ERR_LINK_DOWN ||
+		    ret == ACCEL_ERR_NO_ROUTE ||
+		    (ret == ACCEL_ERR_REMOTE_ACCESS &&
+		     (window_sem(chip, SEM_HELLO(sent[k].port)) ||
+		      window_sem(chip, SEM_GAVE_UP(sent[k].port)))))
+			told[sent[k].chip][sent[k].to] = true;
+		accel_job_destroy(sent[k].job);
 	}
-	return n;
+	return left;
+}
+
+/*
+ * The handshake at @sems failed here: tell every neighbour on another
+ * host (its own then fails with ACCEL_ERR_PEER_ABORT, and it tells its
+ * neighbours in turn).  One whose window refuses the write has not opened
+ * it yet: send again each time a greeting shows that one more has, until
+ * each neighbour is told, or has a dead link between, or SETUP_LINGER_NS
+ * have passed.
+ */
+static void setup_abort(struct accel_comm *comm, uint64_t (*sems)(unsigned int))
+{
+	struct abort_sent sent[SETUP_MAX_JOBS];
+	bool told[ACCEL_SLICE_MAX_LOCAL][COLL_DIMS * COLL_DIRS] = { { false } };
+	struct accel_ici_write w[COLL_DIMS * COLL_DIRS];
+	uint64_t seen[ACCEL_SLICE_MAX_LOCAL];
+	uint64_t deadline = now_ns() + SETUP_LINGER_NS;
+	unsigned int i, j, n = 0, pause = 1;
+	bool all;
+
+	abort_local(comm);
+	for (i = 0; i < comm->count; i++)
+		seen[i] = UINT64_MAX;
+	for (;;) {
+		for (i = 0; i < comm->count; i++) {
+			uint64_t total;
+
+			least_greeted(comm, &comm->chip[i], sems, &total);
+			if (total != seen[i])
+				n += abort_remote(comm, i, true, sent + n,
+						  SETUP_MAX_JOBS - n);
+			seen[i] = total;
+		}
+		n = abort_watch(comm, sent, n, told);
+		all = true;
+		for (i = 0; i < comm->count; i++)
+			for (j = abort_writes(comm, &comm->chip[i], true, w, NULL); j--;)
+				all &= told[i][j];
+		if (all || now_ns() > deadline)
+			break;
+		backoff(&pause);
+	}
+	while (n--)
+		accel_job_destroy(sent[n].job);	/* it runs on unwatched */
+}
+
+/*
+ * Greetings cross one link a round: after as many rounds as the slice's
+ * diameter, every chip has heard, through its neighbours, from every
+ * other, so a chip that never came holds every other back.
+ */
+static unsigned int diameter(const struct accel_comm *comm)
+{
+	unsigned int dim, d = 0;
+
+	for (dim = 0; dim < COLL_DIMS; dim++)
+		d += comm->wrap & 1u << dim ? comm->dims[dim] / 2 :
+					      comm->dims[dim] - 1;
+	return d;
+}
+
+/*
+ * @rounds rounds of greetings at @sems with every neighbour of every
+ * local chip, within the connect timeout; if they fail, tell the
+ * neighbours.
+ */
+static int handshake(struct accel_comm *comm, uint64_t (*sems)(unsigned int),
+		     unsigned int rounds)
+{
+	uint64_t deadline = now_ns() + comm->timeout_ns;
+	unsigned int i, r;
+	int ret = ACCEL_OK;
+
+	for (r = 1; !ret && r <= rounds; r++) {
+		for (i = 0; !ret && i < comm->count; i++)
+			ret = greet(comm, &comm->chip[i], sems, deadline);
+		for (i = 0; !ret && i < comm->count; i++)
+			ret = await_greetings(comm, &comm->chip[i], sems, r,
+					      deadline);
+	}
+	if (ret)
+		setup_abort(comm, sems);
+	return ret;
 }
 
 int coll_comm_key(uint64_t given, const char *env, bool whole_slice,
@@ -311,26 +588,22 @@ static int open_chip(struct accel_comm *comm, struct comm_chip *chip,
 	};
 	uint64_t size = direct_slot(comm, comm->chips);
 	unsigned int d;
+	void *sems;
 	int ret;
 
 	for (d = 0; d < COLL_DIMS; d++)
 		chip->coords[d] = info->coords[d];
 	chip->rank = info->slice_index;
-	chip->neighbours = count_neighbours(comm, chip);
 	ret = accel_buffer_create(chip->dev, size, ACCEL_PLACEMENT_HBM,
 				  &chip->window_buf);
-	if (!ret) {
-		struct accel_cmdbuf *cb;
-
-		/* Semaphores start at zero, whatever the memory held. */
-		ret = accel_cmdbuf_create(chip->dev, &cb);
-		if (!ret)
-			ret = accel_cmdbuf_fill(cb, chip->window_buf, 0, 0,
-						SLOTS_OFFSET);
-		if (!ret)
-			ret = run_now(chip, cb, comm->timeout_ns);
-		accel_cmdbuf_destroy(cb);
-	}
+	/*
+	 * Semaphores start at zero, whatever the memory held; from the CPU,
+	 * so that the window opens even if the chip's queues are stuck.
+	 */
+	if (!ret)
+		ret = accel_buffer_map(chip->window_buf, &sems);
+	if (!ret)
+		memset(sems, 0, SLOTS_OFFSET);
 	if (!ret)
 		ret = accel_window_open(chip->dev, chip->window_buf, 0, size,
 					ACCEL_WINDOW_WRITE, &wo, &chip->window);
@@ -400,7 +673,6 @@ int accel_comm_create(struct accel_device *const *devs, unsigned int count,
 	struct accel_device_info info[ACCEL_SLICE_MAX_LOCAL];
 	uint32_t number = opts ? opts->window_id : 0;
 	struct accel_comm *comm;
-	uint64_t deadline;
 	unsigned int i;
 	int ret;
 
@@ -426,11 +698,8 @@ int accel_comm_create(struct accel_device *const *devs, unsigned int count,
 		comm->count++;
 		ret = open_chip(comm, &comm->chip[i], &info[i]);
 	}
-	deadline = now_ns() + comm->timeout_ns;
-	for (i = 0; !ret && i < count; i++)
-		ret = greet(comm, &comm->chip[i], SEM_HELLO, deadline);
-	for (i = 0; !ret && i < count; i++)
-		ret = await_greetings(&comm->chip[i], SEM_HELLO, 1, deadline);
+	if (!ret)
+		ret = handshake(comm, hello_sem, diameter(comm));
 	if (ret) {
 		comm->broken = true;
 		accel_comm_destroy(comm);
@@ -442,9 +711,7 @@ int accel_comm_create(struct accel_device *const *devs, unsigned int count,
 
 void accel_comm_destroy(struct accel_comm *comm)
 {
-	uint64_t deadline;
 	unsigned int i;
-	int ret = ACCEL_OK;
 
 	if (!comm)
 		return;
@@ -452,11 +719,8 @@ void accel_comm_destroy(struct accel_comm *comm)
 	 * Every job this chip's neighbours send here comes before their
 	 * goodbye, so once all have said it the windows can close.
 	 */
-	deadline = now_ns() + comm->timeout_ns;
-	for (i = 0; !comm->broken && !ret && i < comm->count; i++)
-		ret = greet(comm, &comm->chip[i], SEM_GOODBYE, deadline);
-	for (i = 0; !comm->broken && !ret && i < comm->count; i++)
-		ret = await_greetings(&comm->chip[i], SEM_GOODBYE, 1, deadline);
+	if (!comm->broken)
+		handshake(comm, goodbye_sem, 1);
 	for (i = 0; i < comm->count; i++) {
 		struct comm_chip *chip = &comm->chip[i];
 

@@ -13,9 +13,13 @@
  *   256   credit semaphores, one per channel: the next chip adds 1 each
  *         time it has freed one of our messages' slots
  *   512   the colours' two semaphores, where their streams meet
- *   640   hello, 648 goodbye: neighbours add their greeting
  *   656   abort: set by a neighbour (or this host) that gave up; every
  *         wait of the streams fails once it is not zero (SEM_WAIT_ABORT)
+ *   672   hello, one per port (+x -x +y -y +z -z): the neighbour on the
+ *         far end of that port adds its greetings, one per round
+ *   720   goodbye, one per port: the same when it leaves
+ *   768   gave up, one per port: the neighbour on the far end of that
+ *         port gave up setting the communicator up (or tearing it down)
  *   4096  direct data semaphores, one per chip of the slice: its remote
  *         write adds 1 once a message is in its direct slot
  *   6144  direct credit semaphores, one per chip: it has freed its slot
@@ -44,9 +48,10 @@
 #define SEM_DATA(ch)		(8ull * (ch))
 #define SEM_CREDIT(ch)		(256 + 8ull * (ch))
 #define SEM_MEET(colour, s)	(512 + 16ull * (colour) + 8ull * (s))
-#define SEM_HELLO		640ull
-#define SEM_GOODBYE		648ull
 #define SEM_ABORT		656ull
+#define SEM_HELLO(port)		(672 + 8ull * (port))
+#define SEM_GOODBYE(port)	(720 + 8ull * (port))
+#define SEM_GAVE_UP(port)	(768 + 8ull * (port))
 #define SEM_DIRECT_DATA(rank)	(4096 + 8ull * (rank))
 #define SEM_DIRECT_CREDIT(rank)	(6144 + 8ull * (rank))
 #define SLOTS_OFFSET		8192ull
@@ -59,7 +64,6 @@ struct comm_chip {
 	struct accel_window *window;
 	uint32_t coords[COLL_DIMS];
 	uint32_t rank;
-	unsigned int neighbours;	/* (direction, dimension) pairs with one */
 	uint64_t sent[COLL_CHANNELS];
 	uint64_t taken[COLL_CHANNELS];
 	/* Signals of each colour's two semaphores so far. */

@@ -68,8 +68,8 @@ ACCEL_API enum tsr_vpu_op accel_reduce_vpu_op(enum accel_reduce_op op);
  *	@devs hold every chip of the slice, a random one
  * @slot_bytes: the most one message carries; 0 for 256 KiB; a multiple
  *	of 8 from 4 KiB to 4 MiB
- * @connect_timeout_ns: how long to wait for the neighbours' processes to
- *	open their windows; 0 for 60 s
+ * @connect_timeout_ns: how long to wait for the other chips' processes
+ *	to come (a failure ends the wait at once); 0 for 60 s
  */
 struct accel_comm_opts {
 	enum accel_coll_algo algo;
@@ -86,11 +86,15 @@ struct accel_comm_opts {
  * @count: entries in @devs, 1 to ACCEL_SLICE_MAX_LOCAL
  * @opts: NULL for the defaults
  *
- * Opens the communicator's window on each chip and waits until every
- * neighbour's window is open (each chip's neighbours along each
- * dimension of the slice, on this host or another), up to
- * @opts->connect_timeout_ns: ACCEL_ERR_TIMEOUT if one never is (or its
- * key differs).  ACCEL_ERR_INVALID_ARGUMENT if two of @devs are one chip
+ * Opens the communicator's window on each chip and greets its neighbours
+ * (along each dimension of the slice, on this host or another) until
+ * every chip of the slice has come: ACCEL_ERR_TIMEOUT if one never does
+ * within @opts->connect_timeout_ns (or its key differs).  A set-up that
+ * fails anywhere fails on every chip within seconds, each naming what it
+ * saw: ACCEL_ERR_JOB_HUNG on the chip whose queue hung,
+ * ACCEL_ERR_LINK_DOWN on a chip with a link to a neighbour down,
+ * ACCEL_ERR_PEER_ABORT on the others (another chip gave up).
+ * ACCEL_ERR_INVALID_ARGUMENT if two of @devs are one chip
  * or lie in different slices, or for a $TESSERA_SLICE_KEY that is not
  * hexadecimal; ACCEL_ERR_NO_SLICE_KEY without a key when other processes
  * hold chips of the slice; ACCEL_ERR_NOT_SUPPORTED on chips without ICI
