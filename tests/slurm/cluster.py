@@ -1,0 +1,315 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""cluster.py: a Slurm cluster of this one machine, for tests and trials.
+
+Starts MUNGE (its own key and socket), slurmctld and slurmd, as this
+user's children, from a configuration generated in a folder of their own
+(free ports, this machine as the one node, a partition that lets tasks
+share its CPUs); waits until sinfo shows the node idle; runs COMMAND with
+SLURM_CONF pointing at it (salloc, sbatch, srun then use this cluster);
+then cancels what is left of its jobs, stops the daemons, removes the
+folder and checks that no process of the cluster is left.  Installs the
+Debian packages first (tools/tessera-deps --slurm) if they are missing.
+
+Usage: tests/slurm/cluster.py [--keep-logs DIR] -- COMMAND...
+       python: with cluster.Cluster() as c: subprocess.run(..., env=c.env)
+
+Debian's Slurm has no multiple-slurmd: "several machines" are several
+tasks on the one node here (tools/tessera-slice gives each its own ports).
+Exit status: COMMAND's; 1 if the cluster did not start or left a process
+behind (named on stderr); 2 bad arguments.
+"""
+
+import argparse
+import ctypes
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.realpath(__file__))))
+DEPS = os.path.join(REPO, "tools", "tessera-deps")
+DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "srun", "sinfo")
+# How long the daemons may take to start, and to stop.
+START_S = 60
+STOP_S = 20
+# Between looks at a state that has no event to wait on (sinfo, squeue).
+POLL_S = 0.1
+PR_SET_PDEATHSIG = 1
+
+
+class ClusterError(Exception):
+    pass
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def die_with_parent():
+    """Child side: a daemon stops when the fixture dies, however."""
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def memory_mib():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024 * 4 // 5
+    return 1024
+
+
+def install():
+    """The Debian packages, through tools/tessera-deps, if any is missing."""
+    if all(shutil.which(d) or os.path.exists(f"/usr/sbin/{d}")
+           for d in DAEMONS):
+        return
+    r = subprocess.run([DEPS, "--slurm"], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    if r.returncode:
+        raise ClusterError("tools/tessera-deps --slurm failed:\n" + r.stdout)
+
+
+class Cluster:
+    """One slurmctld, one slurmd and their munged, in a folder of their
+    own; .env is the environment that points Slurm's commands at them."""
+
+    def __init__(self, keep_logs=None):
+        self.keep_logs = keep_logs
+        self.dir = None
+        self.procs = {}
+        self.node = socket.gethostname().split(".")[0]
+        self.env = None
+        self.conf = None
+
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        left = self.stop()
+        if left and exc[0] is None:
+            raise ClusterError("left behind: " + "; ".join(left))
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def write_config(self):
+        d = self.dir
+        for sub in ("state", "spool"):
+            os.mkdir(self.path(sub))
+        open(self.path("plugstack.conf"), "w").close()
+        conf = f"""\
+ClusterName=tessera
+SlurmctldHost={self.node}
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
+SlurmUser={pwd.getpwuid(os.getuid()).pw_name}
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={d}/munge.sock
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd.log
+# The system's SPANK plugins are not this cluster's.
+PlugStackConfig={d}/plugstack.conf
+# No cgroups, no systemd: processes tracked by their parents.
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SchedulerType=sched/builtin
+MpiDefault=none
+ReturnToService=2
+# A job's tasks get SIGTERM, then SIGKILL this much later (Slurm's
+# default): time for a slice's task to stop its VM on a loaded machine.
+KillWait=30
+NodeName={self.node} CPUs={os.cpu_count() or 1} RealMemory={memory_mib()} State=UNKNOWN
+# Tasks share the CPUs: a slice's VMs mostly wait on each other.
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+"""
+        self.conf = self.path("slurm.conf")
+        with open(self.conf, "w") as f:
+            f.write(conf)
+        self.env = dict(os.environ, SLURM_CONF=self.conf)
+
+    def spawn(self, name, cmd):
+        """A daemon in the foreground, its output in NAME.out."""
+        with open(self.path(f"{name}.out"), "wb") as out:
+            self.procs[name] = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=out,
+                stderr=subprocess.STDOUT, env=self.env, cwd=self.dir,
+                preexec_fn=die_with_parent)
+
+    def start(self):
+        install()
+        # Its own folder, readable by all (munged wants its socket's folder
+        # searchable), and the key made there, owned by this user.
+        self.dir = tempfile.mkdtemp(prefix="tessera-slurm.")
+        os.chmod(self.dir, 0o755)
+        self.write_config()
+        subprocess.run(["mungekey", "--create", "--keyfile",
+                        self.path("munge.key")], check=True,
+                       stdout=subprocess.DEVNULL)
+        self.spawn("munged", [
+            "munged", "--foreground", "--force",
+            f"--socket={self.path('munge.sock')}",
+            f"--key-file={self.path('munge.key')}",
+            f"--pid-file={self.path('munged.pid')}",
+            f"--log-file={self.path('munged.log')}",
+            f"--seed-file={self.path('munged.seed')}"])
+        self.wait_for(lambda: os.path.exists(self.path("munge.sock")),
+                      "munged's socket")
+        # An absolute configuration path: the daemons change directory.
+        self.spawn("slurmctld", ["slurmctld", "-D", "-f", self.conf])
+        self.spawn("slurmd", ["slurmd", "-D", "-f", self.conf])
+        self.wait_for(self.idle, f"node {self.node} idle in sinfo")
+
+    def idle(self):
+        r = subprocess.run(["sinfo", "-h", "-n", self.node, "-o", "%T"],
+                           env=self.env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           text=True)
+        return r.returncode == 0 and r.stdout.strip() == "idle"
+
+    def wait_for(self, ready, what, timeout=START_S):
+        deadline = time.monotonic() + timeout
+        while not ready():
+            dead = [n for n, p in self.procs.items() if p.poll() is not None]
+            if dead or time.monotonic() > deadline:
+                why = (f"{dead[0]} exited with status "
+                       f"{self.procs[dead[0]].returncode}" if dead else
+                       f"not within {timeout} s")
+                raise ClusterError(f"waiting for {what}: {why}\n"
+                                   + self.logs_tail())
+            time.sleep(POLL_S)
+
+    def logs_tail(self):
+        text = []
+        for name in ("munged.out", "slurmctld.out", "slurmd.out"):
+            try:
+                with open(self.path(name), errors="replace") as f:
+                    lines = f.read().splitlines()[-8:]
+            except OSError:
+                continue
+            text += [f"  {name}: {line}" for line in lines]
+        return "\n".join(text)
+
+    def jobs(self):
+        r = subprocess.run(["squeue", "-h", "-o", "%i"], env=self.env,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+        return r.stdout.split() if r.returncode == 0 else []
+
+    def cancel_jobs(self):
+        """Cancels every job and waits until none is left."""
+        jobs = self.jobs()
+        if not jobs:
+            return
+        subprocess.run(["scancel", *jobs], env=self.env,
+                       stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + STOP_S
+        while self.jobs() and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+
+    def stop(self):
+        """Stops everything; returns what was left behind (processes of
+        the cluster: its daemons, job steps and tasks)."""
+        if self.dir is None:
+            return []
+        if self.procs.get("slurmctld") and \
+                self.procs["slurmctld"].poll() is None:
+            self.cancel_jobs()
+        # slurmd first (it ends its steps), munged last (they need it).
+        for name in ("slurmd", "slurmctld", "munged"):
+            p = self.procs.get(name)
+            if p is None:
+                continue
+            p.terminate()
+            try:
+                p.wait(timeout=STOP_S)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        left = self.leftovers()
+        if self.keep_logs:
+            os.makedirs(self.keep_logs, exist_ok=True)
+            for name in os.listdir(self.dir):
+                if name.endswith((".log", ".out", ".conf")):
+                    shutil.copy(self.path(name), self.keep_logs)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir = None
+        return left
+
+    def leftovers(self):
+        """Processes started with this cluster's configuration in their
+        environment (slurmstepd, tasks) or on their command line."""
+        mark = self.conf.encode()
+        left = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            if int(pid) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    env = f.read()
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read()
+                with open(f"/proc/{pid}/stat") as f:
+                    zombie = f.read().rsplit(")", 1)[1].split()[0] == "Z"
+            except OSError:
+                continue
+            if not zombie and (mark in env or self.dir.encode() in cmd):
+                left.append(f"pid {pid}: "
+                            + cmd.replace(b"\0", b" ").decode(errors="replace"))
+        return left
+
+
+def main():
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--keep-logs", metavar="DIR",
+                   help="copy the daemons' logs and slurm.conf to DIR")
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    a = p.parse_args()
+    if a.command[:1] == ["--"]:
+        a.command = a.command[1:]
+    if not a.command:
+        p.error("no command: tests/slurm/cluster.py -- COMMAND...")
+    c = Cluster(a.keep_logs)
+    try:
+        c.start()
+        status = subprocess.call(a.command, env=c.env)
+    except ClusterError as e:
+        print(f"cluster.py: {e}", file=sys.stderr)
+        status = 1
+    except KeyboardInterrupt:
+        status = 128 + signal.SIGINT
+    finally:
+        left = c.stop()
+    if left:
+        print("cluster.py: left behind:\n  " + "\n  ".join(left),
+              file=sys.stderr)
+        return status or 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
