@@ -206,19 +206,19 @@ static uint64_t depart(IciPort *p, uint64_t ready,
     uint64_t wire = sizeof(struct tsr_ici_frame_hdr) + sizeof(*msg) +
                     msg->len + 4;
     uint64_t ser = frame_cycles(p->ici, wire), hop = hop_cycles(p->ici);
-    uint64_t faults = tsr_link_fault_bytes(p->link), start;
+    uint64_t faults = tsr_link_fault_bytes(p->link), resend = 0, start;
 
     if (faults > p->charged_faults) {
         uint64_t frames = (faults - p->charged_faults + wire - 1) / wire;
 
-        ready += frame_cycles(p->ici, faults - p->charged_faults) +
+        resend = frame_cycles(p->ici, faults - p->charged_faults) +
                  frames * 2 * hop;
         p->charged_faults = faults;
     }
     if (queue >= TSR_MAX_QUEUES) {
-        return ready + hop;
+        return ready + resend + hop;
     }
-    start = tsr_max(ready, p->busy_until[queue]);
+    start = tsr_max(ready, p->busy_until[queue]) + resend;
     if (msg->len) {
         p->busy_until[queue] = start + ser;
     }

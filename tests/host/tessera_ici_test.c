@@ -971,6 +971,45 @@ TEST(sixteen_mib_over_one_hop_takes_bytes_over_bandwidth_plus_latency)
 }
 
 /*
+ * Frames the link layer sends again hold the writer's stream on the
+ * modeled clock: their serialization and the round trip of the NAK that
+ * asked for them, on top of the clean write's time.
+ */
+TEST(resent_frames_hold_the_writers_stream_on_the_modeled_clock)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0];
+	TsrLinkFaults f = { .drop_next = 2 };
+	uint8_t dst[3] = { 1, 0, 0 };
+	/* From HBM, read far faster than the link carries it. */
+	struct tsr_cmd_ici_write c = ici_write(dst, HBM_VA, 0, 1, 1 << 20);
+	struct tsr_completion *rec;
+	uint64_t clean, faulted;
+	double resend;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	chip_map(a, 1, HBM_VA, 0, 1 << 20,
+		 TSR_PTE_READ | TSR_PTE_WRITE | TSR_PTE_HBM);
+	rec = chip_run(a, &c, sizeof(c));
+	ASSERT_EQ(TSR_ERR_NONE, rec->error);
+	clean = rec->end_cycle - rec->start_cycle;
+	ASSERT_EQ(0, tsr_ici_set_faults(tsr_core_ici(a->core), 0, &f,
+					TSR_LINK_FAULT_DROP_NEXT));
+	/* Its first two frames are lost; the frames after them pay. */
+	rec = chip_run(a, &c, sizeof(c));
+	ASSERT_EQ(TSR_ERR_NONE, rec->error);
+	faulted = rec->end_cycle - rec->start_cycle;
+	resend = 2 * (link_cycles(a, TSR_ICI_MAX_PAYLOAD) + 2 * hop_cycles(a));
+	TH_LOG("1 MiB: %llu cycles clean, %llu after two frames lost (%.0f)",
+	       (unsigned long long)clean, (unsigned long long)faulted,
+	       resend);
+	EXPECT_LE(clean + 0.9 * resend, faulted);
+	EXPECT_GE(clean + 1.1 * resend, faulted);
+	slice_free(s);
+}
+
+/*
  * Streams of two queues share a link without holding each other up
  * (which went first would be the host's choice): a write that is ready
  * earlier on the modeled clock is not held behind another queue's later
