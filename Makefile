@@ -274,9 +274,10 @@ $(B)/bench/chip_bench: tests/bench/chip_bench.c tests/host/tessera_chip.h $(CORE
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) $(CORE_LIBS)
 
-# The floor of a link carried by a socket, beside a raw socket copy.
+# The floors of a link carried by a socket and by a ring, beside a raw
+# socket copy and a memcpy.
 $(B)/bench/link_floor: tests/bench/link_floor.c qemu-device/core/tessera-link.c \
-		qemu-device/core/tessera-link.h $(USER_HEADERS)
+		qemu-device/core/tessera-ring.c $(USER_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) -pthread
 
