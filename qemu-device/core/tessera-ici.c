@@ -782,8 +782,12 @@ void tsr_ici_reset(TsrIci *ici)
 int tsr_ici_attach(TsrIci *ici, unsigned int port)
 {
     uint8_t peer[3];
+    /*
+     * Both channels' credit together fill the window: while a lost frame
+     * is asked for again, the sender goes on with the frames behind it.
+     */
     TsrLinkConfig cfg = {
-        .window = 32, .rx_slots = 8, .tx_slots = 16,
+        .window = 32, .rx_slots = 16, .tx_slots = 16,
         .retransmit_ns = ici->retransmit_ns, .retry_limit = ICI_RETRY_LIMIT,
         .keepalive_ns = ici->keepalive_ns,
     };
