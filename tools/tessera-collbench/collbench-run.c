@@ -39,20 +39,50 @@ struct bench {
 /* One row's buffers and shape. */
 struct vectors {
 	struct accel_buffer *send[ACCEL_SLICE_MAX_LOCAL];
-	struct accel_buffer *recv[ACCEL_SLICE_MAX_LOCAL];
+	struct accel_buffer *recv[ACCEL_SLICE_MAX_LOCAL];	/* or send */
+	bool in_place;
 	uint64_t send_count, recv_count;	/* elements per chip */
-	uint64_t block;				/* reduce-scatter/all-gather block */
+	uint64_t block;		/* reduce-scatter, all-gather, all-to-all */
 };
 
 const char *collective_name(enum collective coll)
 {
 	static const char *const names[] = {
 		[COLL_ALL_REDUCE] = "all-reduce",
-		[COLL_REDUCE_SCATTER] = "reduce-scatter",
 		[COLL_ALL_GATHER] = "all-gather",
+		[COLL_BROADCAST] = "broadcast",
+		[COLL_REDUCE_SCATTER] = "reduce-scatter",
+		[COLL_ALL_TO_ALL] = "all-to-all",
+		[COLL_SENDRECV] = "sendrecv",
 	};
 
 	return names[coll];
+}
+
+const char *perf_name(enum collective coll)
+{
+	static const char *const names[] = {
+		[COLL_ALL_REDUCE] = "all_reduce_perf",
+		[COLL_ALL_GATHER] = "all_gather_perf",
+		[COLL_BROADCAST] = "broadcast_perf",
+		[COLL_REDUCE_SCATTER] = "reduce_scatter_perf",
+		[COLL_ALL_TO_ALL] = "alltoall_perf",
+		[COLL_SENDRECV] = "sendrecv_perf",
+	};
+
+	return names[coll];
+}
+
+/*
+ * libaccel's forms: all-reduce both (recv may be send); broadcast in
+ * place only (one buffer per chip); the others take two buffers, and
+ * none an offset into one, as nccl-tests' in-place gathers need.
+ */
+bool has_place(enum collective coll, enum place place)
+{
+	if (coll == COLL_ALL_REDUCE)
+		return true;
+	return (coll == COLL_BROADCAST) == (place == IN_PLACE);
 }
 
 const char *algo_name(enum accel_coll_algo algo)
@@ -83,10 +113,21 @@ static float combine(enum accel_reduce_op op, float a, float b)
 static float expected(const struct bench *b, enum collective coll,
 		      const struct vectors *v, unsigned int rank, uint64_t i)
 {
-	if (coll == COLL_ALL_GATHER)
+	switch (coll) {
+	case COLL_ALL_GATHER:
 		return value(i / v->block, i % v->block);
-	if (coll == COLL_REDUCE_SCATTER)
+	case COLL_BROADCAST:
+		return value(b->opts->root, i);
+	case COLL_ALL_TO_ALL:
+		return value(i / v->block, rank * v->block + i % v->block);
+	case COLL_SENDRECV:
+		return value((rank + b->size - 1) % b->size, i);
+	case COLL_REDUCE_SCATTER:
 		i += rank * v->block;
+		break;
+	default:
+		break;
+	}
 	return b->reduced[i % PERIOD];
 }
 
@@ -97,6 +138,8 @@ static uint32_t encode(float f, enum tsr_dtype dtype)
 
 	if (dtype == TSR_DTYPE_BF16)
 		return accel_f32_to_bf16(f);
+	if (dtype == TSR_DTYPE_I32)
+		return (uint32_t)(int32_t)f;
 	memcpy(&bits, &f, sizeof(bits));
 	return bits;
 }
@@ -170,7 +213,8 @@ static void vectors_free(struct bench *b, struct vectors *v)
 
 	for (c = 0; c < b->n; c++) {
 		accel_buffer_destroy(v->send[c]);
-		accel_buffer_destroy(v->recv[c]);
+		if (!v->in_place)
+			accel_buffer_destroy(v->recv[c]);
 	}
 }
 
@@ -180,29 +224,38 @@ static void shape(const struct bench *b, struct row *row, struct vectors *v)
 	size_t e = tsr_dtype_size(b->opts->dtype);
 	uint64_t elements = row->bytes / e ? row->bytes / e : 1;
 
-	if (row->coll == COLL_ALL_REDUCE) {
+	switch (row->coll) {
+	case COLL_ALL_REDUCE:
+	case COLL_BROADCAST:
+	case COLL_SENDRECV:
 		v->send_count = v->recv_count = elements;
 		row->count = elements;
-	} else {
+		break;
+	default:
 		v->block = elements / b->size ? elements / b->size : 1;
 		row->count = v->block * b->size;
 		v->send_count = row->coll == COLL_ALL_GATHER ? v->block : row->count;
-		v->recv_count = row->coll == COLL_ALL_GATHER ? row->count : v->block;
+		v->recv_count = row->coll == COLL_REDUCE_SCATTER ? v->block :
+								   row->count;
+		break;
 	}
 	row->bytes = row->count * e;
 }
 
-static int vectors_make(struct bench *b, struct row *row, struct vectors *v)
+static int vectors_make(struct bench *b, struct row *row, enum place place,
+			struct vectors *v)
 {
 	size_t e = tsr_dtype_size(b->opts->dtype);
 	unsigned int c;
 	int ret = ACCEL_OK;
 
 	shape(b, row, v);
+	v->in_place = place == IN_PLACE;
 	for (c = 0; !ret && c < b->n; c++) {
 		ret = accel_buffer_create(b->dev[c], v->send_count * e,
 					  ACCEL_PLACEMENT_HBM, &v->send[c]);
-		if (!ret)
+		v->recv[c] = v->send[c];
+		if (!ret && !v->in_place)
 			ret = accel_buffer_create(b->dev[c], v->recv_count * e,
 						  ACCEL_PLACEMENT_HBM, &v->recv[c]);
 		if (!ret)
@@ -221,69 +274,160 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* The calls a collective makes on this host's chips. */
+#define MAX_CALLS (2 * ACCEL_SLICE_MAX_LOCAL)
+
+/*
+ * Start @coll once, its running calls appended to @calls (*@n of them):
+ * one for a collective, a send and a reception per chip for sendrecv
+ * (each chip to the next rank, from the one before, as nccl-tests').
+ */
 static int start(struct bench *b, struct accel_comm *comm, enum collective coll,
-		 const struct vectors *v, struct accel_coll **call)
+		 const struct vectors *v, struct accel_coll **calls,
+		 unsigned int *n)
 {
 	enum tsr_dtype dtype = b->opts->dtype;
-
-	if (coll == COLL_ALL_GATHER)
-		return accel_all_gather(comm, v->send, v->recv, v->block, dtype, call);
-	if (coll == COLL_REDUCE_SCATTER)
-		return accel_reduce_scatter(comm, v->send, v->recv, v->block, dtype,
-					    b->opts->op, call);
-	return accel_all_reduce(comm, v->send, v->recv, v->recv_count, dtype,
-				b->opts->op, call);
-}
-
-/* One call, waited for: its wall and modeled time added to @row's. */
-static int timed_call(struct bench *b, struct accel_comm *comm,
-		      struct row *row, const struct vectors *v, bool counted)
-{
-	struct accel_coll *call = NULL;
-	uint64_t t0 = now_ns();
-	int ret = start(b, comm, row->coll, v, &call);
-
-	if (!ret)
-		ret = accel_coll_wait(call, WAIT_NS);
-	if (!ret && counted) {
-		row->wall_us += (now_ns() - t0) / 1e3;
-		row->modeled_us += (double)accel_coll_cycles(call) / b->clock_mhz;
-	}
-	accel_coll_destroy(call);
-	return ret;
-}
-
-/* The slice's wrong elements: every chip's count, all-reduced. */
-static int tally(struct bench *b, struct accel_comm *comm,
-		 const uint64_t *wrong, double *total)
-{
-	float f;
 	unsigned int c;
 	int ret = ACCEL_OK;
 
+	switch (coll) {
+	case COLL_ALL_GATHER:
+		return accel_all_gather(comm, v->send, v->recv, v->block, dtype,
+					&calls[(*n)++]);
+	case COLL_REDUCE_SCATTER:
+		return accel_reduce_scatter(comm, v->send, v->recv, v->block, dtype,
+					    b->opts->op, &calls[(*n)++]);
+	case COLL_BROADCAST:
+		return accel_broadcast(comm, v->recv, v->recv_count, dtype,
+				       b->opts->root, &calls[(*n)++]);
+	case COLL_ALL_TO_ALL:
+		return accel_all_to_all(comm, v->send, v->recv, v->block, dtype,
+					&calls[(*n)++]);
+	case COLL_SENDRECV:
+		for (c = 0; !ret && c < b->n; c++) {
+			ret = accel_send(comm, c, v->send[c], v->send_count, dtype,
+					 (b->rank[c] + 1) % b->size, &calls[(*n)++]);
+			if (!ret)
+				ret = accel_recv(comm, c, v->recv[c], v->recv_count,
+						 dtype,
+						 (b->rank[c] + b->size - 1) % b->size,
+						 &calls[(*n)++]);
+		}
+		return ret;
+	default:
+		return accel_all_reduce(comm, v->send, v->recv, v->recv_count,
+					dtype, b->opts->op, &calls[(*n)++]);
+	}
+}
+
+/*
+ * Wait for @calls (@n), freed; the longest modeled time among them added
+ * to *@cycles.
+ */
+static int wait_calls(struct accel_coll **calls, unsigned int n,
+		      uint64_t *cycles)
+{
+	uint64_t most = 0;
+	unsigned int i;
+	int ret = ACCEL_OK;
+
+	for (i = 0; i < n; i++) {
+		int err = accel_coll_wait(calls[i], WAIT_NS);
+
+		ret = ret ? ret : err;
+		if (accel_coll_cycles(calls[i]) > most)
+			most = accel_coll_cycles(calls[i]);
+		accel_coll_destroy(calls[i]);
+	}
+	*cycles += most;
+	return ret;
+}
+
+/*
+ * @calls calls of the collective: each waited for before the next with
+ * -z 1, else all started before the first is waited for, as nccl-tests
+ * does.  With @counted, their mean wall and modeled times in @half.
+ */
+static int timed_calls(struct bench *b, struct accel_comm *comm,
+		       enum collective coll, const struct vectors *v,
+		       unsigned int count, struct half *half)
+{
+	struct accel_coll **calls = calloc((size_t)count * MAX_CALLS,
+					   sizeof(*calls));
+	unsigned int i, n = 0, waited = 0;
+	uint64_t cycles = 0, t0 = now_ns();
+	int ret = calls ? ACCEL_OK : ACCEL_ERR_NO_MEMORY;
+
+	for (i = 0; !ret && i < count; i++) {
+		ret = start(b, comm, coll, v, calls, &n);
+		if (b->opts->blocking || ret) {
+			int err = wait_calls(calls + waited, n - waited, &cycles);
+
+			ret = ret ? ret : err;
+			waited = n;
+		}
+	}
+	if (waited < n) {
+		/* An iteration's calls are waited for together. */
+		unsigned int per = (n - waited) / count;
+
+		for (i = waited; i < n; i += per) {
+			int err = wait_calls(calls + i, per, &cycles);
+
+			ret = ret ? ret : err;
+		}
+	}
+	if (!ret && half) {
+		half->wall_us = (now_ns() - t0) / 1e3 / count;
+		half->modeled_us = (double)cycles / b->clock_mhz / count;
+	}
+	free(calls);
+	return ret;
+}
+
+/*
+ * Every chip's @mine (this host's) combined over the slice by @how,
+ * through an all-reduce of the chips' tally buffers.
+ */
+static int combine_slice(struct bench *b, struct accel_comm *comm, double mine,
+			 enum average how, double *total)
+{
+	enum accel_reduce_op op = how == AVERAGE_MIN ? ACCEL_REDUCE_MIN :
+				  how == AVERAGE_MAX ? ACCEL_REDUCE_MAX :
+						       ACCEL_REDUCE_SUM;
+	unsigned int c;
+	float f = 0;
+	int ret = ACCEL_OK;
+
 	for (c = 0; !ret && c < b->n; c++) {
-		f = (float)wrong[c];
+		f = how == AVERAGE_RANK0 && b->rank[c] ? 0 : (float)mine;
 		ret = accel_buffer_upload(b->tally[c], 0, &f, sizeof(f));
 	}
 	if (!ret)
 		ret = accel_all_reduce(comm, b->tally, b->tally, 1, TSR_DTYPE_F32,
-				       ACCEL_REDUCE_SUM, NULL);
+				       op, NULL);
 	if (!ret)
 		ret = accel_buffer_download(b->tally[0], 0, &f, sizeof(f));
-	*total = f;
+	*total = how == AVERAGE_MEAN ? f / b->size : f;
 	return ret;
 }
 
-static int check_all(struct bench *b, struct accel_comm *comm, struct row *row,
-		     const struct vectors *v)
+static int check_all(struct bench *b, struct accel_comm *comm,
+		     enum collective coll, const struct vectors *v,
+		     struct half *half)
 {
-	uint64_t wrong[ACCEL_SLICE_MAX_LOCAL] = { 0 };
+	uint64_t wrong = 0;
 	unsigned int c;
 	int ret = ACCEL_OK;
 
 	for (c = 0; !ret && c < b->n; c++)
-		ret = check(b, row->coll, v, c, &wrong[c]);
-	return ret ? ret : tally(b, comm, wrong, &row->wrong);
+		ret = check(b, coll, v, c, &wrong);
+	/* Each chip adds its host's count once: the mean times the chips. */
+	if (!ret)
+		ret = combine_slice(b, comm, (double)wrong / b->n, AVERAGE_MEAN,
+				    &half->wrong);
+	half->wrong *= b->size;
+	return ret;
 }
 
 /* What to do about the failures a large sweep meets. */
@@ -296,24 +440,62 @@ static const char *hint(int error)
 	return "";
 }
 
+/*
+ * As nccl-tests checks: the inputs afresh (an in-place call has
+ * overwritten them), one more call, its result.
+ */
+static int checked_call(struct bench *b, struct accel_comm *comm,
+			enum collective coll, const struct vectors *v,
+			struct half *half)
+{
+	unsigned int c;
+	int ret = ACCEL_OK;
+
+	for (c = 0; !ret && c < b->n; c++)
+		ret = fill(b, c, v->send[c], v->send_count);
+	if (!ret)
+		ret = timed_calls(b, comm, coll, v, 1, NULL);
+	return ret ? ret : check_all(b, comm, coll, v, half);
+}
+
+/* One half of @row: its calls, its times combined over the slice, its check. */
+static int run_half(struct bench *b, struct accel_comm *comm, struct row *row,
+		    enum place place)
+{
+	struct half *half = &row->half[place];
+	struct vectors v = { 0 };
+	int ret = vectors_make(b, row, place, &v);
+
+	half->measured = true;
+	half->wrong = -1;
+	if (!ret && b->opts->warmup)
+		ret = timed_calls(b, comm, row->coll, &v, b->opts->warmup, NULL);
+	if (!ret)
+		ret = timed_calls(b, comm, row->coll, &v, b->opts->iters, half);
+	if (!ret)
+		ret = combine_slice(b, comm, half->wall_us, b->opts->average,
+				    &half->wall_us);
+	if (!ret)
+		ret = combine_slice(b, comm, half->modeled_us, b->opts->average,
+				    &half->modeled_us);
+	if (!ret && b->opts->check)
+		ret = checked_call(b, comm, row->coll, &v, half);
+	vectors_free(b, &v);
+	return ret;
+}
+
 int bench_row(struct bench *b, unsigned int algo_index, struct row *row)
 {
 	struct accel_comm *comm = b->comm[algo_index];
-	struct vectors v = { 0 };
-	unsigned int i, calls = b->opts->warmup + b->opts->iters;
-	int ret;
+	enum place p;
+	int ret = ACCEL_OK;
 
 	row->algo = b->opts->algo[algo_index];
-	row->wall_us = row->modeled_us = 0;
-	row->wrong = -1;
-	ret = vectors_make(b, row, &v);
-	for (i = 0; !ret && i < calls; i++)
-		ret = timed_call(b, comm, row, &v, i >= b->opts->warmup);
-	row->wall_us /= b->opts->iters;
-	row->modeled_us /= b->opts->iters;
-	if (!ret && b->opts->check)
-		ret = check_all(b, comm, row, &v);
-	vectors_free(b, &v);
+	for (p = 0; !ret && p < PLACES; p++) {
+		row->half[p] = (struct half){ .wrong = -1 };
+		if (b->opts->place[p] && has_place(row->coll, p))
+			ret = run_half(b, comm, row, p);
+	}
 	if (!ret)
 		return EXIT_OK;
 	fprintf(stderr, PROGRAM ": %s of %llu bytes (%s): %s%s\n",
@@ -431,6 +613,11 @@ int bench_open(const struct options *opts, struct bench **out,
 	}
 	b->opts = opts;
 	status = open_chips(b, slice);
+	if (!status && opts->collective[COLL_BROADCAST] && opts->root >= b->size) {
+		fprintf(stderr, PROGRAM ": --root %u is no rank of the slice's %u chips (0 to %u)\n",
+			opts->root, b->size, b->size - 1);
+		status = EXIT_USAGE;
+	}
 	if (!status)
 		status = open_comms(b, slice);
 	if (!status)
