@@ -58,6 +58,8 @@ OBJECT_DECLARE_SIMPLE_TYPE(TesseraState, TESSERA)
 
 /* Config-space offset of the PCI Express capability. */
 #define TESSERA_PCIE_CAP_OFFSET 0x80
+/* Extended config-space offset of the AER capability, the first there. */
+#define TESSERA_AER_OFFSET 0x100
 #define TESSERA_DEFAULT_PRESET "v4"
 
 /* Bytes an ICI port holds for its chardev before the link waits. */
@@ -1048,6 +1050,13 @@ static void tessera_core_free(TesseraState *s)
     s->core = NULL;
 }
 
+static void tessera_aer_exit(PCIDevice *pdev)
+{
+    if (pci_is_express(pdev)) {
+        pcie_aer_exit(pdev);
+    }
+}
+
 static void tessera_realize(PCIDevice *pdev, Error **errp)
 {
     TesseraState *s = TESSERA(pdev);
@@ -1058,19 +1067,31 @@ static void tessera_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     pci_config_set_interrupt_pin(pdev->config, 1);
+    /* On a conventional PCI bus (-M pc) the chip has neither FLR nor AER. */
     if (pci_is_express(pdev)) {
         pcie_endpoint_cap_init(pdev, TESSERA_PCIE_CAP_OFFSET);
         pcie_cap_flr_init(pdev);
+        /*
+         * Error reporting the guest enables, and AER: pcie_aer_inject_error
+         * in QEMU's monitor reaches the guest through the root port.
+         */
+        pcie_cap_deverr_init(pdev);
+        if (pcie_aer_init(pdev, PCI_ERR_VER, TESSERA_AER_OFFSET,
+                          PCI_ERR_SIZEOF, errp) < 0) {
+            return;
+        }
     }
 
     if (!memory_region_init_ram(&s->hbm, OBJECT(s), "tessera-hbm",
                                 cfg.hbm_size, errp)) {
+        tessera_aer_exit(pdev);
         return;
     }
     s->core = tsr_core_new(&cfg, memory_region_get_ram_ptr(&s->hbm),
                            &tessera_core_ops, s);
     if (!s->core) {
         error_setg(errp, "tessera: cannot create the chip core");
+        tessera_aer_exit(pdev);
         return;
     }
     s->run_bh = qemu_bh_new_guarded(tessera_run_bh, s,
@@ -1092,6 +1113,7 @@ static void tessera_realize(PCIDevice *pdev, Error **errp)
                   &s->bar0, TSR_BAR_REGS, TSR_BAR0_MSIX_TABLE,
                   &s->bar0, TSR_BAR_REGS, TSR_BAR0_MSIX_PBA, 0, errp)) {
         tessera_core_free(s);
+        tessera_aer_exit(pdev);
         return;
     }
     for (v = 0; v < TSR_MSIX_VECTORS; v++) {
@@ -1101,6 +1123,7 @@ static void tessera_realize(PCIDevice *pdev, Error **errp)
         tessera_ici_unrealize(s);
         msix_uninit(pdev, &s->bar0, &s->bar0);
         tessera_core_free(s);
+        tessera_aer_exit(pdev);
         return;
     }
     s->trace_name = g_strdup(DEVICE(s)->id ? DEVICE(s)->id :
@@ -1117,6 +1140,7 @@ static void tessera_exit(PCIDevice *pdev)
     tessera_ici_unrealize(s);
     msix_uninit(pdev, &s->bar0, &s->bar0);
     tessera_core_free(s);
+    tessera_aer_exit(pdev);
     g_free(s->trace_name);
     s->trace_name = NULL;
 }
@@ -1125,7 +1149,10 @@ static void tessera_write_config(PCIDevice *pdev, uint32_t addr,
                                  uint32_t val, int len)
 {
     pci_default_write_config(pdev, addr, val, len);
-    pcie_cap_flr_write_config(pdev, addr, val, len);
+    if (pci_is_express(pdev)) {
+        pcie_cap_flr_write_config(pdev, addr, val, len);
+        pcie_aer_write_config(pdev, addr, val, len);
+    }
 }
 
 static void tessera_reset_hold(Object *obj, ResetType type)
@@ -1135,6 +1162,9 @@ static void tessera_reset_hold(Object *obj, ResetType type)
     trace_tessera_reset();
     tsr_core_reset(s->core);
     qatomic_set(&s->irq_pending, 0);
+    if (pci_is_express(PCI_DEVICE(obj))) {
+        pcie_cap_deverr_reset(PCI_DEVICE(obj));
+    }
 }
 
 /* ------------------------------------------------- fault injection */

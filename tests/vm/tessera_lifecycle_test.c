@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The tessera driver through the chip's life: resets the PCI core makes
- * (a function-level reset through sysfs), jobs failed cleanly by them and
- * the chip usable after.
+ * (a function-level reset through sysfs, PCIe errors), jobs failed cleanly
+ * by them and the chip usable after.
  *
  * Expects the VM's chips to have debug-regs=on and the driver a short
- * job_timeout_ms (tests/run-checks boots it so).
+ * job_timeout_ms (tests/run-checks boots it so).  The PCIe error tests
+ * need the host to raise the errors: with TESSERA_AER_HOST=1 in the
+ * environment a test prints "TESSERA-AER KIND" and the host answers with
+ * tessera-fault aer KIND (tests/run-checks does, on a chip behind a root
+ * port); without it they are skipped.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
 #include <sched.h>
+#include <stdlib.h>
 
 #include "kselftest_harness.h"
 #include "tessera_util.h"
@@ -161,6 +166,104 @@ TEST_F(life, a_function_reset_of_an_idle_chip_leaves_every_file_working)
 	EXPECT_EQ(0x4321u, ((uint32_t *)other.bo.map)[512]);
 	tsr_bo_destroy(fd2, &other.bo);
 	close(fd2);
+}
+
+/* ------------------------------------------------------ PCIe errors */
+
+/* Skip the test unless the host raises the PCIe errors asked for. */
+static void need_the_host(void)
+{
+	if (!getenv("TESSERA_AER_HOST"))
+		tsr_skip_test("needs the host to raise PCIe errors: "
+			      "tests/run-checks --test tessera_lifecycle_test");
+}
+
+/* Ask the host for a PCIe error of @kind (tessera-fault aer KIND). */
+static void raise_pcie_error(const char *kind)
+{
+	printf("TESSERA-AER %s\n", kind);
+	fflush(stdout);
+}
+
+/*
+ * An uncorrectable error, fatal (the PCI core resets the link, and the
+ * chip with it) or not (the driver resets the chip): either way the job
+ * running fails, the one queued behind runs after, and it is counted.
+ */
+static void uncorrectable(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(life) *self, const char *kind)
+{
+	long long resets = tsr_sysfs_counter(self->pci, "device_resets");
+	long long errors = tsr_sysfs_counter(self->pci, "pcie_errors");
+	uint32_t later_sync = tsr_syncobj(self->fd);
+	struct drm_tessera_job_status st;
+	uint64_t *sem = self->host.map;
+	uint32_t *words = self->host.map;
+	uint64_t seq, later_seq;
+	int ue = tsr_uevent_socket();
+
+	need_the_host();
+	ASSERT_LE(0, ue);
+	ASSERT_LE(0, errors);
+	ASSERT_LT(0, (int)later_sync);
+	ASSERT_EQ(0, start_stuck_job(self, &seq));
+	tsr_emit_fill(&self->c, self->host.va + 128, 0x77, 4);
+	ASSERT_EQ(0, submit(self, later_sync, &later_seq));
+
+	raise_pcie_error(kind);
+	ASSERT_EQ(0, tsr_uevent_wait(ue, "TESSERA_RESET=chip", NULL, 30000));
+	close(ue);
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_wait(self->fd, later_sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, st.state);
+	EXPECT_EQ(-ECANCELED, st.fence_error);
+	ASSERT_EQ(0, tsr_job_status(self->fd, later_seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x77u, words[32]);
+	EXPECT_EQ(resets + 1, tsr_sysfs_counter(self->pci, "device_resets"));
+	EXPECT_EQ(errors + 1, tsr_sysfs_counter(self->pci, "pcie_errors"));
+
+	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
+	tsr_emit_copy(&self->c, self->host.va + 128, self->hbm.va, 4);
+	tsr_emit_copy(&self->c, self->hbm.va, self->host.va + 256, 4);
+	ASSERT_EQ(0, run(self, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x77u, words[64]);
+	EXPECT_EQ(0u, words[16]) TH_LOG("the interrupted job ran again");
+}
+
+TEST_F(life, a_fatal_pcie_error_fails_the_running_job_and_the_next_ones_run)
+{
+	uncorrectable(_metadata, self, "fatal");
+}
+
+TEST_F(life, a_non_fatal_pcie_error_fails_the_running_job_and_the_next_ones_run)
+{
+	uncorrectable(_metadata, self, "non-fatal");
+}
+
+/* Nothing is lost to a correctable error: counted, and no reset. */
+TEST_F(life, a_correctable_pcie_error_is_counted_and_resets_nothing)
+{
+	long long resets = tsr_sysfs_counter(self->pci, "device_resets");
+	long long errors = tsr_sysfs_counter(self->pci, "pcie_correctable_errors");
+	uint64_t deadline = tsr_now_ns() + TSR_TEST_WAIT_NS;
+	struct drm_tessera_job_status st;
+
+	need_the_host();
+	ASSERT_LE(0, errors);
+	raise_pcie_error("correctable");
+	/* The PCI core tells of it in the log only: watch the counter. */
+	while (tsr_sysfs_counter(self->pci, "pcie_correctable_errors") == errors &&
+	       tsr_now_ns() < deadline)
+		usleep(10000);
+	EXPECT_EQ(errors + 1,
+		  tsr_sysfs_counter(self->pci, "pcie_correctable_errors"));
+	EXPECT_EQ(resets, tsr_sysfs_counter(self->pci, "device_resets"));
+	tsr_emit_nop(&self->c);
+	ASSERT_EQ(0, run(self, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
 }
 
 TEST_HARNESS_MAIN
