@@ -156,13 +156,11 @@ static bool receive(struct sim *s, uint32_t me, unsigned int colour,
 	if (m->start != op->start || m->len != op->len)
 		return failf(s, "takes a message meant for another place", me, op);
 	for (i = 0; i < op->len; i++) {
-		if (op->kind == COLL_OP_RECV_COPY) {
-			dst[i] = m->data[i];
-		} else if (dst[i].chips & m->data[i].chips) {
+		bool copy = op->kind == COLL_OP_RECV_COPY;
+
+		if (!copy && (dst[i].chips & m->data[i].chips))
 			return failf(s, "adds a chip twice", me, op);
-		} else {
-			dst[i] = add(dst[i], m->data[i]);
-		}
+		dst[i] = copy ? m->data[i] : add(dst[i], m->data[i]);
 	}
 	free(m->data);
 	in->busy[coll_slot(in->taken, s->slots)] = 0;
@@ -793,16 +791,36 @@ TEST(parameters_that_differ_in_any_field_ask_for_another_plan)
 
 		d = field % COLL_DIMS;
 		switch (field < 3 * COLL_DIMS ? field / COLL_DIMS : field - 6) {
-		case 0: p.dims[d]++; break;
-		case 1: p.coords[d]++; break;
-		case 2: p.root[d]++; break;
-		case 3: p.wrap ^= 1; break;
-		case 4: p.kind = COLL_BROADCAST; break;
-		case 5: p.colours--; break;
-		case 6: p.count++; break;
-		case 7: p.acc_piece++; break;
-		case 8: p.out_piece++; break;
-		default: p.slots++; break;
+		case 0:
+			p.dims[d]++;
+			break;
+		case 1:
+			p.coords[d]++;
+			break;
+		case 2:
+			p.root[d]++;
+			break;
+		case 3:
+			p.wrap ^= 1;
+			break;
+		case 4:
+			p.kind = COLL_BROADCAST;
+			break;
+		case 5:
+			p.colours--;
+			break;
+		case 6:
+			p.count++;
+			break;
+		case 7:
+			p.acc_piece++;
+			break;
+		case 8:
+			p.out_piece++;
+			break;
+		default:
+			p.slots++;
+			break;
 		}
 		EXPECT_FALSE(coll_params_equal(&base, &p)) TH_LOG("field %u", field);
 		EXPECT_FALSE(coll_params_equal(&p, &base)) TH_LOG("field %u", field);

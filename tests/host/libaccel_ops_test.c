@@ -97,8 +97,10 @@ TEST(plan_stages_only_what_saves_pcie_traffic)
 	ASSERT_EQ(ACCEL_OK, accel_matmul_plan(&s, 256 * MIB, &p));
 	EXPECT_EQ(0, p.staged);
 	EXPECT_EQ(1, p.commands);
-	/* Tiles forced by the 2^28-element limit on C: A is reused across
-	 * C's column tiles, so A alone goes to HBM, once per row tile. */
+	/*
+	 * Tiles forced by the 2^28-element limit on C: A is reused across
+	 * C's column tiles, so A alone goes to HBM, once per row tile.
+	 */
 	s = shape(1u << 16, 1u << 16, 1u << 12, TSR_DTYPE_BF16, TSR_DTYPE_F32,
 		  ACCEL_STAGE_ALL);
 	ASSERT_EQ(ACCEL_OK, accel_matmul_plan(&s, 1ull << 30, &p));
@@ -285,7 +287,7 @@ TEST_F(core, elementwise_with_broadcasts_matches_the_reference)
 	static float want[33 * 257];
 	unsigned int i;
 
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(ops); i++) {
 		bool use_row = i % 2;
 		const struct accel_tensor *b = use_row ? &row : &col;
 		bool binary = ops[i] >= TSR_VPU_ADD;

@@ -65,7 +65,7 @@ TEST_F(core, scratch_holds_what_was_written)
 	static const uint32_t values[] = { 0, 1, 0x5a5aa5a5, 0xffffffff };
 	unsigned int i;
 
-	for (i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(values); i++) {
 		wr(self->c, TSR_REG_SCRATCH, values[i]);
 		EXPECT_EQ(values[i], rd(self->c, TSR_REG_SCRATCH));
 	}
@@ -80,7 +80,7 @@ TEST_F(core, reserved_offsets_read_zero_and_ignore_writes)
 	};
 	unsigned int i;
 
-	for (i = 0; i < sizeof(offsets) / sizeof(offsets[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(offsets); i++) {
 		wr(self->c, offsets[i], 0xffffffff);
 		EXPECT_EQ(0, rd(self->c, offsets[i])) TH_LOG("0x%x", offsets[i]);
 	}
@@ -233,7 +233,7 @@ TEST_F(core, rejected_register_values_are_reported_as_guest_errors)
 	};
 	unsigned int i;
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
 		uint32_t before = self->c->guest_errors;
 
 		wr(self->c, cases[i].reg, cases[i].value);
@@ -269,7 +269,7 @@ TEST(presets_reach_their_published_peak)
 	};
 	unsigned int i;
 
-	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
 		TsrConfig cfg;
 		const char *why;
 

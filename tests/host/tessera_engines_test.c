@@ -281,7 +281,8 @@ static float ref1(uint32_t op, float x)
 	case TSR_VPU_LOG: return logf(x);
 	case TSR_VPU_TANH: return tanhf(x);
 	case TSR_VPU_SIGMOID: return 1 / (1 + expf(-x));
-	case TSR_VPU_RELU: return x > 0 ? x : 0;
+	case TSR_VPU_RELU:
+		return x > 0 ? x : 0;
 	case TSR_VPU_GELU:
 		return 0.5f * x * (1 + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
 	case TSR_VPU_SQRT: return sqrtf(x);
@@ -407,7 +408,7 @@ TEST_F(eng, binary_vpu_ops_of_one_shape_match_the_reference_anywhere)
 		NAN, -NAN, 0.0f, -0.0f, INFINITY, -INFINITY, 1.0f, -2.5f,
 		3e38f, 1e-45f,
 	};
-	const unsigned int n = 3 * 40, ns = sizeof(special) / sizeof(special[0]);
+	const unsigned int n = 3 * 40, ns = ARRAY_SIZE(special);
 	uint64_t sys[3] = {
 		chip_buffer(self->c, 1, n * 4), chip_buffer(self->c, 1, n * 4),
 		chip_buffer(self->c, 1, n * 4),
@@ -706,7 +707,7 @@ TEST(a_large_matmul_takes_2mnk_over_peak)
 	const uint64_t n = 8192;
 	unsigned int i;
 
-	for (i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(presets); i++) {
 		TsrConfig cfg;
 		double want, got;
 

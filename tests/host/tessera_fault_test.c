@@ -32,7 +32,7 @@ FIXTURE_TEARDOWN(f)
 	chip_free(self->c);
 }
 
-static void inject(struct test_chip *c, void (*edit)(TsrFaults *f))
+static void inject(struct test_chip *c, void (*edit)(struct TsrFaults *f))
 {
 	TsrFaults f;
 
@@ -66,8 +66,10 @@ TEST_F(f, a_failed_transfer_fails_one_job_and_the_next_succeeds)
 	inject(self->c, fail_one_dma);
 	first = chip_queue_job(self->c, 0, 1, &nop, sizeof(nop), 8);
 	tsr_core_queue_run(self->c->core, 0);
-	/* The first transfer is the job's descriptor fetch: no record, and
-	 * the fence, which the chip never read, does not move. */
+	/*
+	 * The first transfer is the job's descriptor fetch: no record, and
+	 * the fence, which the chip never read, does not move.
+	 */
 	EXPECT_EQ(0, first->status);
 	EXPECT_EQ(TSR_ERR_DMA, qrd(self->c, 0, TSR_QREG_LAST_ERROR));
 	EXPECT_EQ(1, qrd(self->c, 0, TSR_QREG_JOBS_FAILED));

@@ -211,7 +211,7 @@ TEST_F(num, transcendental_ops_are_within_their_ulp_bounds)
 {
 	unsigned int k;
 
-	for (k = 0; k < sizeof(domains) / sizeof(domains[0]); k++) {
+	for (k = 0; k < ARRAY_SIZE(domains); k++) {
 		const struct domain *d = &domains[k];
 		double worst = 0.0;
 		float worst_x = 0.0f;

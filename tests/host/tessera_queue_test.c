@@ -801,8 +801,8 @@ TEST_F(q, a_failed_job_is_reported_as_a_guest_error)
 	struct tsr_cmd_header bad = { .opcode = 0x7f, .size_qw = 1 };
 
 	chip_run(self->c, &bad, sizeof(bad));
-	EXPECT_STREQ("queue 0: job in ring slot 0 failed with BAD_OPCODE (1) "
-		     "at command 0, VA 0x0", self->c->guest_error);
+	EXPECT_STREQ("queue 0: job in ring slot 0 failed with BAD_OPCODE (1) at command 0, VA 0x0",
+		     self->c->guest_error);
 }
 
 /* A copy into a canary page, which must come out untouched. */
@@ -874,7 +874,7 @@ TEST_F(q, dma_strides_that_wrap_or_overlap_are_bad_and_touch_nothing)
 	unsigned int i, op;
 
 	for (op = TSR_OP_DMA_COPY; op <= TSR_OP_DMA_FILL; op++)
-		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (i = 0; i < ARRAY_SIZE(cases); i++) {
 			struct tsr_cmd_dma c = copy_cmd(src, cases[i].dst, 0);
 
 			if (op == TSR_OP_DMA_FILL && cases[i].src_stride[0])

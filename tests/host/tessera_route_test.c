@@ -113,8 +113,10 @@ static int check_routes(struct __test_metadata *_metadata,
 				in_dim = dim;
 				in_vc = vc;
 			}
-			/* Arrived, by the shortest way, a dateline at most
-			 * once per dimension. */
+			/*
+			 * Arrived, by the shortest way, a dateline at most
+			 * once per dimension.
+			 */
 			if (port != TSR_ROUTE_HERE || memcmp(here, dst, 3) ||
 			    hops != tsr_route_hops(t, src, dst) ||
 			    crossings[0] > 1 || crossings[1] > 1 ||

@@ -106,7 +106,7 @@ TEST(sparsecore_registers_read_each_preset)
 	};
 	unsigned int i;
 
-	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
 		struct test_chip *c = chip_new(want[i].preset);
 
 		EXPECT_EQ(want[i].cores, rd(c, TSR_REG_SC_CORES));
@@ -501,29 +501,29 @@ TEST_F(sc, partition_checks_every_field)
 		uint64_t value;
 		uint32_t error;
 	} bad[] = {
-#define F(field) offsetof(struct tsr_cmd_sc_partition, field), \
-		 sizeof(((struct tsr_cmd_sc_partition *)0)->field)
-		{ F(hdr.flags), 2, TSR_ERR_BAD_FLAGS },
-		{ F(hdr.reserved), 1, TSR_ERR_RESERVED },
-		{ F(partitions), 0, TSR_ERR_BAD_SHAPE },
-		{ F(partitions), TSR_SC_MAX_PARTITIONS + 1, TSR_ERR_BAD_SHAPE },
-		{ F(samples), 0, TSR_ERR_BAD_SHAPE },
-		{ F(vocab), 0, TSR_ERR_BAD_SHAPE },
-		{ F(max_ids), 0, TSR_ERR_BAD_SHAPE },
-		{ F(max_unique_ids), 0, TSR_ERR_BAD_SHAPE },
-		{ F(max_unique_ids), 9, TSR_ERR_BAD_SHAPE },
-		{ F(count), TSR_SC_MAX_ENTRIES + 1, TSR_ERR_TOO_LARGE },
-		{ F(in.row_ids), 2, TSR_ERR_BAD_ALIGNMENT },
-		{ F(out.weights), 6, TSR_ERR_BAD_ALIGNMENT },
-		{ F(in.col_ids), UINT64_MAX - 7, TSR_ERR_BAD_STRIDE },
-		{ F(counts), 2, TSR_ERR_BAD_ALIGNMENT },
-		{ F(counts), UINT64_MAX - 3, TSR_ERR_BAD_STRIDE },
-		{ F(in.weights), 0x7f000000, TSR_ERR_MMU_UNMAPPED },
+#define F(field, value, error) { offsetof(struct tsr_cmd_sc_partition, field), \
+		 sizeof(((struct tsr_cmd_sc_partition *)0)->field), value, error }
+		F(hdr.flags, 2, TSR_ERR_BAD_FLAGS),
+		F(hdr.reserved, 1, TSR_ERR_RESERVED),
+		F(partitions, 0, TSR_ERR_BAD_SHAPE),
+		F(partitions, TSR_SC_MAX_PARTITIONS + 1, TSR_ERR_BAD_SHAPE),
+		F(samples, 0, TSR_ERR_BAD_SHAPE),
+		F(vocab, 0, TSR_ERR_BAD_SHAPE),
+		F(max_ids, 0, TSR_ERR_BAD_SHAPE),
+		F(max_unique_ids, 0, TSR_ERR_BAD_SHAPE),
+		F(max_unique_ids, 9, TSR_ERR_BAD_SHAPE),
+		F(count, TSR_SC_MAX_ENTRIES + 1, TSR_ERR_TOO_LARGE),
+		F(in.row_ids, 2, TSR_ERR_BAD_ALIGNMENT),
+		F(out.weights, 6, TSR_ERR_BAD_ALIGNMENT),
+		F(in.col_ids, UINT64_MAX - 7, TSR_ERR_BAD_STRIDE),
+		F(counts, 2, TSR_ERR_BAD_ALIGNMENT),
+		F(counts, UINT64_MAX - 3, TSR_ERR_BAD_STRIDE),
+		F(in.weights, 0x7f000000, TSR_ERR_MMU_UNMAPPED),
 #undef F
 	};
 	unsigned int i;
 
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
 		c = p.cmd;
 		memcpy((uint8_t *)&c + bad[i].offset, &bad[i].value,
 		       bad[i].size);

@@ -259,7 +259,7 @@ TEST_F(trace, bad_trace_fields_fail_the_job_as_a_bad_descriptor)
 	};
 	unsigned int i;
 
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
 		struct tsr_completion *comp;
 		struct tsr_job_desc *d;
 

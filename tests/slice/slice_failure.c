@@ -55,6 +55,9 @@
 
 #include <accel/accel.h>
 
+/* Elements of array @a. */
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
 #define NS_PER_S	1000000000ull
 /* A call or a write that has not ended by then never will by itself. */
 #define WAIT_NS		(15 * NS_PER_S)
@@ -102,7 +105,7 @@ static const char *error_name(int err)
 	static char other[16];
 	size_t i;
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(names); i++)
 		if (names[i].err == err)
 			return names[i].name;
 	snprintf(other, sizeof(other), "ERR%d", err);

@@ -938,11 +938,11 @@ static void release_last_queue(FIXTURE_DATA(coll) *h, struct accel_buffer **sems
 TEST_F_TIMEOUT(coll, a_timeout_breaks_the_communicator_on_every_chip_until_rebuilt,
 	       COLL_TEST_TIMEOUT)
 {
+	FIXTURE_DATA(coll) h;
 	struct accel_buffer *sems[MAX_CHIPS] = { 0 };
 	struct accel_job *held[MAX_CHIPS] = { 0 };
 	struct expect e = { ACCEL_REDUCE_SUM, 82, 0, 0 };
 	struct accel_coll *coll = NULL, *late = NULL;
-	FIXTURE_DATA(coll) h;
 	struct vectors v = { 0 };
 	int down[2], up[2], status = -1;
 	uint64_t key, start;

@@ -385,9 +385,8 @@ TEST_F_TIMEOUT(emb, an_id_out_of_range_is_named_and_nothing_is_written,
 	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
 		  accel_embedding_backward(self->emb, out, 1.0f));
 	/* The table's last id is in range; the plan goes on. */
-	for (i = 0; i < self->n; i++) {
+	for (i = 0; i < self->n; i++)
 		batches[i].ids[4] = VOCAB - 1;
-	}
 	run_forward(_metadata, self, batches);
 	expect_forward(_metadata, self, TSR_SC_SUM, batches, table);
 }

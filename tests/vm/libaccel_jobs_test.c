@@ -724,7 +724,7 @@ TEST_F(lib, casts_round_and_saturate_as_documented)
 		0, 1, -1, 16777217, -16777217, INT32_MAX, INT32_MIN, 12345,
 		255, 257, 65535, -65537, 1000000007, 3, -3, 7,
 	};
-	enum { N = sizeof(f) / sizeof(f[0]) };
+	enum { N = ARRAY_SIZE(f) };
 	struct accel_tensor tf, ti, tb, tf2, ti_in, tb_from_i;
 	int32_t gi[N];
 	uint16_t gb[N], gb2[N];

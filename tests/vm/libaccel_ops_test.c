@@ -243,7 +243,7 @@ TEST_F(ops, matmul_of_any_shape_matches_the_reference)
 	};
 	unsigned int i;
 
-	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(shapes); i++)
 		EXPECT_TRUE(matmul_case(self->dev, self->cb, NULL, shapes[i][0],
 					shapes[i][1], shapes[i][2],
 					TSR_DTYPE_BF16, TSR_DTYPE_F32, i % 4,
@@ -342,7 +342,7 @@ TEST_F(ops, every_elementwise_op_matches_the_reference)
 	memcpy(a.v, row.v, cols * sizeof(float));
 	ASSERT_EQ(ACCEL_OK, mat_upload(&a));
 
-	for (i = 0; i < sizeof(all_vpu_ops) / sizeof(all_vpu_ops[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(all_vpu_ops); i++) {
 		enum tsr_vpu_op op = all_vpu_ops[i];
 		bool domain = op == TSR_VPU_LOG || op == TSR_VPU_SQRT ||
 			      op == TSR_VPU_RSQRT;

@@ -24,11 +24,12 @@
 /* The whole of @f, NUL-terminated; "" if it cannot be read. */
 static char *read_all(FILE *f)
 {
-	long size;
+	long size = -1;
 	char *s;
 
-	if (!f || fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET))
+	if (f && !fseek(f, 0, SEEK_END))
+		size = ftell(f);
+	if (size < 0 || fseek(f, 0, SEEK_SET))
 		return strdup("");
 	s = calloc(1, size + 1);
 	if (s && fread(s, 1, size, f) != (size_t)size)
