@@ -65,6 +65,17 @@ static bool is_local(const struct accel_comm *comm, struct accel_coords c)
 
 /* ------------------------------------------------------- giving up */
 
+/* The semaphore at @sem of @chip's window, read from the CPU; 0 without one. */
+static uint64_t window_sem(const struct comm_chip *chip, uint64_t sem)
+{
+	uint64_t *sems;
+
+	if (accel_buffer_map(chip->window_buf, (void **)&sems))
+		return 0;
+	return __atomic_load_n(&sems[sem / 8], __ATOMIC_SEQ_CST);
+}
+
+
 /*
  * The remote writes that set the abort semaphores of @chip's neighbours
  * on other hosts (in @setup, their gave-up semaphores for @chip's port,
@@ -151,9 +162,9 @@ struct abort_sent {
  * job of the process, a hung queue), and the first write to get through
  * is enough, the semaphore only has to be non-zero.  Each queue starts
  * with another neighbour, so that one whose write never leaves holds up
- * the others on one queue only.  The jobs go into @sent (up to @room,
- * the rest run on unwatched) for a caller that watches them; returns
- * how many.
+ * the others on one queue only.  @setup: the set-up's writes
+ * (abort_writes()).  The jobs go into @sent (up to @room, the rest run
+ * on unwatched) for a caller that watches them; returns how many.
  */
 static unsigned int abort_remote(struct accel_comm *comm, unsigned int i,
 				 bool setup, struct abort_sent *sent,
@@ -211,13 +222,9 @@ bool coll_comm_peer_aborted(const struct accel_comm *comm)
 {
 	unsigned int i;
 
-	for (i = 0; i < comm->count; i++) {
-		uint64_t *sems;
-
-		if (!accel_buffer_map(comm->chip[i].window_buf, (void **)&sems) &&
-		    __atomic_load_n(&sems[SEM_ABORT / 8], __ATOMIC_SEQ_CST))
+	for (i = 0; i < comm->count; i++)
+		if (window_sem(&comm->chip[i], SEM_ABORT))
 			return true;
-	}
 	return false;
 }
 
@@ -232,7 +239,7 @@ bool coll_comm_peer_aborted(const struct accel_comm *comm)
  *   would hold), so a neighbour's greeting or abort finds it open.
  * - Every wait of the set-up (a neighbour not open yet, its greetings)
  *   polls from the CPU and ends with ACCEL_ERR_PEER_ABORT once a
- *   neighbour gave up (set this chip's abort semaphore), and with
+ *   neighbour gave up (set this chip's gave-up or abort semaphore), and with
  *   ACCEL_ERR_LINK_DOWN once a port to a neighbour is down, as a
  *   collective's SEM_WAIT_ABORT with TSR_SEM_WAIT_LINKS would.  A wait on
  *   the chip would be ended by the driver's job watchdog when a
@@ -263,15 +270,6 @@ static void backoff(unsigned int *pause)
 {
 	pause_ms(*pause);
 	*pause = *pause < 64 ? 2 * *pause : *pause;
-}
-
-static uint64_t window_sem(const struct comm_chip *chip, uint64_t sem)
-{
-	uint64_t *sems;
-
-	if (accel_buffer_map(chip->window_buf, (void **)&sems))
-		return 0;
-	return __atomic_load_n(&sems[sem / 8], __ATOMIC_SEQ_CST);
 }
 
 /*
