@@ -84,6 +84,25 @@ def frame(ftype, payload=b"", seq=0, ack=0, credit=(16, 16), flags=0,
     return data
 
 
+def intact(data):
+    """Frames as they go on a ring, which cannot damage them: 0 where a
+    payload's CRC goes, ~0 for one sent damaged on purpose (ici.md,
+    "Transports").  Bytes after the last whole frame stay as they are."""
+    out, off = bytearray(data), 0
+    while len(data) - off >= HDR.size:
+        magic, _, _, n = HDR.unpack_from(data, off)[:4]
+        end = off + HDR.size + n
+        if magic != C["TSR_ICI_FRAME_MAGIC"] or (n and len(data) < end + 4):
+            break
+        if n:
+            crc = struct.unpack_from("<I", data, end)[0]
+            good = crc == crc32c(data[off + HDR.size:end])
+            struct.pack_into("<I", out, end, 0 if good else 0xFFFFFFFF)
+            end += 4
+        off = end
+    return bytes(out)
+
+
 def train_payload(slice_id=SLICE, coords=(1, 0, 0), port=1, flags=0,
                   snd_una=0, rcv_next=0, version=None):
     return TRAIN.pack(C["TSR_ICI_VERSION"] if version is None else version,
@@ -152,12 +171,16 @@ class Peer:
     all: an older Tessera, which speaks frames at once).
     """
 
-    def __init__(self, transport="socket", offer=None, chip_offers=True):
+    def __init__(self, transport="socket", offer=None, chip_offers=True,
+                 address=PEER_SOCK):
         deadline = time.monotonic() + 10
         while True:
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            # @address: a path, or (host, port) for a port over TCP.
+            self.sock = socket.socket(
+                socket.AF_UNIX if isinstance(address, str) else
+                socket.AF_INET, socket.SOCK_STREAM)
             try:
-                self.sock.connect(PEER_SOCK)
+                self.sock.connect(address)
                 break
             except OSError:
                 self.sock.close()
@@ -223,7 +246,7 @@ class Peer:
 
     def send(self, data):
         if self.tx:
-            self.tx.write(data)
+            self.tx.write(intact(data))
             self.sock.sendall(bytes([C["TSR_ICI_DOORBELL_DATA"]]))
         else:
             self.sock.sendall(data)
@@ -466,6 +489,25 @@ def a_chip_told_to_keep_to_its_socket_offers_no_ring(qt):
 test(a_chip_told_to_keep_to_its_socket_offers_no_ring)
 a_chip_told_to_keep_to_its_socket_offers_no_ring.props += \
     ",ici-transport=socket"
+
+
+@test
+def on_a_ring_a_payload_comes_without_crc_and_one_marked_damaged_is_refused(qt):
+    """A ring cannot damage a frame: its payloads carry 0 for a CRC; a
+    frame marked damaged (a CRC other than 0) is refused and
+    counted as a CRC error is on a socket, and a NAK asks for it again."""
+    peer = ring_trained(qt)
+    data = C["TSR_ICI_FRAME_DATA"]
+    crc0 = counter(qt, "CRC_ERRORS")
+    peer.send(frame(data, b"x" * 100, seq=0, bad_crc=True))
+    qt.wait("crc error", lambda: counter(qt, "CRC_ERRORS") == crc0 + 1)
+    check(any(f[0] == C["TSR_ICI_FRAME_NAK"] for f in peer.frames()),
+          "a NAK for the damaged frame")
+    rx0 = counter(qt, "FRAMES_RX")
+    peer.send(frame(data, b"x" * 100, seq=0))
+    qt.wait("taken", lambda: counter(qt, "FRAMES_RX") > rx0)
+    check(counter(qt, "CRC_ERRORS") == crc0 + 1, "no CRC asked of it")
+    peer.close()
 
 
 @test
