@@ -102,6 +102,12 @@ typedef struct TesseraPort {
     TsrRing *rx;                /* the peer's */
     bool ring_broken;           /* a producer found tx broken; out_lock */
     QEMUBH *rx_bh;              /* a ring with more than a budget to read */
+    /*
+     * Connections after the first (main loop): each one the link resumes
+     * on if it comes back within its deadline (a TCP connection lost).
+     */
+    bool opened;
+    uint64_t reconnects;
 } TesseraPort;
 
 typedef struct TesseraWorker {
@@ -766,10 +772,18 @@ static void tessera_port_event(void *opaque, QEMUChrEvent event)
 
     trace_tessera_ici_port_event(p->index, event);
     if (event == CHR_EVENT_OPENED) {
+        p->reconnects += p->opened;
+        p->opened = true;
         tessera_ring_drop(p);
         p->phase = TESSERA_PHASE_HELLO;
         p->hello_len = 0;
-        if (strcmp(p->s->ici_transport, "socket")) {
+        /*
+         * A ring only where descriptors pass (a UNIX socket): over TCP
+         * the peer may be another machine, and frames go on the socket.
+         */
+        if (strcmp(p->s->ici_transport, "socket") &&
+            qemu_chr_has_feature(qemu_chr_fe_get_driver(&p->chr),
+                                 QEMU_CHAR_FEATURE_FD_PASS)) {
             qemu_mutex_lock(&p->out_lock);
             p->tx = tsr_ring_create(TESSERA_RING_SIZE, &fd);
             qemu_mutex_unlock(&p->out_lock);
@@ -1524,6 +1538,26 @@ static void tessera_get_ici_links(Object *obj, Visitor *v, const char *name,
     visit_type_str(v, name, &str, errp);
 }
 
+/* ici-reconnects: PORT:COUNT of every wired port, space-separated. */
+static void tessera_get_ici_reconnects(Object *obj, Visitor *v,
+                                       const char *name, void *opaque,
+                                       Error **errp)
+{
+    TesseraState *s = TESSERA(obj);
+    g_autoptr(GString) text = g_string_new(NULL);
+    unsigned int i;
+    char *str;
+
+    for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
+        if (s->ports[i].wired) {
+            g_string_append_printf(text, "%s%u:%" PRIu64, text->len ? " " : "",
+                                   i, s->ports[i].reconnects);
+        }
+    }
+    str = text->str;
+    visit_type_str(v, name, &str, errp);
+}
+
 static void tessera_add_fault_props(Object *obj)
 {
     size_t i;
@@ -1546,6 +1580,11 @@ static void tessera_add_fault_props(Object *obj)
     object_property_set_description(obj, "ici-links",
         "the wired ICI ports' states and peers, read-only: "
         "PORT:STATE[:X,Y,Z:PEERPORT[:SLICE]], space-separated");
+    object_property_add(obj, "ici-reconnects", "str",
+                        tessera_get_ici_reconnects, NULL, NULL, NULL);
+    object_property_set_description(obj, "ici-reconnects",
+        "connections of each wired ICI port after its first, read-only: "
+        "PORT:COUNT, space-separated");
 }
 
 static const Property tessera_properties[] = {

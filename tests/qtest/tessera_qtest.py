@@ -8,8 +8,8 @@ the PCI enumerator (BARs, bus mastering, MSI-X), and drives the chip the
 way a driver would: page tables and rings in guest RAM, doorbells in BAR0
 (tessera_harness.py).  Then the hostile-guest suite runs
 (tessera_hostile.py), the ICI port against a peer that speaks the wire
-protocol (tessera_ici_peer.py), and link faults injected between two chips
-(tessera_ici_faults.py).  Output is TAP, one plan per suite.
+protocol (tessera_ici_peer.py), link faults injected between two chips
+(tessera_ici_faults.py), and ports over TCP (tessera_ici_tcp.py).  Output is TAP, one plan per suite.
 """
 
 import os
@@ -24,6 +24,7 @@ from tessera_harness import (BAR0, BAR2, C, FENCES, HUGE_VA,  # noqa: E402
 import tessera_hostile  # noqa: E402
 import tessera_ici_faults  # noqa: E402
 import tessera_ici_peer  # noqa: E402
+import tessera_ici_tcp  # noqa: E402
 
 
 # ------------------------------------------------------------------ tests
@@ -425,6 +426,7 @@ def main():
     failed += run_suite(tessera_hostile.TESTS, "hostile")
     failed += run_suite(tessera_ici_peer.TESTS, "ici")
     failed += run_suite(tessera_ici_faults.TESTS, "ici-faults")
+    failed += run_suite(tessera_ici_tcp.TESTS, "ici-tcp")
     return 1 if failed else 0
 
 
