@@ -26,6 +26,7 @@
 #include "tessera_job.h"
 #include "tessera_mmu.h"
 #include "tessera_reset.h"
+#include "tessera_trace.h"
 
 /**
  * tessera_ctx_fault() - count a hang or MMU fault against a context
@@ -129,6 +130,7 @@ static void tessera_recover_restart(struct tessera_device *tdev,
 		drm_sched_start(&tdev->queues[i].sched);
 	}
 
+	trace_tessera_reset(tdev, heads ? -1 : (int)__ffs(mask));
 	if (heads) {
 		tessera_count(tdev, TESSERA_CNT_DEVICE_RESETS);
 		tessera_reset_uevent(tdev, "chip", -1);

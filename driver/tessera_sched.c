@@ -16,6 +16,7 @@
 
 #include "tessera_job.h"
 #include "tessera_reset.h"
+#include "tessera_trace.h"
 
 static struct dma_fence *tessera_run_job(struct drm_sched_job *sched_job)
 {
@@ -45,6 +46,7 @@ static struct dma_fence *tessera_run_job(struct drm_sched_job *sched_job)
 		tessera_queue_run(job, err ?: -ENODEV);
 		return dma_fence_get(fence);
 	}
+	trace_tessera_job_run(job);
 	tessera_queue_run(job, 0);
 	drm_dev_exit(idx);
 	return dma_fence_get(fence);
@@ -76,6 +78,7 @@ static void tessera_free_job(struct drm_sched_job *sched_job)
 {
 	struct tessera_job *job = to_tessera_job(sched_job);
 
+	trace_tessera_job_done(job, sched_job->s_fence->finished.error);
 	/* Never run: killed with its entity when the file was closed. */
 	if (!job->hw_fence)
 		tessera_job_record_end(job, NULL, TSR_ERR_NONE,

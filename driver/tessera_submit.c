@@ -27,6 +27,7 @@
 #include "tessera_gem.h"
 #include "tessera_hw.h"
 #include "tessera_job.h"
+#include "tessera_trace.h"
 
 /* ------------------------------------------------------------ lifetime */
 
@@ -451,6 +452,7 @@ static struct dma_fence *tessera_submit_push(struct tessera_job *job,
 		dma_resv_add_fence(job->bos[i]->resv, finished,
 				   job->bo_write[i] ? DMA_RESV_USAGE_WRITE :
 						      DMA_RESV_USAGE_READ);
+	trace_tessera_job_submit(job);
 	kref_get(&job->ref);
 	drm_sched_entity_push_job(&job->base);
 	tessera_count(job->tdev, TESSERA_CNT_JOBS_SUBMITTED);

@@ -15,6 +15,8 @@
  */
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 
 #include "kselftest_harness.h"
 #include "tessera_util.h"
@@ -166,6 +168,135 @@ TEST_F(life, a_function_reset_of_an_idle_chip_leaves_every_file_working)
 	EXPECT_EQ(0x4321u, ((uint32_t *)other.bo.map)[512]);
 	tsr_bo_destroy(fd2, &other.bo);
 	close(fd2);
+}
+
+/* -------------------------------------------------------- tracepoints */
+
+#define TRACEFS "/sys/kernel/tracing"
+
+/*
+ * A trace instance of its own (a buffer no other reader drains) with the
+ * driver's events on; its folder, or "" when tracefs has no tessera
+ * events.
+ */
+static void trace_instance(char *dir, size_t len)
+{
+	static const char *const events[] = {
+		"tessera_job_submit", "tessera_job_run", "tessera_job_done",
+		"tessera_reset",
+	};
+	char path[PATH_MAX];
+	unsigned int i;
+
+	if (access(TRACEFS "/instances", F_OK))
+		mount("tracefs", TRACEFS, "tracefs", 0, NULL);
+	snprintf(dir, len, TRACEFS "/instances/tessera-%d", getpid());
+	if (mkdir(dir, 0700)) {
+		dir[0] = 0;
+		return;
+	}
+	for (i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		snprintf(path, sizeof(path), "%s/events/tessera/%s/enable", dir,
+			 events[i]);
+		if (tsr_write_file(path, "1")) {
+			rmdir(dir);
+			dir[0] = 0;
+			return;
+		}
+	}
+}
+
+/* The instance's whole trace, into @buf. */
+static void trace_read(const char *dir, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n = 0, got;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/trace", dir);
+	fd = open(path, O_RDONLY);
+	while (fd >= 0 && (size_t)n < len - 1 &&
+	       (got = read(fd, buf + n, len - 1 - n)) > 0)
+		n += got;
+	if (fd >= 0)
+		close(fd);
+	buf[n] = 0;
+}
+
+/* Whether @trace has event @event of job @seq with @detail after its seq. */
+static bool traced(const char *trace, const char *event, unsigned int seq,
+		   const char *detail)
+{
+	char want[128];
+	const char *at;
+
+	snprintf(want, sizeof(want), " seq=%u %s", seq, detail);
+	for (at = strstr(trace, event); at; at = strstr(at + 1, event)) {
+		const char *eol = strchr(at, '\n');
+		const char *hit = strstr(at, want);
+
+		if (hit && (!eol || hit < eol))
+			return true;
+	}
+	return false;
+}
+
+/* Every job is seen submitted, put on its ring and done, and how it ended. */
+TEST_F(life, tracepoints_see_every_job_submitted_run_and_done)
+{
+	enum { JOBS = 24 };
+	static char trace[1 << 20];
+	struct drm_tessera_job_status st;
+	uint32_t syncs[JOBS];
+	uint64_t seqs[JOBS];
+	char dir[128];
+	unsigned int i;
+
+	trace_instance(dir, sizeof(dir));
+	ASSERT_NE(0, dir[0]) TH_LOG("no tessera events in tracefs");
+	for (i = 0; i < JOBS; i++) {
+		const struct tsr_bo *bos[] = { &self->host };
+		struct tsr_cmds c = { 0 };
+
+		ASSERT_EQ(0, tsr_bo_create(self->fd, 4096, 0, &c.bo));
+		syncs[i] = tsr_syncobj(self->fd);
+		ASSERT_LT(0, (int)syncs[i]);
+		if (i == JOBS - 1) {
+			struct tsr_cmd_header bad = tsr_hdr(0x7f, 8);
+
+			tsr_emit(&c, &bad, sizeof(bad));
+		} else {
+			tsr_emit_fill(&c, self->host.va + 4 * i, i, 4);
+		}
+		ASSERT_EQ(0, tsr_submit(self->fd, &c, i % 4, bos, 1, syncs[i],
+					&seqs[i]));
+		tsr_bo_destroy(self->fd, &c.bo);
+	}
+	for (i = 0; i < JOBS; i++)
+		ASSERT_EQ(0, tsr_wait(self->fd, syncs[i], TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seqs[JOBS - 1], &st));
+	ASSERT_EQ(DRM_TESSERA_JOB_FAILED, st.state);
+	ASSERT_EQ(0, function_reset(self));
+
+	/* A job is traced done when its scheduler frees it, a moment later. */
+	for (i = 0; i < 1000; i++) {
+		trace_read(dir, trace, sizeof(trace));
+		if (traced(trace, "tessera_job_done", seqs[JOBS - 1], "error="))
+			break;
+		usleep(10000);
+	}
+	rmdir(dir);
+	for (i = 0; i < JOBS; i++) {
+		EXPECT_TRUE(traced(trace, "tessera_job_submit", seqs[i], ""))
+			TH_LOG("job %llu not traced submitted", (unsigned long long)seqs[i]);
+		EXPECT_TRUE(traced(trace, "tessera_job_run", seqs[i], ""))
+			TH_LOG("job %llu not traced run", (unsigned long long)seqs[i]);
+		EXPECT_TRUE(traced(trace, "tessera_job_done", seqs[i],
+				   i == JOBS - 1 ? "error=-22" : "error=0\n"))
+			TH_LOG("job %llu not traced done as it ended", (unsigned long long)seqs[i]);
+	}
+	EXPECT_NE(NULL, strstr(trace, "tessera_reset: dev=")) TH_LOG("no reset traced");
+	EXPECT_NE(NULL, strstr(trace, " chip queue=-1"));
 }
 
 /* ------------------------------------------------------ PCIe errors */
