@@ -672,7 +672,7 @@ TEST(what_a_window_does_not_allow_is_refused_and_nothing_written)
 	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	wr(b, TSR_REG_ICI_IRQ_ENABLE, TSR_ICI_IRQ_ALL);
 	fill(host_ptr(a, s->src[0]), 1 << 20, 3);
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
 		c = ici_write(dst, s->src[0], cases[i].offset, cases[i].rows,
 			      50000);
 		c.key = cases[i].key;
@@ -1168,7 +1168,7 @@ TEST(a_slice_program_s_modeled_cycles_do_not_hang_on_host_order)
 	unsigned int i, k;
 
 	run_program(_metadata, orders[0], &first);
-	for (i = 1; i < sizeof(orders) / sizeof(orders[0]); i++) {
+	for (i = 1; i < ARRAY_SIZE(orders); i++) {
 		run_program(_metadata, orders[i], &again);
 		for (k = 0; k < 3; k++) {
 			TH_LOG("order %u, writer %u: sent by %llu (%llu), arrived %llu (%llu)",

@@ -590,7 +590,7 @@ TEST(crc32c_of_long_buffers_matches_the_polynomial)
 
 	for (i = 0; i < sizeof(buf); i++)
 		buf[i] = (uint8_t)(i * 2654435761u >> 13);
-	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(lens); i++)
 		for (off = 0; off < 2; off++)
 			ASSERT_EQ(crc32c_bitwise(buf + off, lens[i]),
 				  tsr_crc32c(0, buf + off, lens[i]))
@@ -1213,7 +1213,7 @@ TEST_F(link, frames_cut_anywhere_with_faults_and_garbage_arrive_whole)
 	for (i = 0; i < sizeof(junk); i += 5)
 		tsr_link_receive(self->b.link, junk + i, 5, self->now);
 	self->a.cuts = self->b.cuts = cuts;
-	self->a.ncuts = self->b.ncuts = sizeof(cuts) / sizeof(cuts[0]);
+	self->a.ncuts = self->b.ncuts = ARRAY_SIZE(cuts);
 	inject(&self->a, &f);
 	inject(&self->b, &f);
 	ASSERT_TRUE(exchange(self, 1000, 2000000));
