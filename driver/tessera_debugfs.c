@@ -273,6 +273,7 @@ static const struct tessera_dbg_reg tessera_dbg_regs[] = {
 	{ "fault_poison_size", TSR_REG_DBG_POISON_SIZE },
 	{ "fault_ecc_correctable", TSR_REG_DBG_ECC_CORRECTABLE },
 	{ "fault_drop_irqs", TSR_REG_DBG_DROP_IRQS },
+	{ "fault_hang_after", TSR_REG_DBG_HANG_AFTER },
 	{ "fault_fatal", TSR_REG_DBG_FATAL, true },
 };
 

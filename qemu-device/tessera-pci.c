@@ -1209,6 +1209,8 @@ static const TesseraFaultProp tessera_fault_props[] = {
       "the next N HBM reads correct an error" },
     { "fault-drop-irqs", false, offsetof(TsrFaults, drop_irqs),
       "lose the next N interrupts" },
+    { "fault-hang-after", false, offsetof(TsrFaults, hang_after),
+      "the next job to start hangs after N commands (until a reset)" },
 };
 
 static bool tessera_fault_ready(TesseraState *s, Error **errp)

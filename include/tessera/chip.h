@@ -350,6 +350,7 @@ struct tsr_context_entry {
 #define TSR_REG_DBG_ECC_CORRECTABLE	(TSR_BLOCK_DEBUG + 0x14) /* RW, count */
 #define TSR_REG_DBG_DROP_IRQS		(TSR_BLOCK_DEBUG + 0x18) /* RW, count */
 #define TSR_REG_DBG_FATAL		(TSR_BLOCK_DEBUG + 0x1c) /* WO */
+#define TSR_REG_DBG_HANG_AFTER		(TSR_BLOCK_DEBUG + 0x20) /* RW, commands */
 
 /*
  * Link faults of ICI port p (struct tsr_link faults, Documentation/ici.md

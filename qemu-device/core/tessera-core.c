@@ -374,6 +374,8 @@ static uint32_t debug_reg_read(TsrCore *core, uint32_t offset)
         return f->ecc_correctable;
     case TSR_REG_DBG_DROP_IRQS:
         return f->drop_irqs;
+    case TSR_REG_DBG_HANG_AFTER:
+        return f->hang_after;
     default:
         return 0;
     }
@@ -423,6 +425,9 @@ static void debug_reg_write(TsrCore *core, uint32_t offset, uint32_t value,
         break;
     case TSR_REG_DBG_DROP_IRQS:
         f->drop_irqs = value;
+        break;
+    case TSR_REG_DBG_HANG_AFTER:
+        f->hang_after = value;
         break;
     case TSR_REG_DBG_FATAL:
         e->set_faults = false;

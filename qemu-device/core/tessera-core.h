@@ -158,6 +158,7 @@ typedef struct TsrFaults {
     uint64_t poison_size;
     uint32_t ecc_correctable;   /* the next N HBM reads correct an error */
     uint32_t drop_irqs;         /* the next N interrupts are lost */
+    uint32_t hang_after;        /* the next job hangs after N commands */
 } TsrFaults;
 
 void tsr_core_get_faults(TsrCore *core, TsrFaults *faults);

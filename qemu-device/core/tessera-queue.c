@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tessera-internal.h"
 
@@ -191,9 +192,27 @@ static void fail_command(TsrMem *mem, struct tsr_completion *comp,
     }
 }
 
-/* Run the commands of a job; fills the error fields of @comp. */
+/*
+ * The fault hang-after: the job makes no more progress, as if a command
+ * never ended, until a reset or a fatal error aborts it.  Polled: a hung
+ * worker costs a wake-up a millisecond.
+ */
+static void hang(TsrMem *mem)
+{
+    const struct timespec ms = { .tv_nsec = 1000000 };
+
+    while (!tsr_mem_aborted(mem)) {
+        nanosleep(&ms, NULL);
+    }
+}
+
+/*
+ * Run the commands of a job; fills the error fields of @comp.  A job
+ * given the hang-after fault hangs before its command @hang_at (after
+ * @hang_at commands), or before it ends if it has no more commands.
+ */
 static void run_commands(TsrMem *mem, const uint8_t *buf, uint32_t size,
-                         TsrCost *cost, TsrTrace *trace,
+                         uint32_t hang_at, TsrCost *cost, TsrTrace *trace,
                          struct tsr_completion *comp)
 {
     TsrCore *core = mem->core;
@@ -211,6 +230,9 @@ static void run_commands(TsrMem *mem, const uint8_t *buf, uint32_t size,
         mem->ici_port = TSR_TRACE_NO_PORT;
         mem->link_bytes = 0;
         mem->link_start = mem->link_end = 0;
+        if (hang_at && index == hang_at) {
+            hang(mem);
+        }
         if (!len || len > size - off) {
             err = TSR_ERR_BAD_SIZE;
         } else if (tsr_mem_aborted(mem)) {
@@ -229,6 +251,11 @@ static void run_commands(TsrMem *mem, const uint8_t *buf, uint32_t size,
         off += len;
         index++;
     }
+    if (hang_at && index <= hang_at) {
+        hang(mem);
+        comp->error = TSR_ERR_ABORTED;
+        return;
+    }
     /* Writes the queue went on past: wait for their answers. */
     err = tsr_ici_job_end(mem);
     if (err) {
@@ -245,10 +272,11 @@ static void run_commands(TsrMem *mem, const uint8_t *buf, uint32_t size,
 
 /*
  * Run job @d and fill @comp.  @mem is left open on the job's context when
- * the context is valid, for writing the completion record.
+ * the context is valid, for writing the completion record.  @hang_at: as
+ * for run_commands().
  */
 static void run_job(const struct tsr_job_desc *d, TsrMem *mem,
-                    TsrCost *cost, TsrTrace *trace,
+                    uint32_t hang_at, TsrCost *cost, TsrTrace *trace,
                     struct tsr_completion *comp)
 {
     uint32_t err;
@@ -285,7 +313,7 @@ static void run_job(const struct tsr_job_desc *d, TsrMem *mem,
         comp->error = mem->error;
         comp->fault_va = mem->fault_va;
     } else {
-        run_commands(mem, buf, d->cmdbuf_size, cost, trace, comp);
+        run_commands(mem, buf, d->cmdbuf_size, hang_at, cost, trace, comp);
     }
     free(buf);
 }
@@ -330,6 +358,7 @@ typedef struct TsrSlot {
     uint32_t index;
     uint64_t start;         /* the queue's clock */
     uint64_t fence_addr;
+    uint32_t hang_at;       /* the fault hang-after, taken by this job */
 } TsrSlot;
 
 /*
@@ -478,7 +507,7 @@ static void process_one(TsrCore *core, const TsrSlot *slot)
         comp.failed_cmd = TSR_NO_COMMAND;
     } else {
         have_desc = true;
-        run_job(&d, &mem, &cost, &trace, &comp);
+        run_job(&d, &mem, slot->hang_at, &cost, &trace, &comp);
     }
 
     comp.status = comp.error ? TSR_JOB_STATUS_ERROR : TSR_JOB_STATUS_DONE;
@@ -543,6 +572,8 @@ void tsr_core_queue_run(TsrCore *core, unsigned int queue)
         slot.index = qu->head;
         slot.start = qu->clock;
         slot.fence_addr = qu->fence_addr;
+        slot.hang_at = core->faults.hang_after;
+        core->faults.hang_after = 0;
         pthread_mutex_unlock(&core->lock);
 
         process_one(core, &slot);

@@ -273,6 +273,86 @@ TEST_F(f, a_fatal_error_stops_every_queue_until_reset)
 	EXPECT_EQ(TSR_STATUS_READY, rd(self->c, TSR_REG_STATUS));
 }
 
+static void hang_after_two(TsrFaults *f)
+{
+	f->hang_after = 2;
+}
+
+static void *run_queue_0(void *chip)
+{
+	tsr_core_queue_run(((struct test_chip *)chip)->core, 0);
+	return NULL;
+}
+
+static struct tsr_cmd_sem sem_inc(uint64_t va)
+{
+	return (struct tsr_cmd_sem){
+		.hdr = HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem),
+		.va = va, .value = 1,
+	};
+}
+
+/*
+ * The job hangs in the middle: its first two commands take effect, the
+ * third never runs, until the queue is reset.  The fault is the next
+ * job's alone: the job after runs whole.
+ */
+TEST_F(f, a_job_hangs_after_n_commands_until_its_queue_is_reset)
+{
+	struct tsr_cmd_sem cmds[3] = {
+		sem_inc(self->buf), sem_inc(self->buf + 8), sem_inc(self->buf + 16),
+	};
+	const struct timespec tick = { 0, 100000 };
+	uint64_t *words = host_ptr(self->c, self->buf);
+	struct tsr_completion *hung;
+	TsrFaults after;
+	pthread_t t;
+
+	inject(self->c, hang_after_two);
+	hung = chip_queue_job(self->c, 0, 1, cmds, sizeof(cmds), 1);
+	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue_0, self->c));
+	while (!__atomic_load_n(&words[1], __ATOMIC_ACQUIRE))
+		nanosleep(&tick, NULL);
+	tsr_core_get_faults(self->c->core, &after);
+	EXPECT_EQ(0, after.hang_after);
+	EXPECT_EQ(TSR_QSTATUS_RUNNING, qrd(self->c, 0, TSR_QREG_STATUS));
+	EXPECT_EQ(0, qrd(self->c, 0, TSR_QREG_HEAD));
+
+	qwr(self->c, 0, TSR_QREG_CONTROL, TSR_QCTRL_RESET | TSR_QCTRL_ENABLE);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(1, words[0]);
+	EXPECT_EQ(1, words[1]);
+	EXPECT_EQ(0, words[2]) TH_LOG("the command after the hang ran");
+	EXPECT_EQ(0, hung->status) TH_LOG("the reset job wrote its record");
+
+	self->c->tail[0] = 0;
+	EXPECT_EQ(TSR_JOB_STATUS_DONE,
+		  chip_run(self->c, cmds, sizeof(cmds))->status);
+	EXPECT_EQ(2, words[0]);
+	EXPECT_EQ(1, words[2]);
+}
+
+/* A job with no command after the Nth hangs before it ends. */
+TEST_F(f, a_job_shorter_than_n_hangs_before_it_ends)
+{
+	struct tsr_cmd_sem cmd = sem_inc(self->buf);
+	const struct timespec tick = { 0, 100000 };
+	uint64_t *words = host_ptr(self->c, self->buf);
+	struct tsr_completion *hung;
+	pthread_t t;
+
+	inject(self->c, hang_after_two);
+	hung = chip_queue_job(self->c, 0, 1, &cmd, sizeof(cmd), 1);
+	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue_0, self->c));
+	while (!__atomic_load_n(&words[0], __ATOMIC_ACQUIRE))
+		nanosleep(&tick, NULL);
+	EXPECT_EQ(0, hung->status);
+	EXPECT_EQ(TSR_QSTATUS_RUNNING, qrd(self->c, 0, TSR_QREG_STATUS));
+	qwr(self->c, 0, TSR_QREG_CONTROL, TSR_QCTRL_RESET | TSR_QCTRL_ENABLE);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, hung->status);
+}
+
 static void everything(TsrFaults *f)
 {
 	f->hang_queues = 3;
@@ -280,6 +360,7 @@ static void everything(TsrFaults *f)
 	f->poison_size = 4096;
 	f->ecc_correctable = 1;
 	f->drop_irqs = 9;
+	f->hang_after = 4;
 }
 
 TEST_F(f, a_reset_clears_every_fault)
@@ -290,7 +371,7 @@ TEST_F(f, a_reset_clears_every_fault)
 	tsr_core_reset(self->c->core);
 	tsr_core_get_faults(self->c->core, &after);
 	EXPECT_EQ(0, after.hang_queues | after.fail_dma | after.ecc_correctable |
-		     after.drop_irqs);
+		     after.drop_irqs | after.hang_after);
 	EXPECT_EQ(0, after.poison_size);
 }
 

@@ -5,10 +5,10 @@
  * by them and the chip usable after.
  *
  * Expects the VM's chips to have debug-regs=on and the driver a short
- * job_timeout_ms (tests/run-checks boots it so).  The PCIe error tests
- * need the host to raise the errors: with TESSERA_AER_HOST=1 in the
- * environment a test prints "TESSERA-AER KIND" and the host answers with
- * tessera-fault aer KIND (tests/run-checks does, on a chip behind a root
+ * job_timeout_ms (tests/run-checks boots it so).  The PCIe error and hang
+ * tests need the host to inject the faults: with TESSERA_HOST_FAULTS=1 in
+ * the environment a test prints "TESSERA-FAULT ARGS" and the host runs
+ * tessera-fault ARGS (tests/run-checks does, on a chip behind a root
  * port); without it they are skipped.
  *
  * Copyright (C) 2026 The Tessera Authors
@@ -301,19 +301,28 @@ TEST_F(life, tracepoints_see_every_job_submitted_run_and_done)
 
 /* ------------------------------------------------------ PCIe errors */
 
-/* Skip the test unless the host raises the PCIe errors asked for. */
+/* Skip the test unless the host injects the faults asked for. */
 static void need_the_host(void)
 {
-	if (!getenv("TESSERA_AER_HOST"))
-		tsr_skip_test("needs the host to raise PCIe errors: "
+	if (!getenv("TESSERA_HOST_FAULTS"))
+		tsr_skip_test("needs the host to inject faults: "
 			      "tests/run-checks --test tessera_lifecycle_test");
+}
+
+/* Ask the host to run tessera-fault @args. */
+static void host_fault(const char *args)
+{
+	printf("TESSERA-FAULT %s\n", args);
+	fflush(stdout);
 }
 
 /* Ask the host for a PCIe error of @kind (tessera-fault aer KIND). */
 static void raise_pcie_error(const char *kind)
 {
-	printf("TESSERA-AER %s\n", kind);
-	fflush(stdout);
+	char args[32];
+
+	snprintf(args, sizeof(args), "aer %s", kind);
+	host_fault(args);
 }
 
 /*
