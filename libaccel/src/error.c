@@ -49,6 +49,51 @@ const char *accel_error_string(int error)
 	return error_text[-error];
 }
 
+#define ERROR_NAME(name) [-ACCEL_ERR_##name] = #name
+
+static const char *const error_name[] = {
+	[-ACCEL_OK] = "OK",
+	ERROR_NAME(INVALID_ARGUMENT),
+	ERROR_NAME(NO_DEVICE),
+	ERROR_NAME(NOT_TESSERA),
+	ERROR_NAME(PERMISSION),
+	ERROR_NAME(NO_MEMORY),
+	ERROR_NAME(TIMEOUT),
+	ERROR_NAME(VERSION),
+	ERROR_NAME(DEVICE_LOST),
+	ERROR_NAME(IO),
+	ERROR_NAME(NOT_SUPPORTED),
+	ERROR_NAME(OUT_OF_BOUNDS),
+	ERROR_NAME(BAD_DTYPE),
+	ERROR_NAME(BAD_SHAPE),
+	ERROR_NAME(BAD_STRIDE),
+	ERROR_NAME(BAD_ALIGNMENT),
+	ERROR_NAME(BAD_FLAGS),
+	ERROR_NAME(BAD_OP),
+	ERROR_NAME(TOO_LARGE),
+	ERROR_NAME(WRONG_DEVICE),
+	ERROR_NAME(JOB_FAILED),
+	ERROR_NAME(JOB_HUNG),
+	ERROR_NAME(CANCELED),
+	ERROR_NAME(BUSY),
+	ERROR_NAME(LINK_DOWN),
+	ERROR_NAME(REMOTE_ACCESS),
+	ERROR_NAME(NO_ROUTE),
+	ERROR_NAME(PEER_ABORT),
+	ERROR_NAME(COMM_BROKEN),
+	ERROR_NAME(NO_SLICE_KEY),
+};
+
+_Static_assert(sizeof(error_name) / sizeof(error_name[0]) == 1 - ACCEL_ERR_LAST,
+	       "every libaccel error code has a name");
+
+const char *accel_error_name(int error)
+{
+	if (error > 0 || error < ACCEL_ERR_LAST || !error_name[-error])
+		return "UNKNOWN";
+	return error_name[-error];
+}
+
 #define CHIP_ERROR(name) [TSR_ERR_##name] = #name
 
 static const char *const chip_error_name[] = {

@@ -30,6 +30,22 @@ TEST(unknown_error_codes_say_so)
 	EXPECT_STREQ("unknown libaccel error code", accel_error_string(-1000));
 }
 
+TEST(every_error_code_has_its_own_name)
+{
+	int a, b;
+
+	EXPECT_STREQ("OK", accel_error_name(ACCEL_OK));
+	EXPECT_STREQ("LINK_DOWN", accel_error_name(ACCEL_ERR_LINK_DOWN));
+	EXPECT_STREQ("NO_SLICE_KEY", accel_error_name(ACCEL_ERR_LAST));
+	for (a = ACCEL_OK; a >= ACCEL_ERR_LAST; a--) {
+		EXPECT_STRNE("UNKNOWN", accel_error_name(a)) TH_LOG("code %d", a);
+		for (b = a - 1; b >= ACCEL_ERR_LAST; b--)
+			EXPECT_STRNE(accel_error_name(a), accel_error_name(b));
+	}
+	EXPECT_STREQ("UNKNOWN", accel_error_name(ACCEL_ERR_LAST - 1));
+	EXPECT_STREQ("UNKNOWN", accel_error_name(1));
+}
+
 TEST(success_reads_as_success)
 {
 	EXPECT_STREQ("success", accel_error_string(ACCEL_OK));

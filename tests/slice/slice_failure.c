@@ -55,9 +55,6 @@
 
 #include <accel/accel.h>
 
-/* Elements of array @a. */
-#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
-
 #define NS_PER_S	1000000000ull
 /* A call or a write that has not ended by then never will by itself. */
 #define WAIT_NS		(15 * NS_PER_S)
@@ -83,33 +80,6 @@ static uint64_t now_ns(void)
 static double ms_since(uint64_t t)
 {
 	return (now_ns() - t) / 1e6;
-}
-
-/* A libaccel error by its enum's name, as the host-side tests match it. */
-static const char *error_name(int err)
-{
-	static const struct { int err; const char *name; } names[] = {
-		{ ACCEL_OK, "OK" },
-		{ ACCEL_ERR_TIMEOUT, "TIMEOUT" },
-		{ ACCEL_ERR_DEVICE_LOST, "DEVICE_LOST" },
-		{ ACCEL_ERR_IO, "IO" },
-		{ ACCEL_ERR_JOB_FAILED, "JOB_FAILED" },
-		{ ACCEL_ERR_JOB_HUNG, "JOB_HUNG" },
-		{ ACCEL_ERR_CANCELED, "CANCELED" },
-		{ ACCEL_ERR_BUSY, "BUSY" },
-		{ ACCEL_ERR_LINK_DOWN, "LINK_DOWN" },
-		{ ACCEL_ERR_REMOTE_ACCESS, "REMOTE_ACCESS" },
-		{ ACCEL_ERR_NO_ROUTE, "NO_ROUTE" },
-		{ ACCEL_ERR_PEER_ABORT, "PEER_ABORT" },
-	};
-	static char other[16];
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(names); i++)
-		if (names[i].err == err)
-			return names[i].name;
-	snprintf(other, sizeof(other), "ERR%d", err);
-	return other;
 }
 
 static bool parse_coords(const char *text, struct accel_coords *c)
@@ -301,7 +271,7 @@ static int aftermath(struct chip *ch, const struct accel_device_counters *before
 	if (accel_device_get_counters(ch->dev, &after))
 		memcpy(&after, before, sizeof(after));
 	say(ch, "next job of the same context: %s; timeouts +%llu, banned contexts +%llu, chip resets +%llu",
-	    error_name(ret),
+	    accel_error_name(ret),
 	    (unsigned long long)(after.timeouts - before->timeouts),
 	    (unsigned long long)(after.banned_contexts - before->banned_contexts),
 	    (unsigned long long)(after.device_resets - before->device_resets));
@@ -349,7 +319,7 @@ static int run_chip(unsigned int device, const struct options *o)
 
 	ret = chip_open(&ch, device, o);
 	if (ret) {
-		say(&ch, "set-up failed: %s (%s)", error_name(ret),
+		say(&ch, "set-up failed: %s (%s)", accel_error_name(ret),
 		    accel_error_string(ret));
 		chip_close(&ch);
 		return 1;
@@ -376,7 +346,7 @@ static int run_chip(unsigned int device, const struct options *o)
 		ret = ret ?: call(&ch, o, k, reset);
 		if (ret) {
 			say(&ch, "call %u failed after %.0f ms: %s (%s)", k,
-			    ms_since(t), error_name(ret), accel_error_string(ret));
+			    ms_since(t), accel_error_name(ret), accel_error_string(ret));
 			ok = !o->calls;
 			break;
 		}
@@ -513,7 +483,7 @@ static bool write_end(struct accel_job *job, int err, const char *phase,
 		accel_job_status(job, &st);
 	}
 	printf("slice_failure: route: %s: %s -> %s: %s after %.0f ms%s%s\n",
-	       phase, from->name, to->name, error_name(err), ms_since(t0),
+	       phase, from->name, to->name, accel_error_name(err), ms_since(t0),
 	       st.chip_error ? ", chip error " : "",
 	       st.chip_error ? st.chip_error_name : "");
 	fflush(stdout);
@@ -571,7 +541,7 @@ static int route(struct end *ends, unsigned int n, unsigned int port)
 		ret = end_open(&ends[i], key);
 	if (ret) {
 		printf("slice_failure: route: set-up of %s failed: %s (%s)\n",
-		       ends[i - 1].name, error_name(ret), accel_error_string(ret));
+		       ends[i - 1].name, accel_error_name(ret), accel_error_string(ret));
 		goto out;
 	}
 	for (i = 1; i < n; i++)

@@ -41,31 +41,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-/* A libaccel error by its enum's name, as the host-side tests match it. */
-static const char *error_name(int err)
-{
-	static const struct { int err; const char *name; } names[] = {
-		{ ACCEL_OK, "OK" },
-		{ ACCEL_ERR_TIMEOUT, "TIMEOUT" },
-		{ ACCEL_ERR_JOB_FAILED, "JOB_FAILED" },
-		{ ACCEL_ERR_JOB_HUNG, "JOB_HUNG" },
-		{ ACCEL_ERR_CANCELED, "CANCELED" },
-		{ ACCEL_ERR_BUSY, "BUSY" },
-		{ ACCEL_ERR_LINK_DOWN, "LINK_DOWN" },
-		{ ACCEL_ERR_REMOTE_ACCESS, "REMOTE_ACCESS" },
-		{ ACCEL_ERR_NO_ROUTE, "NO_ROUTE" },
-		{ ACCEL_ERR_PEER_ABORT, "PEER_ABORT" },
-	};
-	static char other[16];
-	size_t i;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (names[i].err == err)
-			return names[i].name;
-	snprintf(other, sizeof(other), "ERR%d", err);
-	return other;
-}
-
 /*
  * The ports of the chip @info describes along the slice's dimensions
  * longer than 1 (those of a torus all have a link) that are not up, one
@@ -112,7 +87,7 @@ static int run_chip(unsigned int device, uint32_t window)
 	t = now_ns();
 	ret = accel_comm_create(&dev, 1, &co, &comm);
 	printf("slice_setup: %s: accel_comm_create: %s after %llu ms\n", name,
-	       error_name(ret), (unsigned long long)((now_ns() - t) / 1000000));
+	       accel_error_name(ret), (unsigned long long)((now_ns() - t) / 1000000));
 	if (ret == ACCEL_ERR_LINK_DOWN)
 		ports_not_up(dev, name, &info);
 	fflush(stdout);

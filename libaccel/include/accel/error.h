@@ -105,6 +105,14 @@ enum accel_error {
 ACCEL_API const char *accel_error_string(int error);
 
 /**
+ * accel_error_name() - an error code's name without its ACCEL_ERR_
+ * prefix, e.g. "LINK_DOWN" for ACCEL_ERR_LINK_DOWN; "OK" for ACCEL_OK.
+ * For logs that programs or people match on.  Never returns NULL; unknown
+ * codes give "UNKNOWN".
+ */
+ACCEL_API const char *accel_error_name(int error);
+
+/**
  * accel_chip_error_name() - the name of a chip error code (enum tsr_error
  * of <tessera/chip.h>) as Documentation/chip.md spells it, e.g.
  * "MMU_UNMAPPED" for TSR_ERR_MMU_UNMAPPED; "NONE" for 0.  Never returns
