@@ -22,6 +22,7 @@
 #include <drm/drm_drv.h>
 #include <drm/drm_print.h>
 
+#include "tessera_coredump.h"
 #include "tessera_hw.h"
 #include "tessera_job.h"
 #include "tessera_mmu.h"
@@ -229,6 +230,7 @@ enum drm_gpu_sched_stat tessera_job_timedout(struct tessera_job *job)
 			     "queue %u: job %llu of context %u (pid %d) timed out; resetting the queue\n",
 			     q->index, job->seq, job->ctx->id, job->ctx->pid);
 	tessera_count(tdev, TESSERA_CNT_TIMEOUTS);
+	tessera_coredump(job);
 	job->error = -ETIMEDOUT;
 	tessera_ctx_fault(job->ctx);
 	tessera_recover(tdev, BIT(q->index), false, job);

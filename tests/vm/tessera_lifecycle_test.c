@@ -13,6 +13,8 @@
  *
  * Copyright (C) 2026 The Tessera Authors
  */
+#include <dirent.h>
+#include <libgen.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/mount.h>
@@ -404,6 +406,81 @@ TEST_F(life, a_correctable_pcie_error_is_counted_and_resets_nothing)
 	tsr_emit_nop(&self->c);
 	ASSERT_EQ(0, run(self, &st));
 	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+}
+
+/* ------------------------------------------------------- devcoredump */
+
+#define DEVCOREDUMP "/sys/class/devcoredump"
+
+/*
+ * The dump device @pci has in devcoredump, into @buf ("" if none); with
+ * @delete, delete it too (the devcoredump core keeps one a device).
+ */
+static void coredump_take(const char *pci, char *buf, size_t len, bool delete)
+{
+	char path[PATH_MAX], target[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(DEVCOREDUMP);
+	ssize_t n;
+
+	buf[0] = 0;
+	while (d && (e = readdir(d))) {
+		int fd;
+
+		snprintf(path, sizeof(path), DEVCOREDUMP "/%s/failing_device",
+			 e->d_name);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n < 0)
+			continue;
+		target[n] = 0;
+		if (strcmp(basename(target), pci))
+			continue;
+		snprintf(path, sizeof(path), DEVCOREDUMP "/%s/data", e->d_name);
+		fd = open(path, O_RDONLY);
+		n = fd < 0 ? 0 : read(fd, buf, len - 1);
+		buf[n > 0 ? n : 0] = 0;
+		if (fd >= 0)
+			close(fd);
+		if (delete)
+			tsr_write_file(path, "1");
+	}
+	if (d)
+		closedir(d);
+}
+
+/* A hung job leaves a dump that names its queue and itself, with the queue's state. */
+TEST_F(life, a_hang_leaves_a_devcoredump_naming_the_queue_and_job)
+{
+	static char dump[16384];
+	struct drm_tessera_job_status st;
+	char want[64];
+	uint64_t seq;
+
+	if (access(DEVCOREDUMP, F_OK))
+		SKIP(return, "the kernel has no devcoredump (CONFIG_DEV_COREDUMP)");
+	coredump_take(self->pci, dump, sizeof(dump), true);
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_hang_after", 1));
+	tsr_emit_fill(&self->c, self->host.va, 0x11, 4);
+	tsr_emit_fill(&self->c, self->host.va + 4, 0x22, 4);
+	drmSyncobjReset(self->fd, &self->sync, 1);
+	ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 2, NULL, 0, self->sync, &seq));
+	self->c.len = 0;
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
+	EXPECT_EQ(-ETIMEDOUT, st.fence_error);
+
+	coredump_take(self->pci, dump, sizeof(dump), true);
+	ASSERT_NE(0, dump[0]) TH_LOG("no devcoredump of %s", self->pci);
+	EXPECT_NE(NULL, strstr(dump, "reason: job timed out\n"));
+	EXPECT_NE(NULL, strstr(dump, "queue: 2\n"));
+	snprintf(want, sizeof(want), "job: seq %llu context ", (unsigned long long)seq);
+	EXPECT_NE(NULL, strstr(dump, want)) TH_LOG("%s", dump);
+	EXPECT_NE(NULL, strstr(dump, "register STATUS: 0x"));
+	snprintf(want, sizeof(want), "on the ring: seq %llu ", (unsigned long long)seq);
+	EXPECT_NE(NULL, strstr(dump, want));
+	/* Read and deleted: the next hang has room for its own. */
+	coredump_take(self->pci, dump, sizeof(dump), false);
+	EXPECT_EQ(0, dump[0]);
 }
 
 TEST_HARNESS_MAIN
