@@ -38,6 +38,9 @@
 #include "hw/qdev-properties.h"
 #include "hw/qdev-properties-system.h"
 #include "chardev/char-fe.h"
+#include "crypto/hmac.h"
+#include "crypto/random.h"
+#include "crypto/secret_common.h"
 #include "qemu/cutils.h"
 #include "qemu/fifo8.h"
 #include "qemu/keyval.h"
@@ -71,12 +74,18 @@ OBJECT_DECLARE_SIMPLE_TYPE(TesseraState, TESSERA)
 /* Bytes the main loop takes from a ring before it lets others run. */
 #define TESSERA_RING_BUDGET (4 * MiB)
 
-/* Where a port's connection is (Documentation/ici.md, "Transports"). */
+/*
+ * Where a port's connection is, in order: the handshake's phases first
+ * (Documentation/ici.md, "Transports").
+ */
 typedef enum TesseraLinkPhase {
     TESSERA_PHASE_HELLO,        /* connected; the peer's HELLO to come */
+    TESSERA_PHASE_CHALLENGE,    /* its CHALLENGE to come (a key) */
+    TESSERA_PHASE_PROOF,        /* its PROOF to come (a key) */
     TESSERA_PHASE_READY,        /* its READY to come */
     TESSERA_PHASE_SOCKET,       /* frames on the socket */
     TESSERA_PHASE_RING,         /* frames in the rings, doorbells on it */
+    TESSERA_PHASE_CLOSED,       /* hung up: bytes until the next are dropped */
 } TesseraLinkPhase;
 
 typedef struct TesseraPort {
@@ -96,7 +105,10 @@ typedef struct TesseraPort {
     /* The transport.  phase and rx: main loop; tx: out_lock. */
     TesseraLinkPhase phase;
     struct tsr_ici_hello hello; /* the peer's message being read */
-    size_t hello_len;
+    struct tsr_ici_auth auth;   /* the peer's CHALLENGE or PROOF */
+    size_t hello_len;           /* bytes of the message being read */
+    uint8_t nonce[TSR_ICI_NONCE_SIZE];  /* ours, this connection's */
+    uint8_t peer_nonce[TSR_ICI_NONCE_SIZE];
     int peer_fd;                /* its ring's memfd, until mapped */
     TsrRing *tx;                /* ours, offered in our HELLO */
     TsrRing *rx;                /* the peer's */
@@ -108,6 +120,7 @@ typedef struct TesseraPort {
      */
     bool opened;
     uint64_t reconnects;
+    uint64_t auth_refused;      /* peers refused by the handshake */
 } TesseraPort;
 
 typedef struct TesseraWorker {
@@ -149,6 +162,12 @@ struct TesseraState {
     uint32_t ici_retransmit_us; /* 0: the chip's own */
     uint32_t ici_keepalive_ms;  /* UINT32_MAX: the chip's own */
     char *ici_transport;        /* "auto" or "socket" */
+    char *ici_secret;           /* the id of the slice's key, a secret */
+
+    /* The slice's key (none: NULL), and what a PROOF says we are. */
+    uint8_t *ici_key;
+    size_t ici_key_len;
+    uint8_t ici_coords[TSR_ICI_MAX_DIMS];
 
     /* The chip in trace events: its id, or its QOM name without one. */
     char *trace_name;
@@ -606,6 +625,7 @@ static void tessera_send_hello(TesseraPort *p, uint32_t magic, bool ring)
         .magic = cpu_to_le32(magic),
         .version = cpu_to_le16(TSR_ICI_HELLO_VERSION),
     };
+    uint16_t flags = 0;
     int fd = -1;
 
     if (magic == TSR_ICI_HELLO_MAGIC && p->tx) {
@@ -613,9 +633,13 @@ static void tessera_send_hello(TesseraPort *p, uint32_t magic, bool ring)
         ring = qemu_chr_fe_set_msgfds(&p->chr, &fd, 1) == 0;
     }
     if (ring) {
-        h.flags = cpu_to_le16(TSR_ICI_HELLO_RING);
+        flags |= TSR_ICI_HELLO_RING;
         h.ring_size = cpu_to_le32(TESSERA_RING_SIZE);
     }
+    if (magic == TSR_ICI_HELLO_MAGIC && p->s->ici_key) {
+        flags |= TSR_ICI_HELLO_AUTH;
+    }
+    h.flags = cpu_to_le16(flags);
     /* The first bytes on a fresh socket: the kernel takes them whole. */
     if (qemu_chr_fe_write_all(&p->chr, (const uint8_t *)&h, sizeof(h)) !=
         sizeof(h)) {
@@ -666,6 +690,134 @@ static void tessera_take_hello(TesseraPort *p)
 }
 
 /*
+ * Authentication (Documentation/ici.md, "Authentication").  The peer is
+ * refused: counted, hung up on, and what it sent until it connects again
+ * dropped, so that none of it reaches the link.
+ */
+static void tessera_auth_refuse(TesseraPort *p, const char *why)
+{
+    trace_tessera_ici_auth_refused(p->index, why);
+    p->auth_refused++;
+    p->phase = TESSERA_PHASE_CLOSED;
+    p->hello_len = 0;
+    qemu_chr_fe_disconnect(&p->chr);
+}
+
+/*
+ * A PROOF's MAC: HMAC-SHA256 with the slice's key of the PROOF's magic,
+ * coordinates and port, the prover's nonce, then the verifier's.
+ */
+static bool tessera_auth_mac(TesseraState *s, const struct tsr_ici_auth *a,
+                             const uint8_t *prover, const uint8_t *verifier,
+                             uint8_t mac[TSR_ICI_MAC_SIZE])
+{
+    g_autoptr(QCryptoHmac) hmac =
+        qcrypto_hmac_new(QCRYPTO_HASH_ALGO_SHA256, s->ici_key, s->ici_key_len,
+                         NULL);
+    struct iovec iov[] = {
+        { (void *)a, offsetof(struct tsr_ici_auth, nonce) },
+        { (void *)prover, TSR_ICI_NONCE_SIZE },
+        { (void *)verifier, TSR_ICI_NONCE_SIZE },
+    };
+    size_t len = TSR_ICI_MAC_SIZE;
+
+    return hmac && qcrypto_hmac_bytesv(hmac, iov, ARRAY_SIZE(iov), &mac, &len,
+                                       NULL) == 0;
+}
+
+static void tessera_auth_send(TesseraPort *p, struct tsr_ici_auth *a)
+{
+    if (qemu_chr_fe_write_all(&p->chr, (const uint8_t *)a, sizeof(*a)) !=
+        sizeof(*a)) {
+        trace_tessera_ici_transport(p->index,
+                                    "the handshake could not be sent");
+    }
+}
+
+/* Our CHALLENGE: a fresh nonce, so that no old PROOF answers it. */
+static bool tessera_send_challenge(TesseraPort *p)
+{
+    struct tsr_ici_auth a = { .magic = cpu_to_le32(TSR_ICI_CHALLENGE_MAGIC) };
+    Error *err = NULL;
+
+    if (qcrypto_random_bytes(p->nonce, sizeof(p->nonce), &err)) {
+        error_report_err(err);
+        return false;
+    }
+    memcpy(a.nonce, p->nonce, sizeof(a.nonce));
+    tessera_auth_send(p, &a);
+    return true;
+}
+
+/* The peer's CHALLENGE came: answer it with our PROOF. */
+static void tessera_send_proof(TesseraPort *p)
+{
+    struct tsr_ici_auth a = {
+        .magic = cpu_to_le32(TSR_ICI_PROOF_MAGIC),
+        .port = p->index,
+    };
+
+    memcpy(a.coords, p->s->ici_coords, sizeof(a.coords));
+    if (!tessera_auth_mac(p->s, &a, p->nonce, p->peer_nonce, a.mac)) {
+        tessera_auth_refuse(p, "no MAC could be made");
+        return;
+    }
+    tessera_auth_send(p, &a);
+    p->phase = TESSERA_PHASE_PROOF;
+}
+
+/*
+ * The peer's PROOF: its MAC over our nonce of this connection, by a chip
+ * that is not this one (our own PROOF reflected proves nothing).
+ */
+static bool tessera_proof_holds(TesseraPort *p, const struct tsr_ici_auth *a)
+{
+    uint8_t mac[TSR_ICI_MAC_SIZE];
+    uint8_t diff = 0;
+    size_t i;
+
+    if (le32_to_cpu(a->magic) != TSR_ICI_PROOF_MAGIC ||
+        !memcmp(a->coords, p->s->ici_coords, sizeof(a->coords)) ||
+        !tessera_auth_mac(p->s, a, p->peer_nonce, p->nonce, mac)) {
+        return false;
+    }
+    for (i = 0; i < sizeof(mac); i++) {
+        diff |= mac[i] ^ a->mac[i];
+    }
+    return !diff;
+}
+
+/* CHALLENGE and PROOF bytes; returns how many of @buf it took. */
+static size_t tessera_auth_read(TesseraPort *p, const uint8_t *buf,
+                                size_t size)
+{
+    struct tsr_ici_auth *a = &p->auth;
+    size_t n = MIN(size, sizeof(*a) - p->hello_len);
+
+    memcpy((uint8_t *)a + p->hello_len, buf, n);
+    p->hello_len += n;
+    if (p->hello_len < sizeof(*a)) {
+        return n;
+    }
+    p->hello_len = 0;
+    if (p->phase == TESSERA_PHASE_CHALLENGE) {
+        if (le32_to_cpu(a->magic) != TSR_ICI_CHALLENGE_MAGIC ||
+            !memcmp(a->nonce, p->nonce, sizeof(p->nonce))) {
+            tessera_auth_refuse(p, "a CHALLENGE that is not one, or ours");
+            return n;
+        }
+        memcpy(p->peer_nonce, a->nonce, sizeof(p->peer_nonce));
+        tessera_send_proof(p);
+    } else if (!tessera_proof_holds(p, a)) {
+        tessera_auth_refuse(p, "its PROOF does not hold");
+    } else {
+        trace_tessera_ici_transport(p->index, "the peer holds the key");
+        tessera_take_hello(p);
+    }
+    return n;
+}
+
+/*
  * Handshake bytes; returns how many of @buf it took.  A peer that does
  * not start with a HELLO speaks frames at once (an older Tessera): the
  * port runs on the socket.
@@ -675,8 +827,13 @@ static size_t tessera_handshake(TesseraPort *p, const uint8_t *buf,
 {
     size_t n = MIN(size, sizeof(p->hello) - p->hello_len);
     uint32_t magic;
+    bool auth;
     int fd;
 
+    if (p->phase == TESSERA_PHASE_CHALLENGE ||
+        p->phase == TESSERA_PHASE_PROOF) {
+        return tessera_auth_read(p, buf, size);
+    }
     if (p->phase == TESSERA_PHASE_HELLO && p->peer_fd < 0 &&
         qemu_chr_fe_get_msgfds(&p->chr, &fd, 1) == 1) {
         p->peer_fd = fd;
@@ -687,6 +844,11 @@ static size_t tessera_handshake(TesseraPort *p, const uint8_t *buf,
         return n;
     }
     magic = le32_to_cpu(p->hello.magic);
+    if (p->phase == TESSERA_PHASE_HELLO && magic != TSR_ICI_HELLO_MAGIC &&
+        p->s->ici_key) {
+        tessera_auth_refuse(p, "frames from a peer without the key");
+        return n;
+    }
     if (p->phase == TESSERA_PHASE_HELLO && magic != TSR_ICI_HELLO_MAGIC) {
         /* Frames: give them to the link, from the first byte. */
         size_t had = p->hello_len - n;
@@ -699,8 +861,18 @@ static size_t tessera_handshake(TesseraPort *p, const uint8_t *buf,
         return n;
     }
     p->hello_len = 0;
-    if (p->phase == TESSERA_PHASE_HELLO &&
-        le16_to_cpu(p->hello.version) == TSR_ICI_HELLO_VERSION) {
+    auth = le16_to_cpu(p->hello.flags) & TSR_ICI_HELLO_AUTH;
+    if (p->phase == TESSERA_PHASE_HELLO && auth != !!p->s->ici_key) {
+        /* Both ends hold the key or neither. */
+        tessera_auth_refuse(p, auth ? "a peer with a key, we have none" :
+                            "a peer without the key");
+    } else if (p->phase == TESSERA_PHASE_HELLO && p->s->ici_key &&
+               le16_to_cpu(p->hello.version) != TSR_ICI_HELLO_VERSION) {
+        tessera_auth_refuse(p, "a HELLO of another version");
+    } else if (p->phase == TESSERA_PHASE_HELLO && p->s->ici_key) {
+        p->phase = TESSERA_PHASE_CHALLENGE;
+    } else if (p->phase == TESSERA_PHASE_HELLO &&
+               le16_to_cpu(p->hello.version) == TSR_ICI_HELLO_VERSION) {
         tessera_take_hello(p);
     } else if (p->phase == TESSERA_PHASE_HELLO) {
         /* A HELLO of another version: agree on the socket. */
@@ -745,8 +917,8 @@ static void tessera_port_receive(void *opaque, const uint8_t *buf, int size)
     TesseraPort *p = opaque;
     size_t n;
 
-    while (size && (p->phase == TESSERA_PHASE_HELLO ||
-                    p->phase == TESSERA_PHASE_READY)) {
+    /* The handshake's phases come before SOCKET. */
+    while (size && p->phase < TESSERA_PHASE_SOCKET) {
         n = tessera_handshake(p, buf, size);
         buf += n;
         size -= n;
@@ -754,7 +926,7 @@ static void tessera_port_receive(void *opaque, const uint8_t *buf, int size)
             break;
         }
     }
-    if (!size) {
+    if (!size || p->phase == TESSERA_PHASE_CLOSED) {
         return;
     }
     if (p->phase == TESSERA_PHASE_RING) {
@@ -789,6 +961,9 @@ static void tessera_port_event(void *opaque, QEMUChrEvent event)
             qemu_mutex_unlock(&p->out_lock);
         }
         tessera_send_hello(p, TSR_ICI_HELLO_MAGIC, false);
+        if (p->s->ici_key && !tessera_send_challenge(p)) {
+            tessera_auth_refuse(p, "no nonce could be drawn");
+        }
     } else if (event == CHR_EVENT_CLOSED) {
         qemu_mutex_lock(&p->out_lock);
         fifo8_reset(&p->out);
@@ -797,7 +972,7 @@ static void tessera_port_event(void *opaque, QEMUChrEvent event)
         tsr_ici_set_transport(tessera_ici(p->s), p->index,
                               TSR_ICI_TRANSPORT_NONE);
         tessera_ring_drop(p);
-        p->phase = TESSERA_PHASE_HELLO;
+        p->phase = TESSERA_PHASE_CLOSED;
         p->hello_len = 0;
     }
 }
@@ -886,6 +1061,16 @@ static bool tessera_ici_realize(TesseraState *s, Error **errp)
     if (!tessera_slice(s, &sl, errp)) {
         return false;
     }
+    memcpy(s->ici_coords, sl.coords, sizeof(s->ici_coords));
+    if (s->ici_secret &&
+        qcrypto_secret_lookup(s->ici_secret, &s->ici_key, &s->ici_key_len,
+                              errp)) {
+        return false;
+    }
+    if (s->ici_secret && !s->ici_key_len) {
+        error_setg(errp, "tessera: ici-secret '%s' is empty", s->ici_secret);
+        return false;
+    }
     if (tsr_ici_set_slice(ici, &sl)) {
         error_setg(errp, "tessera: invalid slice");
         return false;
@@ -951,6 +1136,8 @@ static void tessera_ici_unrealize(TesseraState *s)
             p->out_made = false;
         }
     }
+    g_free(s->ici_key);
+    s->ici_key = NULL;
     if (s->ici_timer) {
         timer_free(s->ici_timer);
         s->ici_timer = NULL;
@@ -1540,10 +1727,12 @@ static void tessera_get_ici_links(Object *obj, Visitor *v, const char *name,
     visit_type_str(v, name, &str, errp);
 }
 
-/* ici-reconnects: PORT:COUNT of every wired port, space-separated. */
-static void tessera_get_ici_reconnects(Object *obj, Visitor *v,
-                                       const char *name, void *opaque,
-                                       Error **errp)
+/*
+ * ici-reconnects, ici-auth-refused: PORT:COUNT of every wired port,
+ * space-separated; @opaque the count's offset in TesseraPort.
+ */
+static void tessera_get_port_counts(Object *obj, Visitor *v, const char *name,
+                                    void *opaque, Error **errp)
 {
     TesseraState *s = TESSERA(obj);
     g_autoptr(GString) text = g_string_new(NULL);
@@ -1553,7 +1742,8 @@ static void tessera_get_ici_reconnects(Object *obj, Visitor *v,
     for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
         if (s->ports[i].wired) {
             g_string_append_printf(text, "%s%u:%" PRIu64, text->len ? " " : "",
-                                   i, s->ports[i].reconnects);
+                                   i, *(uint64_t *)((char *)&s->ports[i] +
+                                                    (uintptr_t)opaque));
         }
     }
     str = text->str;
@@ -1583,10 +1773,17 @@ static void tessera_add_fault_props(Object *obj)
         "the wired ICI ports' states and peers, read-only: "
         "PORT:STATE[:X,Y,Z:PEERPORT[:SLICE]], space-separated");
     object_property_add(obj, "ici-reconnects", "str",
-                        tessera_get_ici_reconnects, NULL, NULL, NULL);
+                        tessera_get_port_counts, NULL, NULL,
+                        (void *)offsetof(TesseraPort, reconnects));
     object_property_set_description(obj, "ici-reconnects",
         "connections of each wired ICI port after its first, read-only: "
         "PORT:COUNT, space-separated");
+    object_property_add(obj, "ici-auth-refused", "str",
+                        tessera_get_port_counts, NULL, NULL,
+                        (void *)offsetof(TesseraPort, auth_refused));
+    object_property_set_description(obj, "ici-auth-refused",
+        "peers each wired ICI port refused for want of the slice's key, "
+        "read-only: PORT:COUNT, space-separated");
 }
 
 static const Property tessera_properties[] = {
@@ -1625,6 +1822,8 @@ static const Property tessera_properties[] = {
                        UINT32_MAX),
     /* auto: a shared-memory ring pair where both ends can; or socket. */
     DEFINE_PROP_STRING("ici-transport", TesseraState, ici_transport),
+    /* The id of a secret object: the slice's key, which its peers prove. */
+    DEFINE_PROP_STRING("ici-secret", TesseraState, ici_secret),
     DEFINE_PROP_CHR("ici0", TesseraState, ports[0].chr),
     DEFINE_PROP_CHR("ici1", TesseraState, ports[1].chr),
     DEFINE_PROP_CHR("ici2", TesseraState, ports[2].chr),

@@ -973,6 +973,19 @@ struct tsr_ici_train {
 #define TSR_ICI_READY_MAGIC		0x59525354u	/* "TSRY" */
 #define TSR_ICI_HELLO_VERSION		1
 #define TSR_ICI_HELLO_RING		0x0001
+/*
+ * Authentication (Documentation/ici.md, "Authentication").  A HELLO with
+ * TSR_ICI_HELLO_AUTH says its sender holds the slice's key; both ends must,
+ * or neither.  Each keyed end follows its HELLO with a CHALLENGE (a fresh
+ * @nonce) and answers the peer's with a PROOF (its own @coords and @port,
+ * @mac HMAC-SHA256(key, the PROOF's first 8 bytes || its nonce || the
+ * peer's nonce)); the READYs follow only a PROOF that holds.
+ */
+#define TSR_ICI_HELLO_AUTH		0x0002
+#define TSR_ICI_CHALLENGE_MAGIC		0x43525354u	/* "TSRC" */
+#define TSR_ICI_PROOF_MAGIC		0x50525354u	/* "TSRP" */
+#define TSR_ICI_NONCE_SIZE		32
+#define TSR_ICI_MAC_SIZE		32
 #define TSR_ICI_RING_MAGIC		0x474e4952u	/* "RING" */
 #define TSR_ICI_RING_HDR_SIZE		4096
 /* Data bytes of a ring: a power of two in this range. */
@@ -986,7 +999,7 @@ struct tsr_ici_train {
  * struct tsr_ici_hello - HELLO and READY, the transport's handshake
  * @magic: TSR_ICI_HELLO_MAGIC, or TSR_ICI_READY_MAGIC
  * @version: TSR_ICI_HELLO_VERSION
- * @flags: TSR_ICI_HELLO_RING
+ * @flags: TSR_ICI_HELLO_RING, TSR_ICI_HELLO_AUTH
  * @ring_size: HELLO with a ring: its data bytes
  * @reserved: zero
  */
@@ -996,6 +1009,22 @@ struct tsr_ici_hello {
 	__u16 flags;
 	__u32 ring_size;
 	__u32 reserved;
+};
+
+/**
+ * struct tsr_ici_auth - CHALLENGE and PROOF, the handshake's authentication
+ * @magic: TSR_ICI_CHALLENGE_MAGIC, or TSR_ICI_PROOF_MAGIC
+ * @coords: PROOF: the sender's coordinates
+ * @port: PROOF: the sender's port
+ * @nonce: CHALLENGE: the sender's nonce, drawn for this connection
+ * @mac: PROOF: the MAC
+ */
+struct tsr_ici_auth {
+	__u32 magic;
+	__u8 coords[3];
+	__u8 port;
+	__u8 nonce[TSR_ICI_NONCE_SIZE];
+	__u8 mac[TSR_ICI_MAC_SIZE];
 };
 
 /**

@@ -15,6 +15,8 @@ up or refuse it cleanly.  Run by tessera_qtest.py as the "ici" suite.
 
 import atexit
 import fcntl
+import hashlib
+import hmac
 import mmap
 import os
 import shutil
@@ -29,6 +31,7 @@ SLICE = 5
 HDR = struct.Struct("<HBBHHIIIII")      # struct tsr_ici_frame_hdr
 TRAIN = struct.Struct("<II3BBIII")      # struct tsr_ici_train
 HELLO = struct.Struct("<IHHII")         # struct tsr_ici_hello
+AUTH = struct.Struct("<I3sB32s32s")     # struct tsr_ici_auth
 RING_SIZE = C["TSR_ICI_RING_MIN"]
 # struct tsr_ici_ring_hdr's fields: offsets of head, producer_waiting,
 # tail, consumer_waiting.
@@ -163,16 +166,26 @@ class Ring:
         os.close(self.fd)
 
 
+def proof(key, coords, port, prover, verifier):
+    """A PROOF: HMAC-SHA256(@key, its first 8 bytes || @prover's nonce ||
+    @verifier's)."""
+    head = AUTH.pack(C["TSR_ICI_PROOF_MAGIC"], bytes(coords), port,
+                     bytes(32), bytes(32))[:8]
+    mac = hmac.new(key, head + prover + verifier, hashlib.sha256).digest()
+    return head + bytes(C["TSR_ICI_NONCE_SIZE"]) + mac
+
+
 class Peer:
     """Chip (1, 0, 0) of the slice, on the other end of the chip's port 0.
 
     @transport: "socket" (a HELLO offering no ring), "ring" (offering one:
     frames then go through shared memory), or "frames" (no handshake at
-    all: an older Tessera, which speaks frames at once).
+    all: an older Tessera, which speaks frames at once).  @key: the
+    slice's key, which the handshake then proves (CHALLENGE, PROOF).
     """
 
     def __init__(self, transport="socket", offer=None, chip_offers=True,
-                 address=PEER_SOCK):
+                 address=PEER_SOCK, key=None):
         deadline = time.monotonic() + 10
         while True:
             # @address: a path, or (host, port) for a port over TCP.
@@ -192,7 +205,7 @@ class Peer:
         self.fds = []
         self.tx = self.rx = None
         if transport != "frames":
-            self.handshake(transport == "ring", offer, chip_offers)
+            self.handshake(transport == "ring", offer, chip_offers, key)
 
     def recv(self, timeout):
         """Bytes (and descriptors) from the socket within @timeout."""
@@ -214,11 +227,29 @@ class Peer:
         data = HELLO.pack(magic, C["TSR_ICI_HELLO_VERSION"], flags, size, 0)
         socket.send_fds(self.sock, [data], list(fds))
 
-    def handshake(self, ring=False, offer=None, chip_offers=True):
+    def auth(self):
+        """A CHALLENGE or PROOF: (magic, coords, port, nonce, mac)."""
+        return AUTH.unpack(self.read_exact(AUTH.size))
+
+    def challenge(self, nonce=None):
+        """Send a CHALLENGE, of a fresh nonce unless given one."""
+        self.nonce = nonce or os.urandom(C["TSR_ICI_NONCE_SIZE"])
+        self.sock.sendall(AUTH.pack(C["TSR_ICI_CHALLENGE_MAGIC"], bytes(3), 0,
+                                    self.nonce, bytes(C["TSR_ICI_MAC_SIZE"])))
+
+    def prove(self, key, chip_nonce):
+        """Send our PROOF, as chip (1), port 1, of @key."""
+        self.sock.sendall(proof(key, (1, 0, 0), 1, self.nonce, chip_nonce))
+
+    def handshake(self, ring=False, offer=None, chip_offers=True, key=None):
         """HELLO and READY each way; the chip's HELLO offers its ring
-        (unless @chip_offers is false: ici-transport=socket)."""
+        (unless @chip_offers is false: ici-transport=socket); with @key,
+        CHALLENGE and PROOF each way between them."""
         magic, _, flags, size, _ = HELLO.unpack(self.read_exact(HELLO.size))
         check(magic == C["TSR_ICI_HELLO_MAGIC"], f"HELLO magic {magic:#x}")
+        check(bool(flags & C["TSR_ICI_HELLO_AUTH"]) == bool(key),
+              f"the chip's HELLO says it has a key: {flags}")
+        auth = C["TSR_ICI_HELLO_AUTH"] if key else 0
         offered = bool(flags & C["TSR_ICI_HELLO_RING"]) and len(self.fds) == 1
         check(offered == chip_offers,
               f"the chip's offer (flags {flags}, fds {self.fds})")
@@ -226,10 +257,19 @@ class Peer:
             if offered:
                 self.rx = Ring(self.fds.pop(), size)
             self.tx = offer or Ring.create()
-            self.hello(C["TSR_ICI_HELLO_MAGIC"], C["TSR_ICI_HELLO_RING"],
-                       self.tx.size, [self.tx.fd])
+            self.hello(C["TSR_ICI_HELLO_MAGIC"],
+                       C["TSR_ICI_HELLO_RING"] | auth, self.tx.size,
+                       [self.tx.fd])
         else:
-            self.hello(C["TSR_ICI_HELLO_MAGIC"])
+            self.hello(C["TSR_ICI_HELLO_MAGIC"], auth)
+        if key:
+            chip_nonce = self.auth()[3]
+            self.challenge()
+            got = self.auth()
+            check(got[0] == C["TSR_ICI_PROOF_MAGIC"] and
+                  proof(key, got[1], got[2], chip_nonce, self.nonce) ==
+                  AUTH.pack(*got), "the chip's PROOF does not hold")
+            self.prove(key, chip_nonce)
         self.hello(C["TSR_ICI_READY_MAGIC"],
                    C["TSR_ICI_HELLO_RING"] if self.rx else 0)
         magic, _, flags, _, _ = HELLO.unpack(self.read_exact(HELLO.size))

@@ -9,7 +9,9 @@ way a driver would: page tables and rings in guest RAM, doorbells in BAR0
 (tessera_harness.py).  Then the hostile-guest suite runs
 (tessera_hostile.py), the ICI port against a peer that speaks the wire
 protocol (tessera_ici_peer.py), link faults injected between two chips
-(tessera_ici_faults.py), and ports over TCP (tessera_ici_tcp.py).  Output is TAP, one plan per suite.
+(tessera_ici_faults.py), ports over TCP (tessera_ici_tcp.py) and the
+handshake's authentication (tessera_ici_auth.py).  Output is TAP, one
+plan per suite.
 """
 
 import os
@@ -24,6 +26,7 @@ from tessera_harness import (BAR0, BAR2, C, FENCES, HUGE_VA,  # noqa: E402
 import tessera_hostile  # noqa: E402
 import tessera_ici_faults  # noqa: E402
 import tessera_ici_peer  # noqa: E402
+import tessera_ici_auth  # noqa: E402
 import tessera_ici_tcp  # noqa: E402
 
 
@@ -427,6 +430,7 @@ def main():
     failed += run_suite(tessera_ici_peer.TESTS, "ici")
     failed += run_suite(tessera_ici_faults.TESTS, "ici-faults")
     failed += run_suite(tessera_ici_tcp.TESTS, "ici-tcp")
+    failed += run_suite(tessera_ici_auth.TESTS, "ici-auth")
     return 1 if failed else 0
 
 
