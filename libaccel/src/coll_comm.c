@@ -543,6 +543,172 @@ static int handshake(struct accel_comm *comm, uint64_t (*sems)(unsigned int),
 	return ret;
 }
 
+/*
+ * The set-up ends with a meeting of every queue of every chip, so that a
+ * collective's modeled time is its own, whatever the host did before it.
+ * The greetings' jobs run on queue 0, and how many a chip ran is the
+ * host's doing (each refused greeting is sent again; a refused write
+ * costs its round trip on the chip, as it would on hardware); so are
+ * the jobs a process ran on its chips before.  The meeting leaves every
+ * queue's clock where the go from rank 0 reaches it: the latest clock of
+ * the slice plus a time that depends on the slice alone.  Each step
+ * waits on the CPU for what it needs first (a neighbour can be late by
+ * more than the job watchdog allows), so its waits on the chips end at
+ * once, at the modeled time the semaphores carry.
+ */
+#define MEET_JOBS	(ACCEL_SLICE_MAX_LOCAL * TSR_MAX_QUEUES)
+
+/* Wait from the CPU until @chip's semaphore @sem is @value or more. */
+static int await_sem(const struct accel_comm *comm,
+		     const struct comm_chip *chip, uint64_t sem,
+		     uint64_t value, uint64_t deadline)
+{
+	unsigned int pause = 1;
+	int ret;
+
+	while (window_sem(chip, sem) < value) {
+		ret = setup_check(comm, chip, deadline);
+		if (ret)
+			return ret;
+		backoff(&pause);
+	}
+	return ACCEL_OK;
+}
+
+/* Submit @cb on @chip's queue @queue as jobs[*n]; @cb is freed. */
+static int submit_meet(struct comm_chip *chip, struct accel_cmdbuf *cb,
+		       int ret, uint32_t queue, struct accel_job **jobs,
+		       unsigned int *n)
+{
+	struct accel_submit_opts opts = { .queue = queue };
+
+	if (!ret)
+		ret = accel_submit(chip->dev, cb, &opts, &jobs[*n]);
+	if (!ret)
+		++*n;
+	accel_cmdbuf_destroy(cb);
+	return ret;
+}
+
+/* Wait for @n jobs and free them; the first failure. */
+static int wait_meet(struct accel_job **jobs, unsigned int n,
+		     uint64_t timeout_ns, int ret)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		int err = accel_job_wait(jobs[i], timeout_ns);
+
+		ret = ret ? ret : err;
+		accel_job_destroy(jobs[i]);
+	}
+	return ret;
+}
+
+/*
+ * Every queue of @chip tells its queue 0, which tells rank 0 (its
+ * SEM_MET(rank)): that one is then later than every queue of the chip.
+ */
+static int meet_gather(struct accel_comm *comm, struct comm_chip *chip,
+		       struct accel_job **jobs, unsigned int *n)
+{
+	struct accel_cmdbuf *cb;
+	unsigned int q;
+	int ret = ACCEL_OK;
+
+	for (q = 1; !ret && q < comm->queues; q++) {
+		ret = accel_cmdbuf_create(chip->dev, &cb);
+		if (ret)
+			return ret;
+		ret = submit_meet(chip, cb,
+				  accel_cmdbuf_sem_inc(cb, chip->window_buf,
+						       SEM_MEET_QUEUES, 1),
+				  q, jobs, n);
+	}
+	if (!ret)
+		ret = accel_cmdbuf_create(chip->dev, &cb);
+	if (ret)
+		return ret;
+	ret = coll_wait_sem(comm, chip, cb, SEM_MEET_QUEUES, comm->queues - 1);
+	if (!ret && !chip->rank)
+		ret = accel_cmdbuf_sem_inc(cb, chip->window_buf, SEM_MET(0), 1);
+	else if (!ret)
+		ret = accel_cmdbuf_ici_sem_inc(cb, coll_coords_of_rank(comm, 0),
+					       comm->window_id, comm->key,
+					       SEM_MET(chip->rank), 1);
+	return submit_meet(chip, cb, ret, 0, jobs, n);
+}
+
+/* Rank 0, once every rank has met: the go to every chip, in rank order. */
+static int meet_go(struct accel_comm *comm, struct comm_chip *chip,
+		   uint64_t deadline)
+{
+	struct accel_cmdbuf *cb;
+	unsigned int r;
+	int ret = ACCEL_OK;
+
+	for (r = 0; !ret && r < comm->chips; r++)
+		ret = await_sem(comm, chip, SEM_MET(r), 1, deadline);
+	if (!ret)
+		ret = accel_cmdbuf_create(chip->dev, &cb);
+	if (ret)
+		return ret;
+	for (r = 0; !ret && r < comm->chips; r++)
+		ret = coll_wait_sem(comm, chip, cb, SEM_MET(r), 1);
+	for (r = 1; !ret && r < comm->chips; r++)
+		ret = accel_cmdbuf_ici_sem_inc(cb, coll_coords_of_rank(comm, r),
+					       comm->window_id, comm->key,
+					       SEM_GO, 1);
+	if (!ret)
+		ret = accel_cmdbuf_sem_inc(cb, chip->window_buf, SEM_GO, 1);
+	if (!ret)
+		ret = run_now(chip, cb, comm->timeout_ns);
+	accel_cmdbuf_destroy(cb);
+	return ret;
+}
+
+/* Once the go has come: every queue of @chip waits for it. */
+static int meet_go_on(struct accel_comm *comm, struct comm_chip *chip,
+		      uint64_t deadline, struct accel_job **jobs,
+		      unsigned int *n)
+{
+	struct accel_cmdbuf *cb;
+	unsigned int q;
+	int ret = await_sem(comm, chip, SEM_GO, 1, deadline);
+
+	for (q = 0; !ret && q < comm->queues; q++) {
+		ret = accel_cmdbuf_create(chip->dev, &cb);
+		if (ret)
+			return ret;
+		ret = submit_meet(chip, cb,
+				  coll_wait_sem(comm, chip, cb, SEM_GO, 1),
+				  q, jobs, n);
+	}
+	return ret;
+}
+
+static int meet(struct accel_comm *comm)
+{
+	uint64_t deadline = now_ns() + comm->timeout_ns;
+	struct accel_job *jobs[MEET_JOBS];
+	unsigned int i, n = 0;
+	int ret = ACCEL_OK;
+
+	for (i = 0; !ret && i < comm->count; i++)
+		ret = meet_gather(comm, &comm->chip[i], jobs, &n);
+	ret = wait_meet(jobs, n, comm->timeout_ns, ret);
+	for (i = 0; !ret && i < comm->count; i++)
+		if (!comm->chip[i].rank)
+			ret = meet_go(comm, &comm->chip[i], deadline);
+	n = 0;
+	for (i = 0; !ret && i < comm->count; i++)
+		ret = meet_go_on(comm, &comm->chip[i], deadline, jobs, &n);
+	ret = wait_meet(jobs, n, comm->timeout_ns, ret);
+	if (ret)
+		setup_abort(comm, hello_sem);
+	return ret;
+}
+
 int coll_comm_key(uint64_t given, const char *env, bool whole_slice,
 		  uint64_t *key)
 {
@@ -698,6 +864,8 @@ int accel_comm_create(struct accel_device *const *devs, unsigned int count,
 	}
 	if (!ret)
 		ret = handshake(comm, hello_sem, diameter(comm));
+	if (!ret)
+		ret = meet(comm);
 	if (ret) {
 		comm->broken = true;
 		accel_comm_destroy(comm);

@@ -52,6 +52,10 @@
 #define SEM_HELLO(port)		(672 + 8ull * (port))
 #define SEM_GOODBYE(port)	(720 + 8ull * (port))
 #define SEM_GAVE_UP(port)	(768 + 8ull * (port))
+/* The set-up's meeting: queues gathered, the go, each rank there. */
+#define SEM_MEET_QUEUES		816ull
+#define SEM_GO			824ull
+#define SEM_MET(rank)		(1024 + 8ull * (rank))
 #define SEM_DIRECT_DATA(rank)	(4096 + 8ull * (rank))
 #define SEM_DIRECT_CREDIT(rank)	(6144 + 8ull * (rank))
 #define SLOTS_OFFSET		8192ull
@@ -125,6 +129,42 @@ static inline uint64_t direct_slot(const struct accel_comm *comm,
 {
 	return SLOTS_OFFSET + (COLL_CHANNELS * COMM_SLOTS + rank) *
 			      comm->slot_bytes;
+}
+
+/* Where slice rank @rank sits: index = x + X (y + Y z). */
+static inline struct accel_coords coll_coords_of_rank(const struct accel_comm *comm,
+						      unsigned int rank)
+{
+	struct accel_coords c = { {
+		(uint8_t)(rank % comm->dims[0]),
+		(uint8_t)(rank / comm->dims[0] % comm->dims[1]),
+		(uint8_t)(rank / comm->dims[0] / comm->dims[1]),
+	} };
+
+	return c;
+}
+
+/*
+ * Add to @cb a wait until the semaphore at @offset of @chip's window is
+ * >= @value; on chips that have it, a wait that fails once the window's
+ * abort semaphore is set, or once a link of the chip is down (what is
+ * waited for comes over the links: a neighbour that stopped must end the
+ * wait).
+ */
+static inline int coll_wait_sem(const struct accel_comm *comm,
+				const struct comm_chip *chip,
+				struct accel_cmdbuf *cb, uint64_t offset,
+				uint64_t value)
+{
+	unsigned int flags = comm->caps & TSR_CAP_SEM_LINKS ?
+			     ACCEL_SEM_WAIT_LINKS : 0;
+
+	if (comm->caps & TSR_CAP_SEM_ABORT)
+		return accel_cmdbuf_sem_wait_abort_flags(cb, chip->window_buf,
+							 offset, value,
+							 chip->window_buf,
+							 SEM_ABORT, flags);
+	return accel_cmdbuf_sem_wait(cb, chip->window_buf, offset, value);
 }
 
 static inline uint64_t now_ns(void)

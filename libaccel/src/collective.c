@@ -117,18 +117,6 @@ static uint64_t slot_offset(const struct accel_comm *comm, unsigned int ch,
 			      comm->slot_bytes;
 }
 
-static struct accel_coords coords_of_rank(const struct accel_comm *comm,
-					  unsigned int rank)
-{
-	struct accel_coords c = { {
-		(uint8_t)(rank % comm->dims[0]),
-		(uint8_t)(rank / comm->dims[0] % comm->dims[1]),
-		(uint8_t)(rank / comm->dims[0] / comm->dims[1]),
-	} };
-
-	return c;
-}
-
 /*
  * The streams of a chip share its buffers and order their use with
  * semaphores: implicit synchronisation would make one stream's job wait
@@ -178,23 +166,10 @@ static int grow(struct accel_coll *coll)
 	return ACCEL_OK;
 }
 
-/*
- * Wait until the semaphore at @offset of the chip's window is >= @value;
- * on chips that have it, a wait that fails once the window's abort
- * semaphore is set, or once a link of the chip is down (what is waited
- * for comes over the links: a neighbour that stopped must end the wait).
- */
+/* Wait until the semaphore at @offset of the chip's window is >= @value. */
 static int wait_sem(struct exec *x, uint64_t offset, uint64_t value)
 {
-	struct accel_buffer *window = x->chip->window_buf;
-	unsigned int flags = x->comm->caps & TSR_CAP_SEM_LINKS ?
-			     ACCEL_SEM_WAIT_LINKS : 0;
-
-	if (x->comm->caps & TSR_CAP_SEM_ABORT)
-		return accel_cmdbuf_sem_wait_abort_flags(x->cb, window, offset,
-							 value, window,
-							 SEM_ABORT, flags);
-	return accel_cmdbuf_sem_wait(x->cb, window, offset, value);
+	return coll_wait_sem(x->comm, x->chip, x->cb, offset, value);
 }
 
 /* Submit what the stream has so far as a job on its queue. */
@@ -579,7 +554,7 @@ static int direct_send(struct exec *x, struct accel_buffer *buf,
 {
 	struct accel_comm *comm = x->comm;
 	struct accel_ici_write w = {
-		.dst = coords_of_rank(comm, to), .window = comm->window_id,
+		.dst = coll_coords_of_rank(comm, to), .window = comm->window_id,
 		.key = comm->key, .src_buffer = buf,
 		.offset = direct_slot(comm, x->chip->rank), .rows = 1,
 		.flags = TSR_ICI_WRITE_SEM,
@@ -623,7 +598,7 @@ static int direct_receive(struct exec *x, struct accel_buffer *buf,
 						x->chip->window_buf,
 						direct_slot(comm, from), (uint32_t)n);
 		if (!ret)
-			ret = accel_cmdbuf_ici_sem_inc(x->cb, coords_of_rank(comm, from),
+			ret = accel_cmdbuf_ici_sem_inc(x->cb, coll_coords_of_rank(comm, from),
 						       comm->window_id, comm->key,
 						       SEM_DIRECT_CREDIT(x->chip->rank), 1);
 	}
