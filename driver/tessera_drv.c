@@ -413,6 +413,7 @@ static struct pci_driver tessera_pci_driver = {
 	.probe = tessera_probe,
 	.remove = tessera_remove,
 	.err_handler = &tessera_pci_err_handlers,
+	.driver.pm = pm_sleep_ptr(&tessera_pm_ops),
 };
 module_pci_driver(tessera_pci_driver);
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The tessera driver through the chip's life: resets the PCI core makes
- * (a function-level reset through sysfs, PCIe errors), jobs failed cleanly
- * by them and the chip usable after.
+ * (a function-level reset through sysfs, PCIe errors) and system sleep,
+ * jobs failed cleanly by them and the chip usable after; tracepoints and
+ * devcoredump.
  *
  * Expects the VM's chips to have debug-regs=on and the driver a short
  * job_timeout_ms (tests/run-checks boots it so).  The PCIe error and hang
@@ -481,6 +482,52 @@ TEST_F(life, a_hang_leaves_a_devcoredump_naming_the_queue_and_job)
 	/* Read and deleted: the next hang has room for its own. */
 	coredump_take(self->pci, dump, sizeof(dump), false);
 	EXPECT_EQ(0, dump[0]);
+}
+
+/* ------------------------------------------------------ system sleep */
+
+/*
+ * A system sleep as the kernel tests a driver's (pm_test "devices",
+ * Documentation/power/basic-pm-debugging.rst): every device is suspended,
+ * the kernel waits five seconds and resumes them, without firmware (a
+ * directly booted guest has none to wake it from S3).  What HBM holds is
+ * kept, and jobs run after.
+ */
+TEST_F(life, hbm_keeps_its_contents_across_a_system_sleep_and_jobs_run_after)
+{
+	long long resets = tsr_sysfs_counter(self->pci, "device_resets");
+	struct drm_tessera_job_status st;
+	uint32_t *words = self->host.map;
+	uint32_t *hbm = self->hbm.map;
+	char state[64] = "";
+	FILE *f;
+
+	f = fopen("/sys/power/state", "r");
+	if (f) {
+		if (!fgets(state, sizeof(state), f))
+			state[0] = 0;
+		fclose(f);
+	}
+	if (!strstr(state, "mem") || access("/sys/power/pm_test", W_OK))
+		SKIP(return, "no suspend to RAM, or no pm_test (CONFIG_PM_DEBUG)");
+
+	tsr_emit_fill(&self->c, self->hbm.va, 0x5a5a5a5a, 4096);
+	ASSERT_EQ(0, run(self, &st));
+	ASSERT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+
+	ASSERT_EQ(0, tsr_write_file("/sys/power/pm_test", "devices"));
+	/* Returns once the devices have resumed. */
+	EXPECT_EQ(0, tsr_write_file("/sys/power/state", "mem"));
+	ASSERT_EQ(0, tsr_write_file("/sys/power/pm_test", "none"));
+	EXPECT_EQ(resets + 1, tsr_sysfs_counter(self->pci, "device_resets"));
+
+	EXPECT_EQ(0x5a5a5a5au, hbm[0]);
+	EXPECT_EQ(0x5a5a5a5au, hbm[1023]);
+	tsr_emit_copy(&self->c, self->hbm.va, self->host.va + 1024, 4096);
+	ASSERT_EQ(0, run(self, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x5a5a5a5au, words[256]);
+	EXPECT_EQ(0x5a5a5a5au, words[256 + 1023]);
 }
 
 TEST_HARNESS_MAIN
