@@ -6,6 +6,9 @@
  *   queues             each hardware queue as the driver and the chip see it
  *   contexts           open contexts and the buffers mapped into them
  *   force_recovery     write 1: reset the chip as after a fatal error
+ *   ping               write "COOKIE [TIMEOUT_MS]": the chip echoes COOKIE
+ *                      through its ping register and device interrupt;
+ *                      then read "ECHO LATENCY_NS" of this open file's ping
  *   fail_bo_alloc      fail the next N BO_CREATEs with -ENOMEM
  *   fail_submit        fail the next N SUBMITs with -ENOMEM, late
  *   submit_wait_done   the next N SUBMITs return only once their job has
@@ -22,6 +25,8 @@
  */
 
 #include <linux/debugfs.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
 #include <linux/seq_file.h>
 
 #include <drm/drm_debugfs.h>
@@ -258,6 +263,102 @@ static const struct file_operations tessera_force_recovery_fops = {
 	.write = tessera_force_recovery_write,
 };
 
+/*
+ * A liveness check of the register and MSI-X paths, for root: every
+ * client could otherwise make the chip raise interrupts at will.
+ */
+#define TESSERA_PING_DEFAULT_TIMEOUT_MS	1000
+#define TESSERA_PING_MAX_TIMEOUT_MS	60000
+
+struct tessera_ping_file {
+	struct tessera_device *tdev;
+	bool answered;
+	u32 echo;
+	u64 latency_ns;
+};
+
+static int tessera_ping_open(struct inode *inode, struct file *file)
+{
+	struct tessera_ping_file *pf;
+	int ret;
+
+	/* Unproxied, the file must itself hold off its removal while it opens. */
+	ret = debugfs_file_get(file->f_path.dentry);
+	if (ret)
+		return ret;
+	ret = nonseekable_open(inode, file);
+	if (ret)
+		goto out;
+	pf = kzalloc(sizeof(*pf), GFP_KERNEL);
+	if (!pf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	pf->tdev = inode->i_private;
+	/* The device outlives the file: an unbind wakes a ping, not frees it. */
+	drm_dev_get(&pf->tdev->drm);
+	file->private_data = pf;
+out:
+	debugfs_file_put(file->f_path.dentry);
+	return ret;
+}
+
+static int tessera_ping_release(struct inode *inode, struct file *file)
+{
+	struct tessera_ping_file *pf = file->private_data;
+
+	drm_dev_put(&pf->tdev->drm);
+	kfree(pf);
+	return 0;
+}
+
+static ssize_t tessera_ping_write(struct file *file, const char __user *ubuf,
+				  size_t len, loff_t *ppos)
+{
+	struct tessera_ping_file *pf = file->private_data;
+	unsigned int timeout_ms = TESSERA_PING_DEFAULT_TIMEOUT_MS;
+	char buf[32];
+	int cookie, n, ret;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	n = sscanf(buf, "%i %u", &cookie, &timeout_ms);
+	if (n < 1 || !timeout_ms || timeout_ms > TESSERA_PING_MAX_TIMEOUT_MS)
+		return -EINVAL;
+	pf->answered = false;
+	ret = tessera_hw_ping(pf->tdev, cookie, timeout_ms, &pf->echo,
+			      &pf->latency_ns);
+	if (ret)
+		return ret;
+	pf->answered = true;
+	return len;
+}
+
+static ssize_t tessera_ping_read(struct file *file, char __user *ubuf,
+				 size_t len, loff_t *ppos)
+{
+	struct tessera_ping_file *pf = file->private_data;
+	char buf[48];
+	int n;
+
+	if (!pf->answered)
+		return -ENODATA;
+	n = scnprintf(buf, sizeof(buf), "0x%08x %llu\n", pf->echo,
+		      pf->latency_ns);
+	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
+}
+
+static const struct file_operations tessera_ping_fops = {
+	.owner = THIS_MODULE,
+	.open = tessera_ping_open,
+	.release = tessera_ping_release,
+	.read = tessera_ping_read,
+	.write = tessera_ping_write,
+};
+
 /* One file per register of the chip's debug block. */
 struct tessera_dbg_reg {
 	const char *name;
@@ -367,6 +468,12 @@ void tessera_debugfs_init(struct tessera_device *tdev)
 			      ARRAY_SIZE(tessera_debugfs_list));
 	debugfs_create_file("force_recovery", 0200, root, tdev,
 			    &tessera_force_recovery_fops);
+	/*
+	 * Unproxied: a proxied file's removal, which drm_dev_unplug() does,
+	 * would wait for a ping in progress, which only the rest of the unbind
+	 * wakes.
+	 */
+	debugfs_create_file_unsafe("ping", 0600, root, tdev, &tessera_ping_fops);
 	debugfs_create_atomic_t("fail_bo_alloc", 0600, root,
 				&tdev->inject_bo_failures);
 	debugfs_create_atomic_t("fail_submit", 0600, root,

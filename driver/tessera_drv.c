@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Tessera virtual AI accelerator: PCI probe, the DRM accel device, files
- * and the information ioctls.
+ * and GET_PARAM.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -57,135 +57,93 @@ module_param_named(max_pinned_mb, tessera_max_pinned_mb, uint, 0644);
 MODULE_PARM_DESC(max_pinned_mb,
 		 "System memory all buffers together may pin, MiB; 0 is half of RAM (default 0)");
 
-static int tessera_ioctl_get_info(struct drm_device *drm, void *data,
-				  struct drm_file *file)
+/* Parameters that mirror a register of the chip. */
+static const struct {
+	u32 param;
+	u32 reg;
+} tessera_param_regs[] = {
+	{ DRM_TESSERA_PARAM_CHIP_ID, TSR_REG_CHIP_ID },
+	{ DRM_TESSERA_PARAM_DEVICE_VERSION, TSR_REG_DEVICE_VERSION },
+	{ DRM_TESSERA_PARAM_CAPS, TSR_REG_CAPS },
+	{ DRM_TESSERA_PARAM_PRESET, TSR_REG_PRESET },
+	{ DRM_TESSERA_PARAM_TENSORCORES, TSR_REG_TENSORCORES },
+	{ DRM_TESSERA_PARAM_MXUS_PER_CORE, TSR_REG_MXUS_PER_CORE },
+	{ DRM_TESSERA_PARAM_MXU_DIM, TSR_REG_MXU_DIM },
+	{ DRM_TESSERA_PARAM_VPU_SUBLANES, TSR_REG_VPU_SUBLANES },
+	{ DRM_TESSERA_PARAM_VPU_LANES, TSR_REG_VPU_LANES },
+	{ DRM_TESSERA_PARAM_VMEM_MIB, TSR_REG_VMEM_MIB },
+	{ DRM_TESSERA_PARAM_CLOCK_MHZ, TSR_REG_CLOCK_MHZ },
+	{ DRM_TESSERA_PARAM_HBM_GBPS, TSR_REG_HBM_GBPS },
+	{ DRM_TESSERA_PARAM_HOST_DMA_GBPS, TSR_REG_HOST_DMA_GBPS },
+	{ DRM_TESSERA_PARAM_ICI_PORTS, TSR_REG_ICI_PORTS },
+	{ DRM_TESSERA_PARAM_ICI_LINK_GBPS, TSR_REG_ICI_LINK_GBPS },
+	{ DRM_TESSERA_PARAM_SPARSECORES, TSR_REG_SC_CORES },
+	{ DRM_TESSERA_PARAM_SC_TILES, TSR_REG_SC_TILES },
+	{ DRM_TESSERA_PARAM_SC_SIMD_F32, TSR_REG_SC_SIMD_F32 },
+	{ DRM_TESSERA_PARAM_SC_SIMD_BF16, TSR_REG_SC_SIMD_BF16 },
+	{ DRM_TESSERA_PARAM_SC_SPMEM_KIB, TSR_REG_SC_SPMEM_KIB },
+};
+
+/* The value of @param; the caller is inside drm_dev_enter(). */
+static int tessera_get_param(struct tessera_device *tdev,
+			     struct tessera_file *tfile,
+			     const struct drm_tessera_get_param *args, u64 *value)
 {
-	struct tessera_device *tdev = to_tessera_device(drm);
-	struct tessera_file *tfile = file->driver_priv;
-	struct pci_dev *pdev = to_pci_dev(drm->dev);
-	struct drm_tessera_info *info = data;
-	int idx;
+	u32 param = args->param;
+	unsigned int i;
 
-	if (info->flags) {
-		drm_dbg(drm, "GET_INFO: flags 0x%x must be zero\n", info->flags);
-		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(tessera_param_regs); i++) {
+		if (tessera_param_regs[i].param == param) {
+			*value = tessera_reg_read(tdev, tessera_param_regs[i].reg);
+			return args->index ? -EINVAL : 0;
+		}
 	}
-	if (!drm_dev_enter(drm, &idx))
-		return -ENODEV;
-
-	memset(info, 0, sizeof(*info));
-	info->chip_id = tessera_reg_read(tdev, TSR_REG_CHIP_ID);
-	info->device_version = tessera_reg_read(tdev, TSR_REG_DEVICE_VERSION);
-	info->caps = tessera_reg_read(tdev, TSR_REG_CAPS);
-	info->uapi_version = DRM_TESSERA_UAPI_VERSION;
-	info->msix_vectors = tdev->msix_vectors;
-	info->pci_vendor = pdev->vendor;
-	info->pci_device = pdev->device;
-	info->pci_revision = pdev->revision;
-	info->irq_count = atomic64_read(&tdev->irq_count);
-
-	info->preset = tessera_reg_read(tdev, TSR_REG_PRESET);
-	info->tensorcores = tessera_reg_read(tdev, TSR_REG_TENSORCORES);
-	info->mxus_per_core = tessera_reg_read(tdev, TSR_REG_MXUS_PER_CORE);
-	info->mxu_dim = tessera_reg_read(tdev, TSR_REG_MXU_DIM);
-	info->vpu_sublanes = tessera_reg_read(tdev, TSR_REG_VPU_SUBLANES);
-	info->vpu_lanes = tessera_reg_read(tdev, TSR_REG_VPU_LANES);
-	info->vmem_mib = tessera_reg_read(tdev, TSR_REG_VMEM_MIB);
-	info->clock_mhz = tessera_reg_read(tdev, TSR_REG_CLOCK_MHZ);
-	info->hbm_gbps = tessera_reg_read(tdev, TSR_REG_HBM_GBPS);
-	info->host_dma_gbps = tessera_reg_read(tdev, TSR_REG_HOST_DMA_GBPS);
-	info->num_queues = tdev->num_queues;
-	info->max_contexts = tdev->max_contexts - 1;
-	info->hbm_size = tdev->hbm_size;
-	info->hbm_free = tessera_hbm_free(tdev);
-	info->ici_ports = tessera_reg_read(tdev, TSR_REG_ICI_PORTS);
-	info->ici_link_gbps = tessera_reg_read(tdev, TSR_REG_ICI_LINK_GBPS);
-	tessera_ici_fill_info(tdev, info);
-	info->context_id = tfile->ctx->id;
-	info->sparsecores = tessera_reg_read(tdev, TSR_REG_SC_CORES);
-	info->sc_tiles = tessera_reg_read(tdev, TSR_REG_SC_TILES);
-	info->sc_simd_f32 = tessera_reg_read(tdev, TSR_REG_SC_SIMD_F32);
-	info->sc_simd_bf16 = tessera_reg_read(tdev, TSR_REG_SC_SIMD_BF16);
-	info->sc_spmem_kib = tessera_reg_read(tdev, TSR_REG_SC_SPMEM_KIB);
-
-	drm_dev_exit(idx);
-	return 0;
+	switch (param) {
+	case DRM_TESSERA_PARAM_NUM_QUEUES:
+		*value = tdev->num_queues;
+		break;
+	case DRM_TESSERA_PARAM_MAX_CONTEXTS:
+		*value = tdev->max_contexts - 1;
+		break;
+	case DRM_TESSERA_PARAM_HBM_SIZE:
+		*value = tdev->hbm_size;
+		break;
+	case DRM_TESSERA_PARAM_CONTEXT_ID:
+		*value = tfile->ctx->id;
+		break;
+	default:
+		return tessera_ici_get_param(tdev, param, args->index, value);
+	}
+	return args->index ? -EINVAL : 0;
 }
 
-static int tessera_ioctl_ping(struct drm_device *drm, void *data,
-			      struct drm_file *file)
+static int tessera_ioctl_get_param(struct drm_device *drm, void *data,
+				   struct drm_file *file)
 {
-	struct tessera_device *tdev = to_tessera_device(drm);
-	struct drm_tessera_ping *ping = data;
-	unsigned int timeout_ms = ping->timeout_ms;
+	struct drm_tessera_get_param *args = data;
+	u64 value = 0;
+	int ret, idx;
 
-	if (ping->flags) {
-		drm_dbg(drm, "PING: flags 0x%x must be zero\n", ping->flags);
-		return -EINVAL;
-	}
-	if (timeout_ms > DRM_TESSERA_PING_MAX_TIMEOUT_MS) {
-		drm_dbg(drm, "PING: timeout %u ms above %u\n", timeout_ms,
-			DRM_TESSERA_PING_MAX_TIMEOUT_MS);
-		return -EINVAL;
-	}
-	if (!timeout_ms)
-		timeout_ms = DRM_TESSERA_PING_DEFAULT_TIMEOUT_MS;
-	return tessera_hw_ping(tdev, ping->cookie, timeout_ms, &ping->echo,
-			       &ping->latency_ns);
-}
-
-static int tessera_ioctl_get_counters(struct drm_device *drm, void *data,
-				      struct drm_file *file)
-{
-	struct tessera_device *tdev = to_tessera_device(drm);
-	struct drm_tessera_counters *c = data;
-	int idx;
-
-	if (c->flags || c->pad) {
-		drm_dbg(drm, "GET_COUNTERS: flags and pad must be zero\n");
-		return -EINVAL;
-	}
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
-
-	memset(c, 0, sizeof(*c));
-	c->mxu_busy_cycles = tessera_reg_read64(tdev, TSR_REG_CNT_MXU_BUSY_LO);
-	c->vpu_busy_cycles = tessera_reg_read64(tdev, TSR_REG_CNT_VPU_BUSY_LO);
-	c->dma_busy_cycles = tessera_reg_read64(tdev, TSR_REG_CNT_DMA_BUSY_LO);
-	c->chip_jobs = tessera_reg_read64(tdev, TSR_REG_CNT_JOBS_LO);
-	c->chip_commands = tessera_reg_read64(tdev, TSR_REG_CNT_COMMANDS_LO);
-	c->hbm_read_bytes = tessera_reg_read64(tdev, TSR_REG_CNT_HBM_READ_LO);
-	c->hbm_write_bytes = tessera_reg_read64(tdev, TSR_REG_CNT_HBM_WRITE_LO);
-	c->clock_cycles = tessera_reg_read64(tdev, TSR_REG_CLOCK_LO);
-	c->sc_busy_cycles = tessera_reg_read64(tdev, TSR_REG_CNT_SC_BUSY_LO);
+	ret = tessera_get_param(to_tessera_device(drm), file->driver_priv,
+				args, &value);
 	drm_dev_exit(idx);
-
-	c->jobs_submitted = tessera_counter(tdev, TESSERA_CNT_JOBS_SUBMITTED);
-	c->jobs_completed = tessera_counter(tdev, TESSERA_CNT_JOBS_COMPLETED);
-	c->jobs_failed = tessera_counter(tdev, TESSERA_CNT_JOBS_FAILED);
-	c->mmu_faults = tessera_counter(tdev, TESSERA_CNT_MMU_FAULTS);
-	c->ecc_correctable = tessera_counter(tdev, TESSERA_CNT_ECC_CORRECTABLE);
-	c->ecc_uncorrectable = tessera_counter(tdev, TESSERA_CNT_ECC_UNCORRECTABLE);
-	c->timeouts = tessera_counter(tdev, TESSERA_CNT_TIMEOUTS);
-	c->lost_irqs = tessera_counter(tdev, TESSERA_CNT_LOST_IRQS);
-	c->queue_resets = tessera_counter(tdev, TESSERA_CNT_QUEUE_RESETS);
-	c->device_resets = tessera_counter(tdev, TESSERA_CNT_DEVICE_RESETS);
-	c->fatal_errors = tessera_counter(tdev, TESSERA_CNT_FATAL_ERRORS);
-	c->banned_contexts = tessera_counter(tdev, TESSERA_CNT_BANNED_CONTEXTS);
-	c->remote_access_refused = tessera_counter(tdev, TESSERA_CNT_REMOTE_ACCESS);
-	c->link_downs = tessera_counter(tdev, TESSERA_CNT_LINK_DOWNS);
-	c->link_ups = tessera_counter(tdev, TESSERA_CNT_LINK_UPS);
+	if (ret) {
+		drm_dbg(drm, "GET_PARAM: no parameter %u index %u\n",
+			args->param, args->index);
+		return ret;
+	}
+	args->value = value;
 	return 0;
 }
 
 static const struct drm_ioctl_desc tessera_ioctls[] = {
-	DRM_IOCTL_DEF_DRV(TESSERA_GET_INFO, tessera_ioctl_get_info, 0),
-	DRM_IOCTL_DEF_DRV(TESSERA_PING, tessera_ioctl_ping, 0),
+	DRM_IOCTL_DEF_DRV(TESSERA_GET_PARAM, tessera_ioctl_get_param, 0),
 	DRM_IOCTL_DEF_DRV(TESSERA_BO_CREATE, tessera_ioctl_bo_create, 0),
 	DRM_IOCTL_DEF_DRV(TESSERA_BO_INFO, tessera_ioctl_bo_info, 0),
 	DRM_IOCTL_DEF_DRV(TESSERA_SUBMIT, tessera_ioctl_submit, 0),
 	DRM_IOCTL_DEF_DRV(TESSERA_JOB_STATUS, tessera_ioctl_job_status, 0),
-	DRM_IOCTL_DEF_DRV(TESSERA_GET_COUNTERS, tessera_ioctl_get_counters, 0),
 	DRM_IOCTL_DEF_DRV(TESSERA_WINDOW_OPEN, tessera_ioctl_window_open, 0),
 	DRM_IOCTL_DEF_DRV(TESSERA_WINDOW_CLOSE, tessera_ioctl_window_close, 0),
 	DRM_IOCTL_DEF_DRV(TESSERA_LINK_INFO, tessera_ioctl_link_info, 0),

@@ -32,8 +32,8 @@
 
 #define DRIVER_NAME	"tessera"
 #define DRIVER_DESC	"Tessera virtual AI accelerator"
-#define DRIVER_MAJOR	0
-#define DRIVER_MINOR	3
+#define DRIVER_MAJOR	DRM_TESSERA_DRIVER_MAJOR
+#define DRIVER_MINOR	DRM_TESSERA_DRIVER_MINOR
 #define DRIVER_PATCH	0
 
 /* Descriptors per hardware ring. */
@@ -45,7 +45,7 @@
  */
 #define TESSERA_RING_JOBS	(TESSERA_RING_SIZE - 2)
 
-/* Driver-side counters, exported through sysfs and GET_COUNTERS. */
+/* Driver-side counters, exported through sysfs. */
 enum tessera_counter {
 	TESSERA_CNT_JOBS_SUBMITTED,
 	TESSERA_CNT_JOBS_COMPLETED,

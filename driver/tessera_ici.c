@@ -3,7 +3,7 @@
  * Tessera ICI: the chip-to-chip links as the driver sees them
  * (Documentation/ici.md).
  *
- * The chip runs the links itself; the driver reports them (GET_INFO,
+ * The chip runs the links itself; the driver reports them (GET_PARAM,
  * LINK_INFO, sysfs, uevents) and owns the window table, through which
  * other chips of the slice may write into buffers that a context opened
  * for them.  A window holds its buffer mapped and closes with its file.
@@ -79,38 +79,68 @@ static void tessera_port_read(struct tessera_device *tdev, unsigned int port,
 }
 
 /**
- * tessera_ici_fill_info() - the slice and the ports, for GET_INFO
+ * tessera_ici_get_param() - a GET_PARAM parameter of the slice
  * @tdev: the device
- * @info: filled from its topology fields on
+ * @param: DRM_TESSERA_PARAM_*
+ * @index: the dimension of TOPOLOGY and COORDS, else 0
+ * @value: the parameter's value
  *
  * The caller is inside drm_dev_enter().
+ *
+ * Return: 0, or -EINVAL for a parameter or index the slice does not have.
  */
-void tessera_ici_fill_info(struct tessera_device *tdev,
-			   struct drm_tessera_info *info)
+int tessera_ici_get_param(struct tessera_device *tdev, u32 param, u32 index,
+			  u64 *value)
 {
 	u32 dims = tessera_reg_read(tdev, TSR_REG_ICI_DIMS);
 	u32 coords = tessera_reg_read(tdev, TSR_REG_ICI_COORDS);
-	unsigned int d, p, stride = 1;
+	u32 chips = 1, slice_index = 0;
+	unsigned int d;
 
-	info->slice_chips = 1;
-	info->slice_index = 0;
-	for (d = 0; d < ARRAY_SIZE(info->topology); d++) {
-		info->topology[d] = max((dims >> (8 * d)) & 0xff, 1u);
-		info->coords[d] = (coords >> (8 * d)) & 0xff;
-		info->slice_index += info->coords[d] * stride;
-		stride *= info->topology[d];
+	for (d = 0; d < TSR_ICI_MAX_DIMS; d++) {
+		slice_index += ((coords >> (8 * d)) & 0xff) * chips;
+		chips *= max((dims >> (8 * d)) & 0xff, 1u);
 	}
-	info->slice_chips = stride;
-	if (!tessera_has_ici(tdev))
-		return;
-	info->slice_id = tessera_reg_read(tdev, TSR_REG_ICI_SLICE_ID);
-	info->wrap = tessera_reg_read(tdev, TSR_REG_ICI_WRAP);
-	info->ports_wired = tessera_reg_read(tdev, TSR_REG_ICI_PORTS_WIRED);
-	info->max_windows = DRM_TESSERA_MAX_WINDOWS;
-	info->ici_link_latency_ns =
-		tessera_reg_read(tdev, TSR_REG_ICI_LINK_LATENCY_NS);
-	for (p = 0; p < tdev->ici.ports; p++)
-		tessera_port_read(tdev, p, &info->ports[p]);
+	if (param == DRM_TESSERA_PARAM_TOPOLOGY ||
+	    param == DRM_TESSERA_PARAM_COORDS) {
+		if (index >= TSR_ICI_MAX_DIMS)
+			return -EINVAL;
+		*value = param == DRM_TESSERA_PARAM_COORDS ?
+			 (coords >> (8 * index)) & 0xff :
+			 max((dims >> (8 * index)) & 0xff, 1u);
+		return 0;
+	}
+	if (index)
+		return -EINVAL;
+	switch (param) {
+	case DRM_TESSERA_PARAM_SLICE_CHIPS:
+		*value = chips;
+		return 0;
+	case DRM_TESSERA_PARAM_SLICE_INDEX:
+		*value = slice_index;
+		return 0;
+	case DRM_TESSERA_PARAM_SLICE_ID:
+		*value = tessera_has_ici(tdev) ?
+			 tessera_reg_read(tdev, TSR_REG_ICI_SLICE_ID) : 0;
+		return 0;
+	case DRM_TESSERA_PARAM_WRAP:
+		*value = tessera_has_ici(tdev) ?
+			 tessera_reg_read(tdev, TSR_REG_ICI_WRAP) : 0;
+		return 0;
+	case DRM_TESSERA_PARAM_PORTS_WIRED:
+		*value = tessera_has_ici(tdev) ?
+			 tessera_reg_read(tdev, TSR_REG_ICI_PORTS_WIRED) : 0;
+		return 0;
+	case DRM_TESSERA_PARAM_MAX_WINDOWS:
+		*value = tessera_has_ici(tdev) ? DRM_TESSERA_MAX_WINDOWS : 0;
+		return 0;
+	case DRM_TESSERA_PARAM_ICI_LINK_LATENCY_NS:
+		*value = tessera_has_ici(tdev) ?
+			 tessera_reg_read(tdev, TSR_REG_ICI_LINK_LATENCY_NS) : 0;
+		return 0;
+	default:
+		return -EINVAL;
+	}
 }
 
 int tessera_ioctl_link_info(struct drm_device *drm, void *data,

@@ -14,8 +14,8 @@ int tessera_ici_irq_init(struct tessera_device *tdev);
 void tessera_ici_hw_enable(struct tessera_device *tdev);
 void tessera_ici_unplug(struct tessera_device *tdev);
 void tessera_ici_file_fini(struct tessera_file *tfile);
-void tessera_ici_fill_info(struct tessera_device *tdev,
-			   struct drm_tessera_info *info);
+int tessera_ici_get_param(struct tessera_device *tdev, u32 param, u32 index,
+			  u64 *value);
 const char *tessera_link_state_name(u32 state);
 
 int tessera_ioctl_window_open(struct drm_device *drm, void *data,

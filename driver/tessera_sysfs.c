@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Tessera sysfs: the driver's counters, in the "tessera" directory of the
- * PCI device (/sys/bus/pci/devices/<address>/tessera/).
+ * Tessera sysfs: the chip's and the driver's counters, in the "tessera"
+ * directory of the PCI device (/sys/bus/pci/devices/<address>/tessera/).
+ * They change under every program, so they are here rather than in
+ * GET_PARAM, which holds what is fixed while the driver is bound.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -13,6 +15,7 @@
 
 #include "tessera_drv.h"
 #include "tessera_gem.h"
+#include "tessera_hw.h"
 #include "tessera_sysfs.h"
 
 struct tessera_counter_attr {
@@ -55,6 +58,53 @@ TESSERA_COUNTER_ATTR(link_events_suppressed, TESSERA_CNT_LINK_EVENTS_SUPPRESSED)
 TESSERA_COUNTER_ATTR(pcie_errors, TESSERA_CNT_PCIE_ERRORS);
 TESSERA_COUNTER_ATTR(pcie_correctable_errors, TESSERA_CNT_PCIE_CORRECTABLE);
 
+struct tessera_chip_counter_attr {
+	struct device_attribute attr;
+	u32 reg;
+};
+
+/* A 64-bit counter of the chip; it restarts from zero at a chip reset. */
+static ssize_t tessera_chip_counter_show(struct device *dev,
+					 struct device_attribute *attr, char *buf)
+{
+	struct tessera_device *tdev = pci_get_drvdata(to_pci_dev(dev));
+	struct tessera_chip_counter_attr *ca =
+		container_of(attr, struct tessera_chip_counter_attr, attr);
+	u64 value;
+	int idx;
+
+	if (!drm_dev_enter(&tdev->drm, &idx))
+		return -ENODEV;
+	value = tessera_reg_read64(tdev, ca->reg);
+	drm_dev_exit(idx);
+	return sysfs_emit(buf, "%llu\n", value);
+}
+
+#define TESSERA_CHIP_COUNTER_ATTR(_name, _reg) \
+	static struct tessera_chip_counter_attr dev_attr_##_name = { \
+		.attr = __ATTR(_name, 0444, tessera_chip_counter_show, NULL), \
+		.reg = _reg, \
+	}
+
+TESSERA_CHIP_COUNTER_ATTR(mxu_busy_cycles, TSR_REG_CNT_MXU_BUSY_LO);
+TESSERA_CHIP_COUNTER_ATTR(vpu_busy_cycles, TSR_REG_CNT_VPU_BUSY_LO);
+TESSERA_CHIP_COUNTER_ATTR(dma_busy_cycles, TSR_REG_CNT_DMA_BUSY_LO);
+TESSERA_CHIP_COUNTER_ATTR(sc_busy_cycles, TSR_REG_CNT_SC_BUSY_LO);
+TESSERA_CHIP_COUNTER_ATTR(chip_jobs, TSR_REG_CNT_JOBS_LO);
+TESSERA_CHIP_COUNTER_ATTR(chip_commands, TSR_REG_CNT_COMMANDS_LO);
+TESSERA_CHIP_COUNTER_ATTR(hbm_read_bytes, TSR_REG_CNT_HBM_READ_LO);
+TESSERA_CHIP_COUNTER_ATTR(hbm_write_bytes, TSR_REG_CNT_HBM_WRITE_LO);
+TESSERA_CHIP_COUNTER_ATTR(clock_cycles, TSR_REG_CLOCK_LO);
+
+static ssize_t irq_count_show(struct device *dev, struct device_attribute *attr,
+			      char *buf)
+{
+	struct tessera_device *tdev = pci_get_drvdata(to_pci_dev(dev));
+
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&tdev->irq_count));
+}
+static DEVICE_ATTR_RO(irq_count);
+
 static ssize_t hbm_free_show(struct device *dev, struct device_attribute *attr,
 			     char *buf)
 {
@@ -84,6 +134,16 @@ static struct attribute *tessera_attrs[] = {
 	&dev_attr_pcie_errors.attr.attr,
 	&dev_attr_pcie_correctable_errors.attr.attr,
 	&dev_attr_hbm_free.attr,
+	&dev_attr_irq_count.attr,
+	&dev_attr_mxu_busy_cycles.attr.attr,
+	&dev_attr_vpu_busy_cycles.attr.attr,
+	&dev_attr_dma_busy_cycles.attr.attr,
+	&dev_attr_sc_busy_cycles.attr.attr,
+	&dev_attr_chip_jobs.attr.attr,
+	&dev_attr_chip_commands.attr.attr,
+	&dev_attr_hbm_read_bytes.attr.attr,
+	&dev_attr_hbm_write_bytes.attr.attr,
+	&dev_attr_clock_cycles.attr.attr,
 	NULL
 };
 

@@ -13,7 +13,6 @@
 #include "internal.h"
 
 /* The first driver that maps buffers read-only to the device. */
-#define READ_ONLY_UAPI_VERSION 6
 
 /* Fill in a new handle for GEM handle @handle; the lock is held. */
 static int buffer_new(struct accel_device *dev, uint32_t handle,
@@ -55,11 +54,8 @@ int accel_buffer_create(struct accel_device *dev, uint64_t size,
 		return ACCEL_ERR_BAD_FLAGS;
 	if (placement & ACCEL_PLACEMENT_HBM)
 		create.flags |= DRM_TESSERA_BO_HBM;
-	if (placement & ACCEL_BUFFER_DEVICE_READ_ONLY) {
-		if (dev->uapi_version < READ_ONLY_UAPI_VERSION)
-			return ACCEL_ERR_VERSION;
+	if (placement & ACCEL_BUFFER_DEVICE_READ_ONLY)
 		create.flags |= DRM_TESSERA_BO_DEVICE_READ_ONLY;
-	}
 	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_BO_CREATE, &create))
 		return accel_error_from_errno(errno);
 	pthread_mutex_lock(&dev->lock);
@@ -73,11 +69,8 @@ int accel_buffer_create(struct accel_device *dev, uint64_t size,
 int accel_buffer_create_commands(struct accel_device *dev, uint64_t size,
 				 struct accel_buffer **buf)
 {
-	uint32_t flags = ACCEL_PLACEMENT_HOST;
-
-	if (dev->uapi_version >= READ_ONLY_UAPI_VERSION)
-		flags |= ACCEL_BUFFER_DEVICE_READ_ONLY;
-	return accel_buffer_create(dev, size, flags, buf);
+	return accel_buffer_create(dev, size, ACCEL_PLACEMENT_HOST |
+				   ACCEL_BUFFER_DEVICE_READ_ONLY, buf);
 }
 
 void accel_buffer_ref(struct accel_buffer *buf)

@@ -20,9 +20,8 @@
 
 #define ACCEL_DEV_DIR "/dev/accel"
 #define ACCEL_SYSFS_CLASS "/sys/class/accel"
+#define ACCEL_DEBUGFS "/sys/kernel/debug/accel"
 #define ACCEL_MAX_MINORS 256
-/* The oldest driver interface this library works with. */
-#define ACCEL_MIN_UAPI_VERSION 2
 
 /* Where the structs of libaccel 0.2 ended: the ICI fields came after. */
 #define INFO_SIZE_0_2 offsetof(struct accel_device_info, slice_id)
@@ -30,7 +29,7 @@
 	offsetof(struct accel_device_counters, remote_access_refused)
 
 _Static_assert(DRM_TESSERA_MAX_PORTS == TSR_ICI_MAX_PORTS,
-	       "GET_INFO reports every port of the chip");
+	       "LINK_INFO reports every port of the chip");
 
 /* Sorted minors of the /dev/accel/accelN nodes; returns how many. */
 static int list_minors(unsigned int *minors, unsigned int max)
@@ -65,7 +64,7 @@ static int open_minor(unsigned int minor, int *fd_out)
 {
 	char path[64];
 	drmVersionPtr version;
-	int fd, is_tessera;
+	int fd, is_tessera, is_current;
 
 	snprintf(path, sizeof(path), ACCEL_DEV_DIR "/accel%u", minor);
 	fd = open(path, O_RDWR | O_CLOEXEC);
@@ -77,10 +76,13 @@ static int open_minor(unsigned int minor, int *fd_out)
 		return ACCEL_ERR_IO;
 	}
 	is_tessera = strcmp(version->name, "tessera") == 0;
+	/* The interface's version is the driver's (DRM_IOCTL_VERSION). */
+	is_current = version->version_major == DRM_TESSERA_DRIVER_MAJOR &&
+		     version->version_minor >= DRM_TESSERA_DRIVER_MINOR;
 	drmFreeVersion(version);
-	if (!is_tessera) {
+	if (!is_tessera || !is_current) {
 		close(fd);
-		return ACCEL_ERR_NOT_TESSERA;
+		return is_tessera ? ACCEL_ERR_VERSION : ACCEL_ERR_NOT_TESSERA;
 	}
 	*fd_out = fd;
 	return ACCEL_OK;
@@ -106,14 +108,53 @@ static void read_pci_address(unsigned int minor,
 		strcpy(buf, base);
 }
 
-static int check_uapi(int fd, struct drm_tessera_info *info)
+static int get_param(int fd, uint32_t param, uint32_t index, uint64_t *value)
 {
-	memset(info, 0, sizeof(*info));
-	if (drmIoctl(fd, DRM_IOCTL_TESSERA_GET_INFO, info))
+	struct drm_tessera_get_param gp = { .param = param, .index = index };
+
+	if (drmIoctl(fd, DRM_IOCTL_TESSERA_GET_PARAM, &gp))
 		return accel_error_from_errno(errno);
-	if (info->uapi_version < ACCEL_MIN_UAPI_VERSION)
-		return ACCEL_ERR_VERSION;
+	*value = gp.value;
 	return ACCEL_OK;
+}
+
+/* The number in sysfs file @name of accel node @minor's PCI device. */
+static int read_sysfs(unsigned int minor, const char *name, uint64_t *value)
+{
+	char path[128], buf[32], *end;
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), ACCEL_SYSFS_CLASS "/accel%u/device/%s",
+		 minor, name);
+	f = fopen(path, "re");
+	if (!f)
+		return accel_error_from_errno(errno);
+	ok = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	if (!ok)
+		return ACCEL_ERR_IO;
+	*value = strtoull(buf, &end, 0);
+	return end == buf ? ACCEL_ERR_IO : ACCEL_OK;
+}
+
+/* MSI-X vectors of accel node @minor's PCI device: its msi_irqs entries. */
+static uint32_t count_msix_vectors(unsigned int minor)
+{
+	char path[96];
+	struct dirent *de;
+	uint32_t n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), ACCEL_SYSFS_CLASS "/accel%u/device/msi_irqs",
+		 minor);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((de = readdir(dir)))
+		n += de->d_name[0] != '.';
+	closedir(dir);
+	return n;
 }
 
 /* Which device a walk stops at: by index, by PCI address, or none. */
@@ -173,27 +214,28 @@ static int open_matching(const struct device_filter *filter,
 			 struct accel_device **out)
 {
 	struct accel_device found = { 0 }, *dev;
-	struct drm_tessera_info info;
+	uint64_t queues = 0, mxu_dim = 0, topology[TSR_ICI_MAX_DIMS] = { 0 };
+	unsigned int d;
 	int ret;
 
 	ret = walk_devices(filter, &found);
 	if (ret)
 		return ret;
-	ret = check_uapi(found.fd, &info);
-	if (ret) {
-		close(found.fd);
-		return ret;
-	}
-	dev = malloc(sizeof(*dev));
+	ret = get_param(found.fd, DRM_TESSERA_PARAM_NUM_QUEUES, 0, &queues) ?:
+	      get_param(found.fd, DRM_TESSERA_PARAM_MXU_DIM, 0, &mxu_dim);
+	for (d = 0; d < TSR_ICI_MAX_DIMS && !ret; d++)
+		ret = get_param(found.fd, DRM_TESSERA_PARAM_TOPOLOGY, d,
+				&topology[d]);
+	dev = ret ? NULL : malloc(sizeof(*dev));
 	if (!dev) {
 		close(found.fd);
-		return ACCEL_ERR_NO_MEMORY;
+		return ret ? ret : ACCEL_ERR_NO_MEMORY;
 	}
 	*dev = found;
-	dev->uapi_version = info.uapi_version;
-	dev->num_queues = info.num_queues;
-	dev->mxu_dim = info.mxu_dim;
-	memcpy(dev->topology, info.topology, sizeof(dev->topology));
+	dev->num_queues = (uint32_t)queues;
+	dev->mxu_dim = (uint32_t)mxu_dim;
+	for (d = 0; d < TSR_ICI_MAX_DIMS; d++)
+		dev->topology[d] = (uint32_t)topology[d];
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_mutex_init(&dev->cmd_pool_lock, NULL);
 	accel_trace_env_open(dev);
@@ -279,127 +321,187 @@ void accel_port_from_driver(const struct drm_tessera_port *p,
 	memcpy(out->peer.c, p->peer_coords, sizeof(out->peer.c));
 }
 
-static void info_from_driver(const struct accel_device *dev,
-			     const struct drm_tessera_info *ti,
-			     const drmVersion *version,
-			     struct accel_device_info *info)
+/* Where each GET_PARAM parameter goes in struct accel_device_info. */
+#define U32_FIELD(param, field) \
+	{ DRM_TESSERA_PARAM_##param, offsetof(struct accel_device_info, field), 4 }
+#define U64_FIELD(param, field) \
+	{ DRM_TESSERA_PARAM_##param, offsetof(struct accel_device_info, field), 8 }
+
+static const struct info_param {
+	uint32_t param;
+	size_t offset;
+	size_t size;
+} info_params[] = {
+	U32_FIELD(CHIP_ID, chip_id),
+	U32_FIELD(CAPS, caps),
+	U32_FIELD(PRESET, preset),
+	U32_FIELD(TENSORCORES, tensorcores),
+	U32_FIELD(MXUS_PER_CORE, mxus_per_core),
+	U32_FIELD(MXU_DIM, mxu_dim),
+	U32_FIELD(VPU_SUBLANES, vpu_sublanes),
+	U32_FIELD(VPU_LANES, vpu_lanes),
+	U32_FIELD(VMEM_MIB, vmem_mib),
+	U32_FIELD(CLOCK_MHZ, clock_mhz),
+	U32_FIELD(HBM_GBPS, hbm_gbps),
+	U32_FIELD(HOST_DMA_GBPS, host_dma_gbps),
+	U32_FIELD(NUM_QUEUES, num_queues),
+	U64_FIELD(HBM_SIZE, hbm_size),
+	U32_FIELD(CONTEXT_ID, context_id),
+	U32_FIELD(MAX_CONTEXTS, max_contexts),
+	U32_FIELD(ICI_PORTS, ici_ports),
+	U32_FIELD(ICI_LINK_GBPS, ici_link_gbps),
+	U32_FIELD(SLICE_CHIPS, slice_chips),
+	U32_FIELD(SLICE_INDEX, slice_index),
+	U32_FIELD(SLICE_ID, slice_id),
+	U32_FIELD(WRAP, wrap),
+	U32_FIELD(PORTS_WIRED, ports_wired),
+	U32_FIELD(MAX_WINDOWS, max_windows),
+	U32_FIELD(ICI_LINK_LATENCY_NS, ici_link_latency_ns),
+	U32_FIELD(SPARSECORES, sparsecores),
+	U32_FIELD(SC_TILES, sc_tiles),
+	U32_FIELD(SC_SIMD_F32, sc_simd_f32),
+	U32_FIELD(SC_SIMD_BF16, sc_simd_bf16),
+	U32_FIELD(SC_SPMEM_KIB, sc_spmem_kib),
+};
+
+static void store_field(struct accel_device_info *info, size_t offset,
+			size_t size, uint64_t value)
+{
+	uint32_t v32 = (uint32_t)value;
+
+	memcpy((char *)info + offset, size == 4 ? (void *)&v32 : &value, size);
+}
+
+/* What GET_PARAM tells: the chip's fixed configuration and the slice. */
+static int info_from_params(struct accel_device *dev,
+			    struct accel_device_info *info)
+{
+	uint64_t v = 0;
+	unsigned int i, d;
+	int ret;
+
+	for (i = 0; i < sizeof(info_params) / sizeof(info_params[0]); i++) {
+		ret = get_param(dev->fd, info_params[i].param, 0, &v);
+		if (ret)
+			return ret;
+		store_field(info, info_params[i].offset, info_params[i].size, v);
+	}
+	ret = get_param(dev->fd, DRM_TESSERA_PARAM_DEVICE_VERSION, 0, &v);
+	if (ret)
+		return ret;
+	info->device_version_major = TSR_VERSION_MAJOR(v);
+	info->device_version_minor = TSR_VERSION_MINOR(v);
+	for (d = 0; d < TSR_ICI_MAX_DIMS; d++) {
+		ret = get_param(dev->fd, DRM_TESSERA_PARAM_TOPOLOGY, d, &v);
+		info->topology[d] = (uint32_t)v;
+		if (!ret)
+			ret = get_param(dev->fd, DRM_TESSERA_PARAM_COORDS, d, &v);
+		info->coords[d] = (uint32_t)v;
+		if (ret)
+			return ret;
+	}
+	info->peak_bf16_flops = 2ull * info->tensorcores * info->mxus_per_core *
+				info->mxu_dim * info->mxu_dim *
+				info->clock_mhz * 1000000ull;
+	return ACCEL_OK;
+}
+
+/* What sysfs tells: the PCI identity and what changes as the chip runs. */
+static int info_from_sysfs(const struct accel_device *dev,
+			   struct accel_device_info *info)
+{
+	uint64_t vendor, device, revision;
+	int ret;
+
+	ret = read_sysfs(dev->minor, "vendor", &vendor) ?:
+	      read_sysfs(dev->minor, "device", &device) ?:
+	      read_sysfs(dev->minor, "revision", &revision) ?:
+	      read_sysfs(dev->minor, "tessera/irq_count", &info->irq_count) ?:
+	      read_sysfs(dev->minor, "tessera/hbm_free", &info->hbm_free);
+	if (ret)
+		return ret;
+	info->pci_vendor = (uint16_t)vendor;
+	info->pci_device = (uint16_t)device;
+	info->pci_revision = (uint8_t)revision;
+	info->msix_vectors = count_msix_vectors(dev->minor);
+	return ACCEL_OK;
+}
+
+/* Each port's state and peer, from LINK_INFO. */
+static int info_ports(struct accel_device *dev, struct accel_device_info *info)
 {
 	unsigned int p;
 
-	memset(info, 0, sizeof(*info));
-	info->index = dev->index;
-	info->minor = dev->minor;
-	memcpy(info->pci_address, dev->pci_address, sizeof(info->pci_address));
-	info->pci_vendor = ti->pci_vendor;
-	info->pci_device = ti->pci_device;
-	info->pci_revision = ti->pci_revision;
-	info->chip_id = ti->chip_id;
-	info->device_version_major = TSR_VERSION_MAJOR(ti->device_version);
-	info->device_version_minor = TSR_VERSION_MINOR(ti->device_version);
-	info->caps = ti->caps;
-	info->msix_vectors = ti->msix_vectors;
-	info->irq_count = ti->irq_count;
-	info->uapi_version = ti->uapi_version;
-	info->preset = ti->preset;
-	info->tensorcores = ti->tensorcores;
-	info->mxus_per_core = ti->mxus_per_core;
-	info->mxu_dim = ti->mxu_dim;
-	info->vpu_sublanes = ti->vpu_sublanes;
-	info->vpu_lanes = ti->vpu_lanes;
-	info->vmem_mib = ti->vmem_mib;
-	info->clock_mhz = ti->clock_mhz;
-	info->hbm_gbps = ti->hbm_gbps;
-	info->host_dma_gbps = ti->host_dma_gbps;
-	info->num_queues = ti->num_queues;
-	info->hbm_size = ti->hbm_size;
-	info->hbm_free = ti->hbm_free;
-	info->context_id = ti->context_id;
-	info->max_contexts = ti->max_contexts;
-	info->peak_bf16_flops = 2ull * ti->tensorcores * ti->mxus_per_core *
-				ti->mxu_dim * ti->mxu_dim * ti->clock_mhz * 1000000ull;
-	info->ici_ports = ti->ici_ports;
-	info->ici_link_gbps = ti->ici_link_gbps;
-	info->slice_chips = ti->slice_chips;
-	info->slice_index = ti->slice_index;
-	memcpy(info->topology, ti->topology, sizeof(info->topology));
-	memcpy(info->coords, ti->coords, sizeof(info->coords));
-	/* An older driver left these zero: the DRM core zero-fills. */
-	info->slice_id = ti->slice_id;
-	info->wrap = ti->wrap;
-	info->ports_wired = ti->ports_wired;
-	info->max_windows = ti->max_windows;
-	info->ici_link_latency_ns = ti->ici_link_latency_ns;
-	for (p = 0; p < TSR_ICI_MAX_PORTS; p++)
-		accel_port_from_driver(&ti->ports[p], &info->ports[p]);
-	info->sparsecores = ti->sparsecores;
-	info->sc_tiles = ti->sc_tiles;
-	info->sc_simd_f32 = ti->sc_simd_f32;
-	info->sc_simd_bf16 = ti->sc_simd_bf16;
-	info->sc_spmem_kib = ti->sc_spmem_kib;
-	snprintf(info->driver_name, sizeof(info->driver_name), "%s",
-		 version->name);
-	info->driver_major = version->version_major;
-	info->driver_minor = version->version_minor;
-	info->driver_patch = version->version_patchlevel;
+	for (p = 0; p < info->ici_ports && p < TSR_ICI_MAX_PORTS; p++) {
+		struct drm_tessera_link_info li = { .port = p };
+
+		if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_LINK_INFO, &li))
+			return accel_error_from_errno(errno);
+		accel_port_from_driver(&li.info, &info->ports[p]);
+	}
+	return ACCEL_OK;
 }
 
 int accel_device_get_info_sized(struct accel_device *dev,
 				struct accel_device_info *info, size_t size)
 {
-	struct drm_tessera_info ti = { 0 };
-	struct accel_device_info ours;
+	struct accel_device_info ours = { 0 };
 	drmVersionPtr version;
+	int ret;
 
 	if (!dev || !info)
 		return ACCEL_ERR_INVALID_ARGUMENT;
-	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_GET_INFO, &ti))
-		return accel_error_from_errno(errno);
+	ours.index = dev->index;
+	ours.minor = dev->minor;
+	memcpy(ours.pci_address, dev->pci_address, sizeof(ours.pci_address));
+	ret = info_from_params(dev, &ours) ?: info_from_sysfs(dev, &ours) ?:
+	      info_ports(dev, &ours);
+	if (ret)
+		return ret;
 	version = drmGetVersion(dev->fd);
 	if (!version)
 		return accel_error_from_errno(errno);
-	info_from_driver(dev, &ti, version, &ours);
+	snprintf(ours.driver_name, sizeof(ours.driver_name), "%s",
+		 version->name);
+	ours.driver_major = version->version_major;
+	ours.driver_minor = version->version_minor;
+	ours.driver_patch = version->version_patchlevel;
 	drmFreeVersion(version);
 	return accel_copy_sized(info, size, &ours, sizeof(ours), INFO_SIZE_0_2);
 }
+
+/* The counters of sysfs, in the order of struct accel_device_counters. */
+static const char *const counter_files[] = {
+	"mxu_busy_cycles", "vpu_busy_cycles", "dma_busy_cycles", "chip_jobs",
+	"chip_commands", "hbm_read_bytes", "hbm_write_bytes", "clock_cycles",
+	"jobs_submitted", "jobs_completed", "jobs_failed", "mmu_faults",
+	"ecc_correctable", "ecc_uncorrectable", "timeouts", "lost_irqs",
+	"queue_resets", "device_resets", "fatal_errors", "banned_contexts",
+	"remote_access_refused", "link_downs", "link_ups", "sc_busy_cycles",
+};
+
+_Static_assert(sizeof(counter_files) / sizeof(counter_files[0]) ==
+	       sizeof(struct accel_device_counters) / sizeof(uint64_t),
+	       "a sysfs file for every counter");
 
 int accel_device_get_counters_sized(struct accel_device *dev,
 				    struct accel_device_counters *c,
 				    size_t size)
 {
-	struct drm_tessera_counters tc = { 0 };
-	struct accel_device_counters ours;
+	uint64_t ours[sizeof(counter_files) / sizeof(counter_files[0])];
+	char name[64];
+	unsigned int i;
+	int ret;
 
 	if (!dev || !c)
 		return ACCEL_ERR_INVALID_ARGUMENT;
-	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_GET_COUNTERS, &tc))
-		return accel_error_from_errno(errno);
-	ours = (struct accel_device_counters){
-		.mxu_busy_cycles = tc.mxu_busy_cycles,
-		.vpu_busy_cycles = tc.vpu_busy_cycles,
-		.dma_busy_cycles = tc.dma_busy_cycles,
-		.chip_jobs = tc.chip_jobs,
-		.chip_commands = tc.chip_commands,
-		.hbm_read_bytes = tc.hbm_read_bytes,
-		.hbm_write_bytes = tc.hbm_write_bytes,
-		.clock_cycles = tc.clock_cycles,
-		.jobs_submitted = tc.jobs_submitted,
-		.jobs_completed = tc.jobs_completed,
-		.jobs_failed = tc.jobs_failed,
-		.mmu_faults = tc.mmu_faults,
-		.ecc_correctable = tc.ecc_correctable,
-		.ecc_uncorrectable = tc.ecc_uncorrectable,
-		.timeouts = tc.timeouts,
-		.lost_irqs = tc.lost_irqs,
-		.queue_resets = tc.queue_resets,
-		.device_resets = tc.device_resets,
-		.fatal_errors = tc.fatal_errors,
-		.banned_contexts = tc.banned_contexts,
-		.remote_access_refused = tc.remote_access_refused,
-		.link_downs = tc.link_downs,
-		.link_ups = tc.link_ups,
-		.sc_busy_cycles = tc.sc_busy_cycles,
-	};
-	return accel_copy_sized(c, size, &ours, sizeof(ours), COUNTERS_SIZE_0_2);
+	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++) {
+		snprintf(name, sizeof(name), "tessera/%s", counter_files[i]);
+		ret = read_sysfs(dev->minor, name, &ours[i]);
+		if (ret)
+			return ret;
+	}
+	return accel_copy_sized(c, size, ours, sizeof(ours), COUNTERS_SIZE_0_2);
 }
 
 const char *accel_preset_name(uint32_t preset)
@@ -425,20 +527,39 @@ const char *accel_preset_name(uint32_t preset)
 int accel_device_ping(struct accel_device *dev, uint32_t cookie,
 		      uint32_t timeout_ms, uint64_t *latency_ns)
 {
-	struct drm_tessera_ping ping = {
-		.cookie = cookie,
-		.timeout_ms = timeout_ms,
-	};
+	char path[96], buf[64];
+	unsigned long long latency;
+	unsigned int echo;
+	ssize_t n;
+	int fd, len, ret = ACCEL_OK;
 
-	if (!dev || timeout_ms > DRM_TESSERA_PING_MAX_TIMEOUT_MS)
+	if (!dev || timeout_ms > ACCEL_PING_MAX_TIMEOUT_MS)
 		return ACCEL_ERR_INVALID_ARGUMENT;
-	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_PING, &ping))
+	snprintf(path, sizeof(path), ACCEL_DEBUGFS "/%s/ping", dev->pci_address);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
 		return accel_error_from_errno(errno);
-	if (ping.echo != cookie)
-		return ACCEL_ERR_IO;
+	len = snprintf(buf, sizeof(buf), "%u %u", cookie,
+		       timeout_ms ? timeout_ms : ACCEL_PING_DEFAULT_TIMEOUT_MS);
+	if (write(fd, buf, len) != len) {
+		ret = accel_error_from_errno(errno);
+		goto out;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0) {
+		ret = n < 0 ? accel_error_from_errno(errno) : ACCEL_ERR_IO;
+		goto out;
+	}
+	buf[n] = '\0';
+	if (sscanf(buf, "%x %llu", &echo, &latency) != 2 || echo != cookie) {
+		ret = ACCEL_ERR_IO;
+		goto out;
+	}
 	if (latency_ns)
-		*latency_ns = ping.latency_ns;
-	return ACCEL_OK;
+		*latency_ns = latency;
+out:
+	close(fd);
+	return ret;
 }
 
 /*

@@ -11,9 +11,6 @@
 
 #include "internal.h"
 
-/* The first driver interface with windows and LINK_INFO. */
-#define ICI_UAPI_VERSION 3
-
 /* Where struct accel_link_info of libaccel 0.3 ends. */
 #define LINK_INFO_SIZE_0_3 sizeof(struct accel_link_info)
 #define SLICE_SIZE_0_3 sizeof(struct accel_slice)
@@ -100,23 +97,14 @@ const char *accel_link_state_name(uint32_t state)
 	return names[state];
 }
 
-static int need_ici_uapi(const struct accel_device *dev)
-{
-	return dev->uapi_version < ICI_UAPI_VERSION ? ACCEL_ERR_VERSION : ACCEL_OK;
-}
-
 int accel_link_get_info_sized(struct accel_device *dev, unsigned int port,
 			      struct accel_link_info *info, size_t size)
 {
 	struct drm_tessera_link_info li = { .port = port };
 	struct accel_link_info ours;
-	int ret;
 
 	if (!dev || !info || port >= TSR_ICI_MAX_PORTS)
 		return ACCEL_ERR_INVALID_ARGUMENT;
-	ret = need_ici_uapi(dev);
-	if (ret)
-		return ret;
 	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_LINK_INFO, &li))
 		return accel_error_from_errno(errno);
 	ours = (struct accel_link_info){
@@ -157,7 +145,7 @@ static int window_check(struct accel_device *dev, struct accel_buffer *buf,
 		return ACCEL_ERR_INVALID_ARGUMENT;
 	if (offset > buf->size || size > buf->size - offset)
 		return ACCEL_ERR_OUT_OF_BOUNDS;
-	return need_ici_uapi(dev);
+	return ACCEL_OK;
 }
 
 int accel_window_open(struct accel_device *dev, struct accel_buffer *buf,
@@ -242,8 +230,6 @@ static int slice_of(unsigned int device, struct accel_slice *slice,
 	if (ret)
 		return ret;
 	ret = accel_device_get_info(dev, &info);
-	if (!ret)
-		ret = need_ici_uapi(dev);
 	accel_device_close(dev);
 	if (ret)
 		return ret;

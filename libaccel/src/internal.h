@@ -19,7 +19,6 @@ struct accel_device {
 	unsigned int index;
 	unsigned int minor;
 	char pci_address[ACCEL_PCI_ADDRESS_LEN];
-	uint32_t uapi_version;		/* the driver's DRM_TESSERA_UAPI_VERSION */
 	uint32_t num_queues;
 	uint32_t mxu_dim;		/* tiles of ops are multiples of it */
 	uint32_t topology[TSR_ICI_MAX_DIMS];	/* the slice, for ICI_WRITE's check */
@@ -63,8 +62,7 @@ struct accel_buffer {
 };
 
 /*
- * A buffer for a command buffer's commands: read-only to the device where
- * the driver can (uapi version 6).
+ * A buffer for a command buffer's commands: read-only to the device.
  */
 int accel_buffer_create_commands(struct accel_device *dev, uint64_t size,
 				 struct accel_buffer **buf);
@@ -83,7 +81,7 @@ int accel_copy_sized(void *out, size_t size, const void *ours,
 
 struct drm_tessera_port;
 
-/* A port as GET_INFO and LINK_INFO report it, in libaccel's terms. */
+/* A port as LINK_INFO reports it, in libaccel's terms. */
 void accel_port_from_driver(const struct drm_tessera_port *p,
 			    struct accel_ici_port *out);
 

@@ -21,9 +21,6 @@
 
 #include "internal.h"
 
-/* The first driver that takes DRM_TESSERA_SUBMIT_TRACE. */
-#define TRACE_UAPI_VERSION 4
-
 /* A chip the trace has recorded, and what its timeline needs. */
 struct trace_chip {
 	struct accel_device *dev;	/* NULL once stopped */
@@ -94,8 +91,7 @@ static int trace_add_chip(struct accel_trace *trace, struct accel_device *dev)
 
 	if (ret)
 		return ret;
-	if (!(info.caps & TSR_CAP_TRACE) ||
-	    info.uapi_version < TRACE_UAPI_VERSION)
+	if (!(info.caps & TSR_CAP_TRACE))
 		return ACCEL_ERR_NOT_SUPPORTED;
 	chips = realloc(trace->chips, (trace->nchips + 1) * sizeof(*chips));
 	if (!chips)

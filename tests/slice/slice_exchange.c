@@ -28,7 +28,7 @@
 
 struct chip {
 	int fd;
-	struct drm_tessera_info info;
+	struct tsr_info info;
 	struct tsr_bo window;
 	struct tsr_bo src;
 	struct tsr_cmds c;

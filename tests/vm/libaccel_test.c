@@ -70,7 +70,8 @@ TEST(every_index_opens_a_distinct_chip)
 		EXPECT_EQ(i, info.index);
 		EXPECT_EQ(TSR_CHIP_ID, info.chip_id);
 		EXPECT_STREQ("tessera", info.driver_name);
-		EXPECT_EQ(DRM_TESSERA_UAPI_VERSION, info.uapi_version);
+		EXPECT_EQ(DRM_TESSERA_DRIVER_MAJOR, info.driver_major);
+		EXPECT_EQ(0, info.reserved0);
 		memcpy(seen[i], info.pci_address, ACCEL_PCI_ADDRESS_LEN);
 		for (j = 0; j < i; j++)
 			EXPECT_STRNE(seen[j], seen[i]);
@@ -135,7 +136,7 @@ TEST(ping_with_a_timeout_above_the_maximum_is_invalid)
 
 	ASSERT_EQ(ACCEL_OK, accel_device_open(0, &dev));
 	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
-		  accel_device_ping(dev, 1, DRM_TESSERA_PING_MAX_TIMEOUT_MS + 1,
+		  accel_device_ping(dev, 1, ACCEL_PING_MAX_TIMEOUT_MS + 1,
 				    NULL));
 	accel_device_close(dev);
 }

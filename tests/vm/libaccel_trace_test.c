@@ -335,7 +335,7 @@ FIXTURE(uapi) {
 
 FIXTURE_SETUP(uapi)
 {
-	struct drm_tessera_info info = { 0 };
+	struct tsr_info info = { 0 };
 
 	self->fd = tsr_open(0);
 	ASSERT_LE(0, self->fd);

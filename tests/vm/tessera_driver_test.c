@@ -22,7 +22,7 @@
 FIXTURE(drv) {
 	int fd;
 	char pci[32];
-	struct drm_tessera_info info;
+	struct tsr_info info;
 	struct tsr_cmds c;
 	struct tsr_bo host, hbm;
 	uint32_t sync;
@@ -83,19 +83,18 @@ static int run(struct __test_metadata *_metadata, FIXTURE_DATA(drv) *self,
 
 TEST_F(drv, info_reports_the_configuration)
 {
-	struct drm_tessera_info *i = &self->info;
+	struct tsr_info *i = &self->info;
 
 	if (!(i->caps & TSR_CAP_DEBUG_REGS))
 		SKIP(return, "needs the configuration run-checks boots: the chip with debug-regs=on (tessera-vm -d debug-regs=on)");
 	/* Again, now that the fixture's buffers exist. */
 	ASSERT_EQ(0, tsr_info(self->fd, i));
-	EXPECT_EQ(DRM_TESSERA_UAPI_VERSION, i->uapi_version);
 	EXPECT_EQ(TSR_PRESET_V4, i->preset);
 	EXPECT_EQ(2, i->tensorcores);
 	EXPECT_EQ(128, i->mxu_dim);
 	EXPECT_EQ(4, i->num_queues);
 	EXPECT_EQ(256ull * MIB, i->hbm_size);
-	EXPECT_GE(i->hbm_size - 64 * KIB, i->hbm_free);
+	EXPECT_GE(i->hbm_size - 64 * KIB, tsr_fd_sysfs(self->fd, "hbm_free"));
 	EXPECT_EQ(1, i->slice_chips);
 	EXPECT_EQ(1, i->topology[0]);
 	EXPECT_NE(0, i->context_id);
@@ -103,7 +102,7 @@ TEST_F(drv, info_reports_the_configuration)
 
 TEST_F(drv, each_file_is_its_own_context)
 {
-	struct drm_tessera_info other;
+	struct tsr_info other;
 	int fd2 = tsr_open(0);
 
 	ASSERT_LE(0, fd2);
@@ -160,16 +159,15 @@ TEST_F(drv, bo_create_rejects_bad_arguments)
 
 TEST_F(drv, hbm_free_follows_allocations)
 {
-	struct drm_tessera_info before, during, after;
+	long long before = tsr_fd_sysfs(self->fd, "hbm_free"), during;
 	struct tsr_bo bo;
 
-	ASSERT_EQ(0, tsr_info(self->fd, &before));
+	ASSERT_LE(0, before);
 	ASSERT_EQ(0, tsr_bo_create(self->fd, 8 * MIB, DRM_TESSERA_BO_HBM, &bo));
-	ASSERT_EQ(0, tsr_info(self->fd, &during));
-	EXPECT_EQ(before.hbm_free - 8 * MIB, during.hbm_free);
+	during = tsr_fd_sysfs(self->fd, "hbm_free");
+	EXPECT_EQ(before - 8 * MIB, during);
 	tsr_bo_destroy(self->fd, &bo);
-	ASSERT_EQ(0, tsr_info(self->fd, &after));
-	EXPECT_EQ(before.hbm_free, after.hbm_free);
+	EXPECT_EQ(before, tsr_fd_sysfs(self->fd, "hbm_free"));
 }
 
 TEST_F(drv, bo_info_rejects_bad_and_foreign_handles)
@@ -427,7 +425,7 @@ TEST_F(drv, bad_command_fails_its_job_with_the_index)
 
 TEST_F(drv, unmapped_address_faults_with_the_address)
 {
-	struct drm_tessera_counters before, after;
+	struct tsr_counters before, after;
 	struct drm_tessera_job_status st;
 
 	ASSERT_EQ(0, tsr_counters(self->fd, &before));
@@ -860,7 +858,6 @@ TEST_F(drv, failed_dma_fails_the_job_alone)
 TEST_F(drv, poisoned_hbm_fails_the_reading_job_and_is_counted)
 {
 	long long ue = counter(self, "ecc_uncorrectable");
-	struct drm_tessera_ping ping = { .cookie = 1 };
 	struct drm_tessera_job_status st;
 
 	/* Poison all of HBM: the fixture's HBM buffer is somewhere in it. */
@@ -879,7 +876,7 @@ TEST_F(drv, poisoned_hbm_fails_the_reading_job_and_is_counted)
 	 * The job's fence and the ECC interrupt's work race: a ping round
 	 * trip flushes the device interrupt's work.
 	 */
-	ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_PING, &ping));
+	ASSERT_EQ(0, tsr_ping(self->fd, 1, 0, NULL, NULL));
 	EXPECT_EQ(ue + 1, counter(self, "ecc_uncorrectable"));
 	tsr_emit_copy(&self->c, self->hbm.va + 256, self->host.va, 64);
 	RUN_OK(0);
@@ -888,7 +885,6 @@ TEST_F(drv, poisoned_hbm_fails_the_reading_job_and_is_counted)
 TEST_F(drv, correctable_ecc_is_counted_and_data_is_right)
 {
 	long long ce = counter(self, "ecc_correctable");
-	struct drm_tessera_ping ping = { .cookie = 1 };
 
 	((uint32_t *)self->hbm.map)[0] = 0xc0ffee;
 	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_ecc_correctable", 1));
@@ -896,7 +892,7 @@ TEST_F(drv, correctable_ecc_is_counted_and_data_is_right)
 	RUN_OK(0);
 	EXPECT_EQ(0xc0ffeeu, ((uint32_t *)self->host.map)[0]);
 	/* A ping round trip flushes the device interrupt's work. */
-	ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_PING, &ping));
+	ASSERT_EQ(0, tsr_ping(self->fd, 1, 0, NULL, NULL));
 	EXPECT_EQ(ce + 1, counter(self, "ecc_correctable"));
 }
 
@@ -924,14 +920,12 @@ TEST_F(drv, pings_across_chip_resets_are_answered)
 		reset_until_killed(self->pci);
 	self->helper = resetter;
 	for (i = 0; i < 300; i++) {
-		struct drm_tessera_ping ping = {
-			.cookie = 0x5a5a0000 + i, .timeout_ms = 2000,
-		};
-		int ret = tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_PING, &ping);
+		uint32_t echo = 0;
+		int ret = tsr_ping(self->fd, 0x5a5a0000 + i, 2000, &echo, NULL);
 
 		timeouts += ret == -ETIMEDOUT;
 		if (!ret)
-			ASSERT_EQ(0x5a5a0000 + i, ping.echo);
+			ASSERT_EQ(0x5a5a0000 + i, echo);
 	}
 	kill(resetter, SIGKILL);
 	ASSERT_EQ(resetter, waitpid(resetter, &status, 0));
@@ -1196,7 +1190,6 @@ TEST_F_TIMEOUT(drv, four_processes_a_thousand_jobs_each, 120)
 
 TEST(closing_with_jobs_in_flight_is_safe)
 {
-	struct drm_tessera_ping ping = { .cookie = 7 };
 	struct tsr_cmds c = { 0 };
 	unsigned int i;
 	int fd = tsr_open(0);
@@ -1212,7 +1205,7 @@ TEST(closing_with_jobs_in_flight_is_safe)
 	/* The device still serves a new file. */
 	fd = tsr_open(0);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, tsr_ioctl(fd, DRM_IOCTL_TESSERA_PING, &ping));
+	ASSERT_EQ(0, tsr_ping(fd, 7, 0, NULL, NULL));
 	close(fd);
 }
 

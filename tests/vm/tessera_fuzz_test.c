@@ -98,10 +98,9 @@ static void print_stats(const struct fuzz *fz)
 
 static void print_counters(struct fuzz *fz)
 {
-	struct drm_tessera_counters *c = (void *)fz->arg;
+	struct tsr_counters *c = (void *)fz->arg;
 
-	memset(c, 0, sizeof(*c));
-	if (ioctl(fz->file[0].fd, DRM_IOCTL_TESSERA_GET_COUNTERS, c))
+	if (tsr_counters(fz->file[0].fd, c))
 		return;
 	printf("# driver: %llu jobs submitted, %llu completed, %llu failed, %llu MMU faults, %llu timeouts, %llu queue and %llu chip resets, %llu banned contexts, %u hangs made\n",
 	       (unsigned long long)c->jobs_submitted,
@@ -387,12 +386,11 @@ TEST_F(after_fuzzing, lookups_race_handle_create_and_close)
 /* Jobs of files closed mid-flight end too: each is completed or failed. */
 TEST_F(after_fuzzing, every_submitted_job_ended)
 {
-	struct drm_tessera_counters c;
+	struct tsr_counters c;
 	__u64 deadline = now_ns() + 30 * 1000000000ull;
 
 	do {
-		memset(&c, 0, sizeof(c));
-		ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_COUNTERS, &c));
+		ASSERT_EQ(0, tsr_counters(self->fd, &c));
 		if (c.jobs_completed + c.jobs_failed == c.jobs_submitted)
 			break;
 		usleep(100 * 1000);
@@ -457,14 +455,14 @@ static int submit_hang_and_waiter(void)
  */
 TEST_F(after_fuzzing, jobs_killed_at_exit_count_as_failed)
 {
-	struct drm_tessera_counters was = { 0 }, c;
+	struct tsr_counters was = { 0 }, c;
 	__u64 deadline = now_ns() + 30 * 1000000000ull;
 	int ue = tsr_uevent_socket();
 	int status;
 	pid_t pid;
 
 	ASSERT_LE(0, ue);
-	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_COUNTERS, &was));
+	ASSERT_EQ(0, tsr_counters(self->fd, &was));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid)
@@ -479,8 +477,7 @@ TEST_F(after_fuzzing, jobs_killed_at_exit_count_as_failed)
 	 * after its fence, with no event of its own: poll the counters briefly.
 	 */
 	do {
-		memset(&c, 0, sizeof(c));
-		ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_COUNTERS, &c));
+		ASSERT_EQ(0, tsr_counters(self->fd, &c));
 		if (c.jobs_completed + c.jobs_failed == c.jobs_submitted)
 			break;
 		usleep(10 * 1000);
@@ -495,10 +492,10 @@ TEST_F(after_fuzzing, jobs_killed_at_exit_count_as_failed)
 /* Opening more files than the chip has contexts fails, and recovers. */
 TEST_F(after_fuzzing, contexts_run_out_cleanly)
 {
-	struct drm_tessera_info info = { 0 };
+	struct tsr_info info = { 0 };
 	int *fds, n = 0, err, fd;
 
-	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_INFO, &info));
+	ASSERT_EQ(0, tsr_info(self->fd, &info));
 	fds = calloc(info.max_contexts + 1, sizeof(*fds));
 	ASSERT_NE(NULL, fds);
 	while (n <= (int)info.max_contexts) {
@@ -528,11 +525,11 @@ TEST_F(after_fuzzing, every_window_is_free_again)
 {
 	int limit = read_max_windows_per("file"), fds[DRM_TESSERA_MAX_WINDOWS];
 	int user_limit = read_max_windows_per("user");
-	struct drm_tessera_info info = { 0 };
+	struct tsr_info info = { 0 };
 	unsigned int next = 0, nfds = 0, got, want, total;
 	int err;
 
-	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_INFO, &info));
+	ASSERT_EQ(0, tsr_info(self->fd, &info));
 	if (!(info.caps & TSR_CAP_ICI) || !info.ici_ports)
 		SKIP(return, "the chip has no ICI");
 	ASSERT_LE(0, limit);
@@ -575,10 +572,10 @@ TEST_F(after_fuzzing, every_window_is_free_again)
 TEST_F(after_fuzzing, largest_buffers_fail_without_harm)
 {
 	struct drm_tessera_bo_create c = { .size = DRM_TESSERA_BO_MAX_SIZE };
-	struct drm_tessera_info info = { 0 };
+	struct tsr_info info = { 0 };
 	unsigned int i;
 
-	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_INFO, &info));
+	ASSERT_EQ(0, tsr_info(self->fd, &info));
 	for (i = 0; i < 3; i++) {
 		c.flags = i ? DRM_TESSERA_BO_HBM : 0;
 		c.size = i == 2 ? info.hbm_size + 1 : DRM_TESSERA_BO_MAX_SIZE;

@@ -40,7 +40,7 @@
 struct chip {
 	int fd;
 	char pci[32];
-	struct drm_tessera_info info;
+	struct tsr_info info;
 	struct tsr_bo window;	/* slots, then one semaphore per round */
 	struct tsr_bo src;
 	struct tsr_cmds c;
@@ -60,17 +60,17 @@ static unsigned int count_chips(void)
 	}
 }
 
-static uint64_t window_size(const struct drm_tessera_info *info)
+static uint64_t window_size(const struct tsr_info *info)
 {
 	return (uint64_t)ROUNDS * info->slice_chips * SLOT + 4 * KIB;
 }
 
-static uint64_t sem_offset(const struct drm_tessera_info *info, unsigned int r)
+static uint64_t sem_offset(const struct tsr_info *info, unsigned int r)
 {
 	return (uint64_t)ROUNDS * info->slice_chips * SLOT + 8 * r;
 }
 
-static uint64_t slot_offset(const struct drm_tessera_info *info,
+static uint64_t slot_offset(const struct tsr_info *info,
 			    unsigned int round, unsigned int src)
 {
 	return ((uint64_t)round * info->slice_chips + src) * SLOT;
@@ -88,7 +88,7 @@ static uint8_t pattern(unsigned int src, unsigned int dst, unsigned int round,
 }
 
 /* The chip a port faces, by slice index; -1 at a mesh's edge. */
-static int neighbour(const struct drm_tessera_info *info, unsigned int port)
+static int neighbour(const struct tsr_info *info, unsigned int port)
 {
 	unsigned int d = port / 2, size = info->topology[d];
 	int c[3] = { info->coords[0], info->coords[1], info->coords[2] };
@@ -366,12 +366,11 @@ TEST_F(slice, every_chip_knows_its_place_and_its_neighbours)
 
 	for (i = 0; i < self->n; i++) {
 		struct chip *ch = &self->chips[i];
-		struct drm_tessera_info *in = &ch->info;
+		struct tsr_info *in = &ch->info;
 		struct drm_tessera_link_info li;
 		char path[160], state[32] = "";
 		FILE *f;
 
-		ASSERT_LE(3, in->uapi_version);
 		ASSERT_EQ(in->topology[0] * in->topology[1] * in->topology[2],
 			  in->slice_chips);
 		ASSERT_EQ(in->coords[0] + in->topology[0] *

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The tessera driver's ioctls, called directly on /dev/accel/accel0:
- * what they return on good input and the errno they give on bad input.
+ * The tessera driver's identity: the DRM version (the uapi's), GET_PARAM,
+ * the counters in sysfs and the ping in debugfs, called directly on
+ * /dev/accel/accel0: what they return on good input and the errno they
+ * give on bad input.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <xf86drm.h>
 
 #include "kselftest_harness.h"
+#include "tessera_util.h"
 
 #include <drm/tessera_accel.h>
 #include <tessera/chip.h>
@@ -55,50 +58,117 @@ TEST_F(accel, version_names_the_tessera_driver)
 	drmFreeVersion(v);
 }
 
-TEST_F(accel, get_info_reports_the_chip_identity)
+TEST_F(accel, version_is_the_uapi_version)
 {
-	struct drm_tessera_info info = { 0 };
+	drmVersionPtr v = drmGetVersion(self->fd);
 
-	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_INFO, &info));
-	EXPECT_EQ(TSR_CHIP_ID, info.chip_id);
-	EXPECT_EQ(TSR_DEVICE_VERSION_MAJOR, TSR_VERSION_MAJOR(info.device_version));
-	EXPECT_EQ(TSR_DEVICE_VERSION_MINOR, TSR_VERSION_MINOR(info.device_version));
-	EXPECT_EQ(DRM_TESSERA_UAPI_VERSION, info.uapi_version);
-	EXPECT_EQ(TSR_MSIX_VECTORS, info.msix_vectors);
-	EXPECT_EQ(TSR_PCI_VENDOR_ID, info.pci_vendor);
-	EXPECT_EQ(TSR_PCI_DEVICE_ID, info.pci_device);
-	EXPECT_EQ(TSR_PCI_REVISION, info.pci_revision);
-	EXPECT_EQ(0, info.pad[0] | info.pad[1] | info.pad[2]);
+	ASSERT_NE(NULL, v);
+	EXPECT_EQ(DRM_TESSERA_DRIVER_MAJOR, v->version_major);
+	EXPECT_EQ(DRM_TESSERA_DRIVER_MINOR, v->version_minor);
+	drmFreeVersion(v);
 }
 
-TEST_F(accel, get_info_rejects_nonzero_flags)
+TEST_F(accel, get_param_reports_the_chip_identity)
 {
-	struct drm_tessera_info info = { .flags = 1 };
+	uint64_t v;
 
-	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_INFO, &info));
-	EXPECT_EQ(EINVAL, errno);
-	info.flags = 0x80000000;
-	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_INFO, &info));
-	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, tsr_param(self->fd, DRM_TESSERA_PARAM_CHIP_ID, 0, &v));
+	EXPECT_EQ(TSR_CHIP_ID, v);
+	ASSERT_EQ(0, tsr_param(self->fd, DRM_TESSERA_PARAM_DEVICE_VERSION, 0, &v));
+	EXPECT_EQ(TSR_DEVICE_VERSION_MAJOR, TSR_VERSION_MAJOR(v));
+	EXPECT_EQ(TSR_DEVICE_VERSION_MINOR, TSR_VERSION_MINOR(v));
+	ASSERT_EQ(0, tsr_param(self->fd, DRM_TESSERA_PARAM_NUM_QUEUES, 0, &v));
+	EXPECT_LE(1, v);
+	EXPECT_GE(TSR_MAX_QUEUES, v);
 }
 
-TEST_F(accel, get_info_rejects_a_bad_pointer)
+TEST_F(accel, every_param_has_a_value)
 {
-	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_INFO, (void *)8));
+	struct tsr_info info;
+
+	ASSERT_EQ(0, tsr_info(self->fd, &info));
+	EXPECT_NE(0, info.hbm_size);
+	EXPECT_NE(0, info.context_id);
+	EXPECT_EQ(info.slice_chips, info.topology[0] * info.topology[1] *
+				    info.topology[2]);
+}
+
+TEST_F(accel, context_id_is_per_file)
+{
+	int other = open(ACCEL_NODE, O_RDWR | O_CLOEXEC);
+	uint64_t a, b;
+
+	ASSERT_LE(0, other);
+	ASSERT_EQ(0, tsr_param(self->fd, DRM_TESSERA_PARAM_CONTEXT_ID, 0, &a));
+	ASSERT_EQ(0, tsr_param(other, DRM_TESSERA_PARAM_CONTEXT_ID, 0, &b));
+	EXPECT_NE(a, b);
+	close(other);
+}
+
+TEST_F(accel, get_param_rejects_an_unknown_param)
+{
+	uint64_t v = 1;
+
+	EXPECT_EQ(-EINVAL, tsr_param(self->fd, 0, 0, &v));
+	EXPECT_EQ(-EINVAL, tsr_param(self->fd, DRM_TESSERA_PARAM_SC_SPMEM_KIB + 1,
+				     0, &v));
+	EXPECT_EQ(-EINVAL, tsr_param(self->fd, 0xffffffff, 0, &v));
+}
+
+TEST_F(accel, get_param_rejects_an_index_the_param_does_not_take)
+{
+	uint64_t v;
+
+	EXPECT_EQ(-EINVAL, tsr_param(self->fd, DRM_TESSERA_PARAM_CHIP_ID, 1, &v));
+	EXPECT_EQ(-EINVAL, tsr_param(self->fd, DRM_TESSERA_PARAM_SLICE_ID, 1, &v));
+	EXPECT_EQ(-EINVAL, tsr_param(self->fd, DRM_TESSERA_PARAM_TOPOLOGY, 3, &v));
+	EXPECT_EQ(-EINVAL, tsr_param(self->fd, DRM_TESSERA_PARAM_COORDS, 3, &v));
+	EXPECT_EQ(0, tsr_param(self->fd, DRM_TESSERA_PARAM_TOPOLOGY, 2, &v));
+	EXPECT_LE(1, v);
+}
+
+TEST_F(accel, get_param_rejects_a_bad_pointer)
+{
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_PARAM, (void *)8));
 	EXPECT_EQ(EFAULT, errno);
+}
+
+TEST_F(accel, the_retired_ioctls_are_gone)
+{
+	/* GET_INFO, PING, GET_COUNTERS: past the table, or GET_PARAM's 0. */
+	struct drm_tessera_get_param gp = { 0 };
+	unsigned long past = DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_LINK_INFO + 1,
+				      struct drm_tessera_get_param);
+
+	EXPECT_EQ(-1, ioctl(self->fd, past, &gp));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_PARAM, &gp));
+	EXPECT_EQ(EINVAL, errno);
+}
+
+TEST_F(accel, volatile_state_is_in_sysfs)
+{
+	struct tsr_counters c;
+	uint64_t hbm;
+
+	ASSERT_EQ(0, tsr_counters(self->fd, &c));
+	ASSERT_EQ(0, tsr_param(self->fd, DRM_TESSERA_PARAM_HBM_SIZE, 0, &hbm));
+	EXPECT_LT(0, c.hbm_free);
+	EXPECT_GE(hbm, c.hbm_free);
 }
 
 TEST_F(accel, ping_is_echoed_through_the_device_interrupt)
 {
-	struct drm_tessera_info before = { 0 }, after = { 0 };
-	struct drm_tessera_ping ping = { .cookie = 0xc0ffee01 };
+	struct tsr_counters before, after;
+	uint64_t latency = 0;
+	uint32_t echo = 0;
 
-	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_INFO, &before));
-	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_PING, &ping));
-	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_GET_INFO, &after));
+	ASSERT_EQ(0, tsr_counters(self->fd, &before));
+	ASSERT_EQ(0, tsr_ping(self->fd, 0xc0ffee01, 0, &echo, &latency));
+	ASSERT_EQ(0, tsr_counters(self->fd, &after));
 
-	EXPECT_EQ(0xc0ffee01, ping.echo);
-	EXPECT_LT(0, ping.latency_ns);
+	EXPECT_EQ(0xc0ffee01, echo);
+	EXPECT_LT(0, latency);
 	EXPECT_LE(before.irq_count + 1, after.irq_count);
 }
 
@@ -107,41 +177,38 @@ TEST_F(accel, each_ping_gets_its_own_cookie_back)
 	unsigned int i;
 
 	for (i = 0; i < 200; i++) {
-		struct drm_tessera_ping ping = { .cookie = 0x9e3779b9u * i };
+		uint32_t echo;
 
-		ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_PING, &ping));
-		ASSERT_EQ(0x9e3779b9u * i, ping.echo) TH_LOG("ping %u", i);
+		ASSERT_EQ(0, tsr_ping(self->fd, 0x9e3779b9u * i, 0, &echo, NULL));
+		ASSERT_EQ(0x9e3779b9u * i, echo) TH_LOG("ping %u", i);
 	}
-}
-
-TEST_F(accel, ping_rejects_unknown_flags)
-{
-	struct drm_tessera_ping ping = { .cookie = 1, .flags = 1 };
-
-	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_TESSERA_PING, &ping));
-	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(0, ping.echo);
 }
 
 TEST_F(accel, ping_rejects_a_timeout_above_the_maximum)
 {
-	struct drm_tessera_ping ping = {
-		.cookie = 1,
-		.timeout_ms = DRM_TESSERA_PING_MAX_TIMEOUT_MS + 1,
-	};
+	uint32_t echo = 0;
 
-	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_TESSERA_PING, &ping));
-	EXPECT_EQ(EINVAL, errno);
-	ping.timeout_ms = DRM_TESSERA_PING_MAX_TIMEOUT_MS;
-	EXPECT_EQ(0, ioctl(self->fd, DRM_IOCTL_TESSERA_PING, &ping));
-	EXPECT_EQ(1, ping.echo);
+	EXPECT_EQ(-EINVAL, tsr_ping(self->fd, 1, 60001, &echo, NULL));
+	EXPECT_EQ(0, tsr_ping(self->fd, 1, 60000, &echo, NULL));
+	EXPECT_EQ(1, echo);
+}
+
+TEST_F(accel, ping_is_for_root_only)
+{
+	char pci[32], path[96];
+	struct stat st;
+
+	ASSERT_EQ(0, tsr_pci_address(0, pci, sizeof(pci)));
+	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/ping", pci);
+	ASSERT_EQ(0, stat(path, &st));
+	EXPECT_EQ(0600, st.st_mode & 0777);
 }
 
 TEST_F(accel, unknown_driver_ioctl_is_rejected)
 {
-	struct drm_tessera_info info = { 0 };
+	struct drm_tessera_get_param info = { 0 };
 	unsigned long bad = DRM_IOWR(DRM_COMMAND_BASE + 0x3f,
-				     struct drm_tessera_info);
+				     struct drm_tessera_get_param);
 
 	EXPECT_EQ(-1, ioctl(self->fd, bad, &info));
 	EXPECT_EQ(EINVAL, errno);

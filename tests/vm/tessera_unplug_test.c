@@ -22,7 +22,7 @@
 
 TEST(unbind_with_jobs_in_flight_fails_them_and_later_ioctls)
 {
-	struct drm_tessera_info info;
+	struct tsr_info info;
 	struct tsr_cmds c = { 0 };
 	struct tsr_bo sem;
 	const struct tsr_bo *bos[] = { &sem };
@@ -134,10 +134,6 @@ static long long ping_count(const char *pci)
  */
 TEST(unbind_does_not_wait_for_a_ping)
 {
-	struct drm_tessera_ping ping = {
-		.cookie = 0x600d,
-		.timeout_ms = DRM_TESSERA_PING_MAX_TIMEOUT_MS,
-	};
 	uint64_t t0, unbind_ms;
 	long long pings;
 	int fd, status;
@@ -153,18 +149,29 @@ TEST(unbind_does_not_wait_for_a_ping)
 	ASSERT_EQ(0, tsr_debugfs_write(pci, "fault_drop_irqs", 1));
 	pinger = fork();
 	ASSERT_LE(0, pinger);
+	/* The pinger's exit status is the errno its ping ended with. */
 	if (!pinger)
-		_exit(tsr_ioctl(fd, DRM_IOCTL_TESSERA_PING, &ping) == -ENODEV ?
-		      0 : 1);
+		_exit(-tsr_ping(fd, 0x600d, 60000, NULL, NULL));
 	/* The chip has seen the ping: the pinger is waiting for its answer. */
-	while (ping_count(pci) == pings)
+	t0 = tsr_now_ns();
+	while (ping_count(pci) == pings) {
+		ASSERT_EQ(0, waitpid(pinger, &status, WNOHANG)) {
+			TH_LOG("the ping ended before it reached the chip: %s",
+			       strerror(WEXITSTATUS(status)));
+		}
+		ASSERT_GT(5000000000ull, tsr_now_ns() - t0) {
+			TH_LOG("the chip has not seen the ping in 5 s");
+			kill(pinger, SIGKILL);
+		}
 		sched_yield();
+	}
 
 	t0 = tsr_now_ns();
 	ASSERT_EQ(0, tsr_write_file(TSR_DRIVER_DIR "/unbind", pci));
 	unbind_ms = (tsr_now_ns() - t0) / 1000000;
 	ASSERT_EQ(pinger, waitpid(pinger, &status, 0));
-	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(ENODEV, WEXITSTATUS(status));
 	EXPECT_GT(5000, unbind_ms);
 	close(fd);
 	ASSERT_EQ(0, tsr_write_file(TSR_DRIVER_DIR "/bind", pci));
@@ -277,7 +284,7 @@ TEST(unbind_does_not_wait_for_a_submit_stuck_copying_its_arrays)
 TEST(unload_is_refused_while_a_file_is_open_and_works_after)
 {
 	char params[] = "job_timeout_ms=2000";
-	struct drm_tessera_info info;
+	struct tsr_info info;
 	int fd = tsr_open(0), ko;
 
 	ASSERT_LE(0, fd);

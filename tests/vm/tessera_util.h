@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/netlink.h>
@@ -47,10 +50,109 @@ static inline int tsr_open(unsigned int minor)
 	return open(path, O_RDWR | O_CLOEXEC);
 }
 
-static inline int tsr_info(int fd, struct drm_tessera_info *info)
+static inline int tsr_param(int fd, uint32_t param, uint32_t index,
+			    uint64_t *value)
 {
+	struct drm_tessera_get_param gp = { .param = param, .index = index };
+	int ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_GET_PARAM, &gp);
+
+	*value = ret ? 0 : gp.value;
+	return ret;
+}
+
+/* What GET_PARAM and LINK_INFO tell of a chip, gathered for the tests. */
+struct tsr_info {
+	uint32_t chip_id, device_version, caps, preset;
+	uint32_t tensorcores, mxus_per_core, mxu_dim, vpu_sublanes, vpu_lanes;
+	uint32_t vmem_mib, clock_mhz, hbm_gbps, host_dma_gbps;
+	uint32_t num_queues, max_contexts, context_id;
+	uint64_t hbm_size;
+	uint32_t ici_ports, ici_link_gbps, ici_link_latency_ns;
+	uint32_t slice_id, slice_chips, slice_index, wrap, ports_wired;
+	uint32_t max_windows;
+	uint32_t topology[3], coords[3];
+	uint32_t sparsecores, sc_tiles, sc_simd_f32, sc_simd_bf16, sc_spmem_kib;
+	struct drm_tessera_port ports[DRM_TESSERA_MAX_PORTS];
+};
+
+#define TSR_PARAM_FIELD(name, field) \
+	{ DRM_TESSERA_PARAM_##name, offsetof(struct tsr_info, field), \
+	  sizeof(((struct tsr_info *)0)->field) }
+
+static const struct {
+	uint32_t param;
+	size_t offset, size;
+} tsr_info_params[] = {
+	TSR_PARAM_FIELD(CHIP_ID, chip_id),
+	TSR_PARAM_FIELD(DEVICE_VERSION, device_version),
+	TSR_PARAM_FIELD(CAPS, caps),
+	TSR_PARAM_FIELD(PRESET, preset),
+	TSR_PARAM_FIELD(TENSORCORES, tensorcores),
+	TSR_PARAM_FIELD(MXUS_PER_CORE, mxus_per_core),
+	TSR_PARAM_FIELD(MXU_DIM, mxu_dim),
+	TSR_PARAM_FIELD(VPU_SUBLANES, vpu_sublanes),
+	TSR_PARAM_FIELD(VPU_LANES, vpu_lanes),
+	TSR_PARAM_FIELD(VMEM_MIB, vmem_mib),
+	TSR_PARAM_FIELD(CLOCK_MHZ, clock_mhz),
+	TSR_PARAM_FIELD(HBM_GBPS, hbm_gbps),
+	TSR_PARAM_FIELD(HOST_DMA_GBPS, host_dma_gbps),
+	TSR_PARAM_FIELD(NUM_QUEUES, num_queues),
+	TSR_PARAM_FIELD(MAX_CONTEXTS, max_contexts),
+	TSR_PARAM_FIELD(HBM_SIZE, hbm_size),
+	TSR_PARAM_FIELD(CONTEXT_ID, context_id),
+	TSR_PARAM_FIELD(ICI_PORTS, ici_ports),
+	TSR_PARAM_FIELD(ICI_LINK_GBPS, ici_link_gbps),
+	TSR_PARAM_FIELD(ICI_LINK_LATENCY_NS, ici_link_latency_ns),
+	TSR_PARAM_FIELD(SLICE_ID, slice_id),
+	TSR_PARAM_FIELD(SLICE_CHIPS, slice_chips),
+	TSR_PARAM_FIELD(SLICE_INDEX, slice_index),
+	TSR_PARAM_FIELD(WRAP, wrap),
+	TSR_PARAM_FIELD(PORTS_WIRED, ports_wired),
+	TSR_PARAM_FIELD(MAX_WINDOWS, max_windows),
+	TSR_PARAM_FIELD(SPARSECORES, sparsecores),
+	TSR_PARAM_FIELD(SC_TILES, sc_tiles),
+	TSR_PARAM_FIELD(SC_SIMD_F32, sc_simd_f32),
+	TSR_PARAM_FIELD(SC_SIMD_BF16, sc_simd_bf16),
+	TSR_PARAM_FIELD(SC_SPMEM_KIB, sc_spmem_kib),
+};
+
+/* Every parameter, the dimensions, and each port's LINK_INFO; -errno. */
+static inline int tsr_info(int fd, struct tsr_info *info)
+{
+	uint64_t v;
+	unsigned int i;
+	int ret;
+
 	memset(info, 0, sizeof(*info));
-	return tsr_ioctl(fd, DRM_IOCTL_TESSERA_GET_INFO, info);
+	for (i = 0; i < sizeof(tsr_info_params) / sizeof(tsr_info_params[0]); i++) {
+		uint32_t v32;
+
+		ret = tsr_param(fd, tsr_info_params[i].param, 0, &v);
+		if (ret)
+			return ret;
+		v32 = (uint32_t)v;
+		memcpy((char *)info + tsr_info_params[i].offset,
+		       tsr_info_params[i].size == 4 ? (void *)&v32 : &v,
+		       tsr_info_params[i].size);
+	}
+	for (i = 0; i < 3; i++) {
+		ret = tsr_param(fd, DRM_TESSERA_PARAM_TOPOLOGY, i, &v);
+		info->topology[i] = (uint32_t)v;
+		if (!ret)
+			ret = tsr_param(fd, DRM_TESSERA_PARAM_COORDS, i, &v);
+		info->coords[i] = (uint32_t)v;
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < info->ici_ports && i < DRM_TESSERA_MAX_PORTS; i++) {
+		struct drm_tessera_link_info li = { .port = i };
+
+		ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_LINK_INFO, &li);
+		if (ret)
+			return ret;
+		info->ports[i] = li.info;
+	}
+	return 0;
 }
 
 /* PCI address of accel node @minor, e.g. "0000:00:01.0". */
@@ -201,7 +303,7 @@ static inline void tsr_emit_ici_write(struct tsr_cmds *c, const uint8_t dst[3],
 }
 
 /* The coordinates of chip @index of @info's slice, x + X * (y + Y * z). */
-static inline void tsr_index_coords(const struct drm_tessera_info *info,
+static inline void tsr_index_coords(const struct tsr_info *info,
 				    unsigned int index, uint8_t c[3])
 {
 	c[0] = index % info->topology[0];
@@ -271,10 +373,112 @@ static inline int tsr_job_status(int fd, uint64_t seq,
 	return tsr_ioctl(fd, DRM_IOCTL_TESSERA_JOB_STATUS, st);
 }
 
-static inline int tsr_counters(int fd, struct drm_tessera_counters *c)
+/*
+ * Ping the chip behind @fd through its debugfs file "ping" (root only):
+ * @cookie comes back in @echo through the device interrupt; -errno.
+ */
+static inline int tsr_ping(int fd, uint32_t cookie, unsigned int timeout_ms,
+			   uint32_t *echo, uint64_t *latency_ns)
 {
-	memset(c, 0, sizeof(*c));
-	return tsr_ioctl(fd, DRM_IOCTL_TESSERA_GET_COUNTERS, c);
+	char pci[32], path[96], buf[64];
+	unsigned long long latency;
+	unsigned int got;
+	struct stat st;
+	int pfd, len, ret = 0;
+	ssize_t n;
+
+	if (fstat(fd, &st) || tsr_pci_address(minor(st.st_rdev), pci, sizeof(pci)))
+		return -ENODEV;
+	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/ping", pci);
+	pfd = open(path, O_RDWR | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	len = snprintf(buf, sizeof(buf), "%u %u", cookie, timeout_ms ? timeout_ms : 1000);
+	if (write(pfd, buf, len) != len) {
+		ret = -errno;
+		goto out;
+	}
+	n = read(pfd, buf, sizeof(buf) - 1);
+	if (n <= 0) {
+		ret = n < 0 ? -errno : -EIO;
+		goto out;
+	}
+	buf[n] = '\0';
+	if (sscanf(buf, "%x %llu", &got, &latency) != 2) {
+		ret = -EIO;
+		goto out;
+	}
+	if (echo)
+		*echo = got;
+	if (latency_ns)
+		*latency_ns = latency;
+out:
+	close(pfd);
+	return ret;
+}
+
+/* The chip's and the driver's counters, from the device's sysfs. */
+struct tsr_counters {
+	uint64_t mxu_busy_cycles, vpu_busy_cycles, dma_busy_cycles;
+	uint64_t sc_busy_cycles, chip_jobs, chip_commands;
+	uint64_t hbm_read_bytes, hbm_write_bytes, clock_cycles;
+	uint64_t jobs_submitted, jobs_completed, jobs_failed, mmu_faults;
+	uint64_t ecc_correctable, ecc_uncorrectable, timeouts, lost_irqs;
+	uint64_t queue_resets, device_resets, fatal_errors, banned_contexts;
+	uint64_t remote_access_refused, link_downs, link_ups;
+	uint64_t irq_count, hbm_free;
+};
+
+/* The sysfs file of each field of struct tsr_counters, in order. */
+static const char *const tsr_counter_files[] = {
+	"mxu_busy_cycles", "vpu_busy_cycles", "dma_busy_cycles",
+	"sc_busy_cycles", "chip_jobs", "chip_commands",
+	"hbm_read_bytes", "hbm_write_bytes", "clock_cycles",
+	"jobs_submitted", "jobs_completed", "jobs_failed", "mmu_faults",
+	"ecc_correctable", "ecc_uncorrectable", "timeouts", "lost_irqs",
+	"queue_resets", "device_resets", "fatal_errors", "banned_contexts",
+	"remote_access_refused", "link_downs", "link_ups",
+	"irq_count", "hbm_free",
+};
+
+_Static_assert(sizeof(tsr_counter_files) / sizeof(tsr_counter_files[0]) ==
+	       sizeof(struct tsr_counters) / sizeof(uint64_t),
+	       "a sysfs file per counter");
+
+/* The sysfs file tessera/@name of the chip behind @fd, or -1. */
+static inline long long tsr_fd_sysfs(int fd, const char *name)
+{
+	char path[128];
+	long long v = -1;
+	struct stat st;
+	FILE *f;
+
+	if (fstat(fd, &st))
+		return -1;
+	snprintf(path, sizeof(path), "/sys/class/accel/accel%u/device/tessera/%s",
+		 minor(st.st_rdev), name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static inline int tsr_counters(int fd, struct tsr_counters *c)
+{
+	uint64_t *field = (uint64_t *)c;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(tsr_counter_files) / sizeof(tsr_counter_files[0]); i++) {
+		long long v = tsr_fd_sysfs(fd, tsr_counter_files[i]);
+
+		if (v < 0)
+			return -EIO;
+		field[i] = (uint64_t)v;
+	}
+	return 0;
 }
 
 #ifdef __KSELFTEST_HARNESS_H

@@ -79,9 +79,9 @@ static int print_chip(unsigned int index)
 	       info.device_version_minor);
 	printf("  PCI id           %04x:%04x rev %02x\n", info.pci_vendor,
 	       info.pci_device, info.pci_revision);
-	printf("  driver           %s %d.%d.%d, uapi %u\n", info.driver_name,
-	       info.driver_major, info.driver_minor, info.driver_patch,
-	       info.uapi_version);
+	printf("  driver           %s %d.%d.%d (its major.minor: the uapi's)\n",
+	       info.driver_name, info.driver_major, info.driver_minor,
+	       info.driver_patch);
 	printf("  libaccel         %s\n", accel_version_string());
 	printf("  MSI-X vectors    %u\n", info.msix_vectors);
 	printf("  ping             %.1f us round trip\n", latency_ns / 1000.0);

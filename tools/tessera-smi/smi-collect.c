@@ -76,9 +76,6 @@ const char *const driver_counter_names[DRIVER_COUNTERS] = {
 	[DRV_LINK_UPS] = "link_ups",
 };
 
-/* Drivers before uapi version 3 have the counters before the links'. */
-#define LINK_UAPI_VERSION 3
-
 const char *const region_names[REGIONS] = { "host", "hbm" };
 const char *const stat_names[STATS] = { "total", "shared", "resident" };
 
@@ -195,10 +192,9 @@ static int read_sysfs_counter(const char *pci, const char *name,
 static bool read_driver_counters(struct device_status *st)
 {
 	const char *pci = st->info.pci_address;
-	int i, ret, n = st->info.uapi_version < LINK_UAPI_VERSION ?
-			DRV_REMOTE_ACCESS_REFUSED : DRIVER_COUNTERS;
+	int i, ret;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < DRIVER_COUNTERS; i++) {
 		ret = read_sysfs_counter(pci, driver_counter_names[i],
 					 &st->driver[i]);
 		if (ret) {
@@ -345,7 +341,6 @@ bool collect_device(struct device *d, struct device_status *st)
 		d->have_last = false;
 		return false;
 	}
-	st->links_known = st->info.uapi_version >= LINK_UAPI_VERSION;
 	read_transports(st);
 	if (d->have_last) {
 		compute_utilization(&d->last, &st->sample, &st->util);
@@ -382,9 +377,8 @@ static int open_one(struct device *d, int index, const char *pci)
 	if (!ret) {
 		d->index = (int)info.index;
 		snprintf(d->pci, sizeof(d->pci), "%s", info.pci_address);
-		if (info.uapi_version >= LINK_UAPI_VERSION)
-			d->ici_ports = info.ici_ports < TSR_ICI_MAX_PORTS ?
-				       info.ici_ports : TSR_ICI_MAX_PORTS;
+		d->ici_ports = info.ici_ports < TSR_ICI_MAX_PORTS ?
+			       info.ici_ports : TSR_ICI_MAX_PORTS;
 		return ACCEL_OK;
 	}
 	accel_device_close(d->handle);

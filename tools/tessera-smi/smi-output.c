@@ -52,8 +52,6 @@ static const char *links_state(const struct device_status *st)
 
 	if (!st->info.ici_ports)
 		return "none";
-	if (!st->links_known)
-		return "unknown";
 	count_links(st, &wired, &up);
 	if (!wired)
 		return "unwired";
@@ -169,7 +167,9 @@ static json_object *json_versions(const struct accel_device_info *info)
 	snprintf(text, sizeof(text), "%d.%d.%d", info->driver_major,
 		 info->driver_minor, info->driver_patch);
 	add_string(o, "driver", text);
-	add_u64(o, "uapi", info->uapi_version);
+	snprintf(text, sizeof(text), "%d.%d", info->driver_major,
+		 info->driver_minor);
+	add_string(o, "uapi", text);
 	snprintf(text, sizeof(text), "%u.%u", info->device_version_major,
 		 info->device_version_minor);
 	add_string(o, "device_model", text);
@@ -293,12 +293,6 @@ static json_object *json_port(const struct device_status *st, unsigned int p)
 	add_string(o, "direction", port_directions[p]);
 	json_object_object_add(o, "wired",
 			       json_object_new_boolean(port_wired(&st->info, p)));
-	if (!st->links_known) {
-		add_string(o, "state", "unknown");
-		json_object_object_add(o, "peer", NULL);
-		json_object_object_add(o, "counters", NULL);
-		return o;
-	}
 	add_string(o, "state", accel_link_state_name(link->port.state));
 	add_string(o, "transport", st->transport[p]);
 	json_object_object_add(o, "peer", peer_known(link->port.state) ?
@@ -528,7 +522,7 @@ static void print_versions_and_slice(const struct device_status *st, size_t n)
 {
 	size_t i;
 
-	printf("\nDEV  DRIVER         UAPI  MODEL  CHIP ID     ICI PORTS  LINKS UP  SLICE       CHIP    TOPOLOGY  WRAP  COORDS\n");
+	printf("\nDEV  DRIVER         UAPI   MODEL  CHIP ID     ICI PORTS  LINKS UP  SLICE       CHIP    TOPOLOGY  WRAP  COORDS\n");
 	for (i = 0; i < n; i++) {
 		const struct accel_device_info *info = &st[i].info;
 		char driver[48], model[16], up[24], chip[24], topo[40];
@@ -542,7 +536,7 @@ static void print_versions_and_slice(const struct device_status *st, size_t n)
 		snprintf(model, sizeof(model), "%u.%u", info->device_version_major,
 			 info->device_version_minor);
 		count_links(&st[i], &wired, &n_up);
-		if (st[i].links_known && wired)
+		if (wired)
 			snprintf(up, sizeof(up), "%u of %u", n_up, wired);
 		else
 			snprintf(up, sizeof(up), "%s", links_state(&st[i]));
@@ -553,8 +547,9 @@ static void print_versions_and_slice(const struct device_status *st, size_t n)
 		format_wrap(info->wrap, wrap, sizeof(wrap));
 		snprintf(coords, sizeof(coords), "%u,%u,%u", info->coords[0],
 			 info->coords[1], info->coords[2]);
-		printf("%3d  %-13s  %4u  %5s  0x%08x  %9u  %-8s  %-10u  %-6s  %-8s  %-4s  %s\n",
-		       st[i].device->index, driver, info->uapi_version, model,
+		printf("%3d  %-13s  %2d.%-2d  %5s  0x%08x  %9u  %-8s  %-10u  %-6s  %-8s  %-4s  %s\n",
+		       st[i].device->index, driver, info->driver_major,
+		       info->driver_minor, model,
 		       info->chip_id, info->ici_ports, up, info->slice_id, chip,
 		       topo, wrap[0] ? wrap : "-", coords);
 	}
@@ -593,12 +588,6 @@ static void print_links(const struct device_status *st, size_t n)
 
 		if (st[i].error[0])
 			continue;
-		if (!st[i].links_known && info->ici_ports) {
-			printf("%3d  -     unknown: the driver (uapi %u) does not report links\n",
-			       st[i].device->index, info->uapi_version);
-			shown++;
-			continue;
-		}
 		for (p = 0; p < info->ici_ports && p < TSR_ICI_MAX_PORTS; p++) {
 			if (!port_wired(info, p))
 				continue;

@@ -113,9 +113,8 @@ struct device_status {
 	struct utilization util;
 	bool have_util;
 	uint64_t driver[DRIVER_COUNTERS];
-	/* Ports 0 ... info.ici_ports - 1; if links_known (uapi 3 on). */
+	/* Ports 0 ... info.ici_ports - 1. */
 	struct accel_link_info links[TSR_ICI_MAX_PORTS];
-	bool links_known;
 	/* Each port's transport: "ring", "socket", "none", or "-". */
 	char transport[TSR_ICI_MAX_PORTS][8];
 	char error[256];		/* why it could not be read; "" if it was */

@@ -76,9 +76,10 @@ static void print_help(void)
 
 static void print_version(void)
 {
-	printf(PROGRAM " %d.%d.%d (libaccel %s, uapi %d)\n",
+	printf(PROGRAM " %d.%d.%d (libaccel %s, uapi %d.%d)\n",
 	       ACCEL_VERSION_MAJOR, ACCEL_VERSION_MINOR, ACCEL_VERSION_PATCH,
-	       accel_version_string(), DRM_TESSERA_UAPI_VERSION);
+	       accel_version_string(), DRM_TESSERA_DRIVER_MAJOR,
+	       DRM_TESSERA_DRIVER_MINOR);
 }
 
 /* ------------------------------------------------------------ options */

@@ -16,35 +16,26 @@ extern "C" {
 #endif
 
 /*
- * Version of this interface.  Bumped when ioctls or fields are added;
- * existing ones never change meaning.
- *   1  GET_INFO, PING
- *   2  chip configuration in GET_INFO; BO_CREATE, BO_INFO, SUBMIT,
- *      JOB_STATUS, GET_COUNTERS; syncobjs
- *   3  ICI: the slice and the ports in GET_INFO; WINDOW_OPEN,
- *      WINDOW_CLOSE, LINK_INFO; link errors of jobs
- *   4  job traces: DRM_TESSERA_SUBMIT_TRACE and SUBMIT's trace fields
- *   5  SparseCore: its configuration in GET_INFO, its busy cycles in
- *      GET_COUNTERS; the errnos of its chip errors
- *   6  DRM_TESSERA_BO_DEVICE_READ_ONLY
+ * Version of this interface, as DRM_IOCTL_VERSION reports it (the
+ * driver's major.minor, as ivpu versions its): a new minor
+ * adds ioctls, parameters, extensions or flags; nothing changes meaning
+ * within a major.  1.0 replaced the numbered versions 1 to 6 of the
+ * GET_INFO era (Documentation/uapi.md, "Versions").
  */
-#define DRM_TESSERA_UAPI_VERSION	6
+#define DRM_TESSERA_DRIVER_MAJOR	1
+#define DRM_TESSERA_DRIVER_MINOR	0
 
-#define DRM_TESSERA_GET_INFO		0x00
-#define DRM_TESSERA_PING		0x01
-#define DRM_TESSERA_BO_CREATE		0x02
-#define DRM_TESSERA_BO_INFO		0x03
-#define DRM_TESSERA_SUBMIT		0x04
-#define DRM_TESSERA_JOB_STATUS		0x05
-#define DRM_TESSERA_GET_COUNTERS	0x06
-#define DRM_TESSERA_WINDOW_OPEN		0x07
-#define DRM_TESSERA_WINDOW_CLOSE	0x08
-#define DRM_TESSERA_LINK_INFO		0x09
+#define DRM_TESSERA_GET_PARAM		0x00
+#define DRM_TESSERA_BO_CREATE		0x01
+#define DRM_TESSERA_BO_INFO		0x02
+#define DRM_TESSERA_SUBMIT		0x03
+#define DRM_TESSERA_JOB_STATUS		0x04
+#define DRM_TESSERA_WINDOW_OPEN		0x05
+#define DRM_TESSERA_WINDOW_CLOSE	0x06
+#define DRM_TESSERA_LINK_INFO		0x07
 
-#define DRM_IOCTL_TESSERA_GET_INFO \
-	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_GET_INFO, struct drm_tessera_info)
-#define DRM_IOCTL_TESSERA_PING \
-	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_PING, struct drm_tessera_ping)
+#define DRM_IOCTL_TESSERA_GET_PARAM \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_GET_PARAM, struct drm_tessera_get_param)
 #define DRM_IOCTL_TESSERA_BO_CREATE \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_BO_CREATE, struct drm_tessera_bo_create)
 #define DRM_IOCTL_TESSERA_BO_INFO \
@@ -53,8 +44,6 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_SUBMIT, struct drm_tessera_submit)
 #define DRM_IOCTL_TESSERA_JOB_STATUS \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_JOB_STATUS, struct drm_tessera_job_status)
-#define DRM_IOCTL_TESSERA_GET_COUNTERS \
-	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_GET_COUNTERS, struct drm_tessera_counters)
 #define DRM_IOCTL_TESSERA_WINDOW_OPEN \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_WINDOW_OPEN, struct drm_tessera_window_open)
 #define DRM_IOCTL_TESSERA_WINDOW_CLOSE \
@@ -66,7 +55,7 @@ extern "C" {
 #define DRM_TESSERA_MAX_PORTS		6
 
 /**
- * struct drm_tessera_port - one ICI port as GET_INFO reports it
+ * struct drm_tessera_port - one ICI port as LINK_INFO reports it
  */
 struct drm_tessera_port {
 	/** @state: the link state, TSR_ICI_STATE_* (0: no socket or peer). */
@@ -81,154 +70,71 @@ struct drm_tessera_port {
 	__u32 pad;
 };
 
-/**
- * struct drm_tessera_info - chip identity (DRM_IOCTL_TESSERA_GET_INFO)
- *
- * All fields but @flags are written by the driver.  Fields may be added at
- * the end; the DRM core zero-fills what an older caller does not pass.
+/*
+ * Parameters of DRM_IOCTL_TESSERA_GET_PARAM.  Each is fixed while the
+ * driver is bound (CONTEXT_ID: while the file is open); what changes
+ * under a program (free HBM, interrupt and job counts, link states) is in
+ * sysfs, debugfs and LINK_INFO instead.  TOPOLOGY and COORDS take a
+ * dimension (0 to 2) as index; every other parameter takes index 0.
  */
-struct drm_tessera_info {
-	/** @flags: in, must be zero. */
-	__u32 flags;
-	/** @chip_id: value of the chip ID register, TSR_CHIP_ID. */
-	__u32 chip_id;
-	/** @device_version: device model version, TSR_VERSION(major, minor). */
-	__u32 device_version;
-	/** @caps: TSR_CAP_* bits of the chip. */
-	__u32 caps;
-	/** @uapi_version: DRM_TESSERA_UAPI_VERSION the driver implements. */
-	__u32 uapi_version;
-	/** @msix_vectors: number of MSI-X vectors the driver enabled. */
-	__u32 msix_vectors;
-	/** @pci_vendor: PCI vendor ID of the function. */
-	__u16 pci_vendor;
-	/** @pci_device: PCI device ID of the function. */
-	__u16 pci_device;
-	/** @pci_revision: PCI revision ID of the function. */
-	__u8 pci_revision;
-	/** @pad: reserved, written as zero. */
-	__u8 pad[3];
-	/** @irq_count: device interrupts handled since the driver bound. */
-	__u64 irq_count;
-
-	/* Version 2: the chip's configuration (TSR_REG_* of the global block). */
-
-	/** @preset: TSR_PRESET_* the chip was configured from. */
-	__u32 preset;
-	/** @tensorcores: TensorCores on the chip. */
-	__u32 tensorcores;
-	/** @mxus_per_core: MXUs per TensorCore. */
-	__u32 mxus_per_core;
-	/** @mxu_dim: side of each (square) MXU. */
-	__u32 mxu_dim;
-	/** @vpu_sublanes: VPU sublanes. */
-	__u32 vpu_sublanes;
-	/** @vpu_lanes: VPU lanes. */
-	__u32 vpu_lanes;
-	/** @vmem_mib: VMEM per TensorCore, MiB. */
-	__u32 vmem_mib;
-	/** @clock_mhz: modeled clock. */
-	__u32 clock_mhz;
-	/** @hbm_gbps: HBM bandwidth, GB/s. */
-	__u32 hbm_gbps;
-	/** @host_dma_gbps: system-memory DMA bandwidth, GB/s. */
-	__u32 host_dma_gbps;
-	/** @num_queues: hardware queues, each a SUBMIT @queue number. */
-	__u32 num_queues;
-	/** @max_contexts: device contexts (open files) the driver can serve. */
-	__u32 max_contexts;
-	/** @hbm_size: bytes of HBM. */
-	__u64 hbm_size;
-	/** @hbm_free: bytes of HBM no buffer object holds. */
-	__u64 hbm_free;
-	/** @ici_ports: ICI ports the chip has. */
-	__u32 ici_ports;
-	/** @ici_link_gbps: bandwidth of one link, one way, GB/s. */
-	__u32 ici_link_gbps;
-	/** @slice_chips: chips in this chip's slice (1 for a lone chip). */
-	__u32 slice_chips;
-	/**
-	 * @slice_index: this chip's index in its slice,
-	 * x + X * (y + Y * z) for topology X, Y, Z.
-	 */
-	__u32 slice_index;
-	/** @topology: chips along x, y and z (1 for an unused dimension). */
-	__u32 topology[3];
-	/** @coords: this chip's coordinates in the slice. */
-	__u32 coords[3];
-	/** @context_id: the device context of this file (1 ... max). */
-	__u32 context_id;
-	/** @pad2: reserved, written as zero. */
-	__u32 pad2;
-
-	/* Version 3: the slice and the ICI ports. */
-
-	/** @slice_id: the slice's identity (the chip's slice-id). */
-	__u32 slice_id;
-	/** @wrap: bit d set: dimension d wraps around (a torus ring). */
-	__u32 wrap;
-	/** @ports_wired: bit p set: port p has a socket. */
-	__u32 ports_wired;
-	/** @max_windows: windows the chip's table has (WINDOW_OPEN ids). */
-	__u32 max_windows;
-	/** @ici_link_latency_ns: modeled latency of one hop. */
-	__u32 ici_link_latency_ns;
-	/** @pad3: reserved, written as zero. */
-	__u32 pad3;
-	/** @ports: each port; entries from @ici_ports on are zero. */
-	struct drm_tessera_port ports[DRM_TESSERA_MAX_PORTS];
-
-	/* Version 5: the SparseCores (TSR_REG_SC_*), all zero without them. */
-
-	/** @sparsecores: SparseCores on the chip. */
-	__u32 sparsecores;
-	/** @sc_tiles: tiles per SparseCore. */
-	__u32 sc_tiles;
-	/** @sc_simd_f32: SIMD lanes of a tile for f32. */
-	__u32 sc_simd_f32;
-	/** @sc_simd_bf16: SIMD lanes of a tile for bf16. */
-	__u32 sc_simd_bf16;
-	/** @sc_spmem_kib: SPMEM per SparseCore, KiB. */
-	__u32 sc_spmem_kib;
-	/** @pad4: reserved, written as zero. */
-	__u32 pad4;
-};
+#define DRM_TESSERA_PARAM_CHIP_ID		1	/* TSR_CHIP_ID */
+#define DRM_TESSERA_PARAM_DEVICE_VERSION	2	/* TSR_VERSION(major, minor) */
+#define DRM_TESSERA_PARAM_CAPS			3	/* TSR_CAP_* bits */
+#define DRM_TESSERA_PARAM_PRESET		4	/* TSR_PRESET_* */
+#define DRM_TESSERA_PARAM_TENSORCORES		5
+#define DRM_TESSERA_PARAM_MXUS_PER_CORE		6
+#define DRM_TESSERA_PARAM_MXU_DIM		7	/* side of each square MXU */
+#define DRM_TESSERA_PARAM_VPU_SUBLANES		8
+#define DRM_TESSERA_PARAM_VPU_LANES		9
+#define DRM_TESSERA_PARAM_VMEM_MIB		10	/* per TensorCore */
+#define DRM_TESSERA_PARAM_CLOCK_MHZ		11	/* modeled clock */
+#define DRM_TESSERA_PARAM_HBM_GBPS		12
+#define DRM_TESSERA_PARAM_HOST_DMA_GBPS		13
+#define DRM_TESSERA_PARAM_NUM_QUEUES		14	/* SUBMIT queues: 0 to this - 1 */
+#define DRM_TESSERA_PARAM_MAX_CONTEXTS		15	/* files the chip serves at once */
+#define DRM_TESSERA_PARAM_HBM_SIZE		16	/* bytes */
+#define DRM_TESSERA_PARAM_CONTEXT_ID		17	/* this file's context, 1 ... */
+#define DRM_TESSERA_PARAM_ICI_PORTS		18
+#define DRM_TESSERA_PARAM_ICI_LINK_GBPS		19	/* one link, one way */
+#define DRM_TESSERA_PARAM_ICI_LINK_LATENCY_NS	20	/* one hop, modeled */
+#define DRM_TESSERA_PARAM_SLICE_ID		21
+#define DRM_TESSERA_PARAM_SLICE_CHIPS		22	/* 1 for a lone chip */
+#define DRM_TESSERA_PARAM_SLICE_INDEX		23	/* x + X * (y + Y * z) */
+#define DRM_TESSERA_PARAM_TOPOLOGY		24	/* chips along a dimension */
+#define DRM_TESSERA_PARAM_COORDS		25	/* this chip's coordinate */
+#define DRM_TESSERA_PARAM_WRAP			26	/* bit d: dimension d wraps */
+#define DRM_TESSERA_PARAM_PORTS_WIRED		27	/* bit p: port p has a socket */
+#define DRM_TESSERA_PARAM_MAX_WINDOWS		28	/* WINDOW_OPEN ids: 0 to this - 1 */
+#define DRM_TESSERA_PARAM_SPARSECORES		29
+#define DRM_TESSERA_PARAM_SC_TILES		30	/* per SparseCore */
+#define DRM_TESSERA_PARAM_SC_SIMD_F32		31	/* lanes of a tile */
+#define DRM_TESSERA_PARAM_SC_SIMD_BF16		32
+#define DRM_TESSERA_PARAM_SC_SPMEM_KIB		33	/* per SparseCore */
 
 /**
- * struct drm_tessera_ping - interrupt round trip (DRM_IOCTL_TESSERA_PING)
+ * struct drm_tessera_get_param - one fact about the chip
+ * (DRM_IOCTL_TESSERA_GET_PARAM)
  *
- * Writes @cookie to the chip's ping register and waits for the chip's
- * device interrupt to report it back: a liveness check of the register
- * and MSI-X paths that involves no other engine.  Fails with -ETIMEDOUT
- * if the interrupt does not arrive within @timeout_ms.
+ * As ivpu's and v3d's GET_PARAM: a parameter the driver does not know,
+ * or an index it does not take, is -EINVAL, so that a program can probe
+ * for a parameter a later minor version adds.
  */
-#define DRM_TESSERA_PING_DEFAULT_TIMEOUT_MS	1000
-#define DRM_TESSERA_PING_MAX_TIMEOUT_MS		60000
-
-struct drm_tessera_ping {
-	/** @cookie: in, value the chip must echo. */
-	__u32 cookie;
-	/** @flags: in, must be zero. */
-	__u32 flags;
-	/**
-	 * @timeout_ms: in, up to DRM_TESSERA_PING_MAX_TIMEOUT_MS; 0 selects
-	 * DRM_TESSERA_PING_DEFAULT_TIMEOUT_MS.
-	 */
-	__u32 timeout_ms;
-	/** @echo: out, value the chip reported in its ping acknowledge. */
-	__u32 echo;
-	/** @latency_ns: out, time from the register write to the interrupt. */
-	__u64 latency_ns;
+struct drm_tessera_get_param {
+	/** @param: in, DRM_TESSERA_PARAM_*. */
+	__u32 param;
+	/** @index: in, the dimension of TOPOLOGY and COORDS; 0 otherwise. */
+	__u32 index;
+	/** @value: out, the parameter's value. */
+	__u64 value;
 };
 
 /* Buffer placement: system memory (default) or the chip's HBM. */
 #define DRM_TESSERA_BO_HBM		0x00000001u
 /*
- * The chip may only read the buffer (since version 6): a command that
- * writes it fails with TSR_ERR_MMU_PERMISSION and writes nothing there,
- * and no window opens on it for remote writes.  The CPU mapping stays
- * read-write.  For command buffers and inputs that the device must not
- * change.
+ * The chip may only read the buffer: a command that writes it fails with
+ * TSR_ERR_MMU_PERMISSION and writes nothing there, and no window opens on
+ * it for remote writes.  The CPU mapping stays read-write.  For command
+ * buffers and inputs that the device must not change.
  */
 #define DRM_TESSERA_BO_DEVICE_READ_ONLY	0x00000002u
 #define DRM_TESSERA_BO_FLAGS_ALL	(DRM_TESSERA_BO_HBM | \
@@ -346,15 +252,13 @@ struct drm_tessera_sync {
  * tsr_trace_header and a struct tsr_trace_record per command (the chip's
  * <tessera/chip.h>, installed with libaccel), at @trace_offset of buffer
  * @trace_handle, which must be listed in @bos with DRM_TESSERA_BO_WRITE;
- * without it the trace fields must be zero, as callers older than
- * version 4 leave them.  A bad trace
- * field is refused with -EINVAL, a chip without TSR_CAP_TRACE with
- * -EOPNOTSUPP.
+ * without it the trace fields must be zero.  A bad trace field is refused
+ * with -EINVAL, a chip without TSR_CAP_TRACE with -EOPNOTSUPP.
  */
 struct drm_tessera_submit {
 	/** @flags: in, DRM_TESSERA_SUBMIT_* flags. */
 	__u32 flags;
-	/** @queue: in, hardware queue, below drm_tessera_info.num_queues. */
+	/** @queue: in, hardware queue, below DRM_TESSERA_PARAM_NUM_QUEUES. */
 	__u32 queue;
 	/** @priority: in, DRM_TESSERA_PRIORITY_*. */
 	__u32 priority;
@@ -439,73 +343,6 @@ struct drm_tessera_job_status {
 	__u64 dma_cycles;
 	/** @duration_ns: out, host time from the job reaching the chip to its end. */
 	__u64 duration_ns;
-};
-
-/**
- * struct drm_tessera_counters - device and driver counters
- * (DRM_IOCTL_TESSERA_GET_COUNTERS)
- *
- * Device counters are read from the chip and restart from zero when the
- * chip resets; driver counters count from the driver binding.
- */
-struct drm_tessera_counters {
-	/** @flags: in, must be zero. */
-	__u32 flags;
-	/** @pad: in, must be zero. */
-	__u32 pad;
-	/** @mxu_busy_cycles: out, chip: modeled MXU busy cycles. */
-	__u64 mxu_busy_cycles;
-	/** @vpu_busy_cycles: out, chip: modeled VPU busy cycles. */
-	__u64 vpu_busy_cycles;
-	/** @dma_busy_cycles: out, chip: modeled DMA busy cycles. */
-	__u64 dma_busy_cycles;
-	/** @chip_jobs: out, chip: jobs run. */
-	__u64 chip_jobs;
-	/** @chip_commands: out, chip: commands run. */
-	__u64 chip_commands;
-	/** @hbm_read_bytes: out, chip: HBM bytes read. */
-	__u64 hbm_read_bytes;
-	/** @hbm_write_bytes: out, chip: HBM bytes written. */
-	__u64 hbm_write_bytes;
-	/** @clock_cycles: out, chip: the modeled device clock. */
-	__u64 clock_cycles;
-	/** @jobs_submitted: out, driver: jobs accepted by SUBMIT. */
-	__u64 jobs_submitted;
-	/** @jobs_completed: out, driver: jobs that succeeded. */
-	__u64 jobs_completed;
-	/** @jobs_failed: out, driver: jobs that failed, for any reason. */
-	__u64 jobs_failed;
-	/** @mmu_faults: out, driver: jobs that ended in an MMU fault. */
-	__u64 mmu_faults;
-	/** @ecc_correctable: out, driver: correctable HBM errors reported. */
-	__u64 ecc_correctable;
-	/** @ecc_uncorrectable: out, driver: uncorrectable HBM errors reported. */
-	__u64 ecc_uncorrectable;
-	/** @timeouts: out, driver: jobs that hung and were stopped. */
-	__u64 timeouts;
-	/** @lost_irqs: out, driver: completions found without their interrupt. */
-	__u64 lost_irqs;
-	/** @queue_resets: out, driver: single-queue resets. */
-	__u64 queue_resets;
-	/** @device_resets: out, driver: whole-chip resets. */
-	__u64 device_resets;
-	/** @fatal_errors: out, driver: fatal errors the chip reported. */
-	__u64 fatal_errors;
-	/** @banned_contexts: out, driver: contexts banned for repeated faults. */
-	__u64 banned_contexts;
-	/* Version 3. */
-	/**
-	 * @remote_access_refused: out, driver: remote writes this chip's
-	 * windows refused, as its interrupts told.
-	 */
-	__u64 remote_access_refused;
-	/** @link_downs: out, driver: times a port was seen going down. */
-	__u64 link_downs;
-	/** @link_ups: out, driver: times a port was seen coming up. */
-	__u64 link_ups;
-	/* Version 5. */
-	/** @sc_busy_cycles: out, chip: modeled SparseCore busy cycles. */
-	__u64 sc_busy_cycles;
 };
 
 /* Windows a chip has, and ids WINDOW_OPEN hands out: 0 to this minus 1. */
@@ -596,7 +433,7 @@ struct drm_tessera_window_close {
  * a socket reads as state 0 with zero counters.
  */
 struct drm_tessera_link_info {
-	/** @port: in, below drm_tessera_info.ici_ports. */
+	/** @port: in, below DRM_TESSERA_PARAM_ICI_PORTS. */
 	__u32 port;
 	/** @flags: in, must be zero. */
 	__u32 flags;

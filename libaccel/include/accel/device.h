@@ -48,10 +48,14 @@ struct accel_device_info {
 	uint32_t msix_vectors;		/* MSI-X vectors the driver enabled */
 	uint64_t irq_count;		/* device interrupts handled so far */
 	char driver_name[ACCEL_DRIVER_NAME_LEN];
-	int driver_major;		/* kernel driver version */
+	int driver_major;		/* kernel driver version: the uapi's */
 	int driver_minor;
 	int driver_patch;
-	uint32_t uapi_version;		/* DRM_TESSERA_UAPI_VERSION of the driver */
+	/*
+	 * Was uapi_version (the driver interfaces 2 to 6), now 0: the
+	 * interface's version is the driver's, driver_major.driver_minor.
+	 */
+	uint32_t reserved0;
 	/* The chip's configuration (Documentation/chip.md, "Presets"). */
 	uint32_t preset;		/* TSR_PRESET_* */
 	uint32_t tensorcores;
@@ -76,7 +80,7 @@ struct accel_device_info {
 	uint32_t slice_index;		/* this chip's place in it */
 	uint32_t topology[3];		/* the slice's torus, chips per axis */
 	uint32_t coords[3];		/* this chip's place in the torus */
-	/* Since libaccel 0.3; zero from drivers older than uapi version 3. */
+	/* Since libaccel 0.3. */
 	uint32_t slice_id;		/* the slice's identity */
 	uint32_t wrap;			/* bit d: dimension d wraps around */
 	uint32_t ports_wired;		/* bit p: port p has a socket */
@@ -85,7 +89,7 @@ struct accel_device_info {
 	struct accel_ici_port ports[TSR_ICI_MAX_PORTS];	/* ici_ports used */
 	/*
 	 * The SparseCores (Documentation/chip.md, "SparseCore"): all zero on
-	 * a chip without them, and from drivers older than uapi version 5.
+	 * a chip without them.
 	 */
 	uint32_t sparsecores;
 	uint32_t sc_tiles;		/* per SparseCore */
@@ -125,11 +129,11 @@ struct accel_device_counters {
 	uint64_t device_resets;
 	uint64_t fatal_errors;
 	uint64_t banned_contexts;
-	/* Since libaccel 0.3; zero from drivers older than uapi version 3. */
+	/* Since libaccel 0.3. */
 	uint64_t remote_access_refused;	/* writes this chip's windows refused */
 	uint64_t link_downs;		/* ports seen going down */
 	uint64_t link_ups;		/* ports seen coming up */
-	/* The chip's; zero from drivers older than uapi version 5. */
+	/* The chip's. */
 	uint64_t sc_busy_cycles;	/* SparseCore busy cycles */
 };
 
@@ -181,7 +185,10 @@ ACCEL_API int accel_device_get_info_sized(struct accel_device *dev,
 					  struct accel_device_info *info,
 					  size_t size);
 
-/** accel_device_get_counters() - the chip's and the driver's counters. */
+/**
+ * accel_device_get_counters() - the chip's and the driver's counters, as
+ * sysfs has them (Documentation/driver.md, "sysfs").
+ */
 #define accel_device_get_counters(dev, counters) \
 	accel_device_get_counters_sized((dev), (counters), sizeof(*(counters)))
 
@@ -192,10 +199,20 @@ ACCEL_API int accel_device_get_counters_sized(struct accel_device *dev,
 /** accel_preset_name() - "v2" ... "v6e" for a TSR_PRESET_*; else "custom". */
 ACCEL_API const char *accel_preset_name(uint32_t preset);
 
+/** Longest wait accel_device_ping() takes, and its default. */
+#define ACCEL_PING_MAX_TIMEOUT_MS	60000
+#define ACCEL_PING_DEFAULT_TIMEOUT_MS	1000
+
 /**
- * accel_device_ping() - interrupt round trip through the chip.
- * @timeout_ms: at most 60000, or 0 for the driver's default (1 s)
+ * accel_device_ping() - interrupt round trip through the chip, through
+ * the driver's debugfs file "ping": for root (debugfs mounted), as a
+ * liveness check of the register and MSI-X paths is not for every client.
+ * @timeout_ms: at most ACCEL_PING_MAX_TIMEOUT_MS, or 0 for the default
  * @latency_ns: where to store the measured round trip; may be NULL
+ *
+ * ACCEL_ERR_TIMEOUT when the chip does not answer in time; the error of
+ * opening the debugfs file (ACCEL_ERR_PERMISSION, ACCEL_ERR_NO_DEVICE...)
+ * without root or debugfs.
  */
 ACCEL_API int accel_device_ping(struct accel_device *dev, uint32_t cookie,
 				uint32_t timeout_ms, uint64_t *latency_ns);

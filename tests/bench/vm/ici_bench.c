@@ -71,7 +71,7 @@ static void emit_write(struct tsr_cmds *c, uint64_t src, uint32_t bytes,
 			   bytes, bytes, sem ? (int64_t)SEM : -1);
 }
 
-static void sender(int fd, const struct drm_tessera_info *info,
+static void sender(int fd, const struct tsr_info *info,
 		 unsigned int drop_ppm)
 {
 	struct drm_tessera_job_status st;
@@ -170,7 +170,7 @@ static void receiver(int fd)
 
 int main(int argc, char **argv)
 {
-	struct drm_tessera_info info;
+	struct tsr_info info;
 	unsigned int drop_ppm = 1000;
 	int fd = tsr_open(0);
 

@@ -103,7 +103,7 @@ static struct tsr_tensor tensor(uint64_t va, uint32_t rows, uint32_t cols,
 	};
 }
 
-static void bench_matmul(int fd, const struct drm_tessera_info *info)
+static void bench_matmul(int fd, const struct tsr_info *info)
 {
 	struct tsr_bo a, b, out;
 	struct tsr_cmds c = { 0 };
@@ -160,7 +160,7 @@ static void bench_matmul(int fd, const struct drm_tessera_info *info)
 
 int main(void)
 {
-	struct drm_tessera_info info;
+	struct tsr_info info;
 	struct tsr_cmds c = { 0 };
 	int fd = tsr_open(0), ret;
 
@@ -168,7 +168,7 @@ int main(void)
 		die("open /dev/accel/accel0", -errno);
 	ret = tsr_info(fd, &info);
 	if (ret)
-		die("GET_INFO", ret);
+		die("GET_PARAM", ret);
 	ret = tsr_bo_create(fd, 4096, 0, &c.bo);
 	if (ret)
 		die("command buffer", ret);

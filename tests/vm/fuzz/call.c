@@ -161,16 +161,11 @@ static unsigned long fuzz_request(struct fuzz *fz, enum fuzz_op op,
 static bool excused(const struct fuzz *fz, enum fuzz_op op, const void *arg,
 		    int err)
 {
-	const struct drm_tessera_ping *ping = arg;
-
 	switch (err) {
 	case ENOMEM:		/* real, or injected through debugfs */
 		return true;
 	case ECANCELED:		/* the context was banned after faults */
 		return op == OP_SUBMIT;
-	case ETIMEDOUT:		/* a jiffy is short; or the interrupt was lost */
-		return op == OP_PING &&
-		       (ping->timeout_ms < 20 || fz->irqs_dropped);
 	default:
 		return false;
 	}

@@ -14,10 +14,21 @@
 
 /* ---------------------------------------------------------- the files */
 
+static int file_param(const struct fuzz_file *f, __u32 param, __u32 index,
+		      __u64 *value)
+{
+	struct drm_tessera_get_param gp = { .param = param, .index = index };
+
+	if (ioctl(f->fd, DRM_IOCTL_TESSERA_GET_PARAM, &gp))
+		return -1;
+	*value = gp.value;
+	return 0;
+}
+
 void open_file(struct fuzz *fz, struct fuzz_file *f)
 {
-	struct drm_tessera_info *info = (void *)fz->arg;
 	const char *node = f->node;
+	__u64 caps, ports, v;
 	unsigned int i;
 
 	memset(f, 0, sizeof(*f));
@@ -27,18 +38,27 @@ void open_file(struct fuzz *fz, struct fuzz_file *f)
 		violation(fz, "open %s: %s", node, strerror(errno));
 		return;
 	}
-	memset(info, 0, sizeof(*info));
-	if (ioctl(f->fd, DRM_IOCTL_TESSERA_GET_INFO, info)) {
-		violation(fz, "GET_INFO on a new file: %s", strerror(errno));
-		return;
+	if (file_param(f, DRM_TESSERA_PARAM_CONTEXT_ID, 0, &v))
+		goto fail;
+	f->context_id = v;
+	if (file_param(f, DRM_TESSERA_PARAM_NUM_QUEUES, 0, &v))
+		goto fail;
+	f->num_queues = v;
+	if (file_param(f, DRM_TESSERA_PARAM_HBM_SIZE, 0, &f->hbm_size) ||
+	    file_param(f, DRM_TESSERA_PARAM_CAPS, 0, &caps) ||
+	    file_param(f, DRM_TESSERA_PARAM_ICI_PORTS, 0, &ports) ||
+	    file_param(f, DRM_TESSERA_PARAM_PORTS_WIRED, 0, &v))
+		goto fail;
+	f->ici_ports = caps & TSR_CAP_ICI ? ports : 0;
+	f->ports_wired = v;
+	for (i = 0; i < ARRAY_SIZE(f->coords); i++) {
+		if (file_param(f, DRM_TESSERA_PARAM_COORDS, i, &v))
+			goto fail;
+		f->coords[i] = v;
 	}
-	f->context_id = info->context_id;
-	f->num_queues = info->num_queues;
-	f->hbm_size = info->hbm_size;
-	f->ici_ports = info->caps & TSR_CAP_ICI ? info->ici_ports : 0;
-	f->ports_wired = info->ports_wired;
-	for (i = 0; i < ARRAY_SIZE(f->coords); i++)
-		f->coords[i] = info->coords[i];
+	return;
+fail:
+	violation(fz, "GET_PARAM on a new file: %s", strerror(errno));
 }
 
 /*

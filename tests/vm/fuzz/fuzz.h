@@ -39,13 +39,11 @@
 
 /* What the fuzzer does: the ioctls, mmap() and the rest. */
 enum fuzz_op {
-	OP_GET_INFO,
-	OP_PING,
+	OP_GET_PARAM,
 	OP_BO_CREATE,
 	OP_BO_INFO,
 	OP_SUBMIT,
 	OP_JOB_STATUS,
-	OP_GET_COUNTERS,
 	OP_WINDOW_OPEN,
 	OP_WINDOW_CLOSE,
 	OP_LINK_INFO,
@@ -115,7 +113,6 @@ struct fuzz_file {
 	__u64 last_seq;
 	__u8 seq_queue[DRM_TESSERA_JOB_HISTORY];
 	bool banned;
-	struct drm_tessera_counters counters;	/* last seen on the device */
 	struct fuzz_window win[DRM_TESSERA_MAX_WINDOWS];
 	unsigned int nwin;
 };
@@ -327,16 +324,14 @@ void op_submit(struct fuzz *fz, struct fuzz_file *f);
 void op_job_status(struct fuzz *fz, struct fuzz_file *f);
 
 /* info.c */
-void op_get_info(struct fuzz *fz, struct fuzz_file *f);
-void op_ping(struct fuzz *fz, struct fuzz_file *f);
-void op_get_counters(struct fuzz *fz, struct fuzz_file *f);
+void op_get_param(struct fuzz *fz, struct fuzz_file *f);
 void op_unknown_ioctl(struct fuzz *fz, struct fuzz_file *f);
 void op_fdinfo(struct fuzz *fz, struct fuzz_file *f);
 
 /* ici.c */
 int read_max_windows_per(const char *what);
-void check_ici_info(struct fuzz *fz, struct fuzz_file *f,
-		    const struct drm_tessera_info *info);
+bool check_ici_param(const struct fuzz_file *f, __u32 param, __u32 index,
+		     __u64 value);
 bool window_overlaps(const struct fuzz_file *f, __u32 obj, __u64 va,
 		     __u64 size);
 const struct fuzz_window *pick_window(struct fuzz *fz,

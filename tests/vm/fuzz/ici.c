@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ICI: the slice and the ports in GET_INFO, LINK_INFO, and WINDOW_OPEN and
+ * ICI: the slice in GET_PARAM, LINK_INFO, and WINDOW_OPEN and
  * WINDOW_CLOSE against the windows the fuzzer's files hold.  Window ids
  * are the chip's, shared by its files: the fuzzer knows which are open,
  * so it knows what every open must return.
@@ -54,38 +54,24 @@ static void report_port(struct fuzz *fz, const struct fuzz_file *f,
 		  p->peer_port, p->peer_slice, p->pad);
 }
 
-/* GET_INFO's slice and ports: consistent, and as the file first saw them. */
-void check_ici_info(struct fuzz *fz, struct fuzz_file *f,
-		    const struct drm_tessera_info *a)
+/* GET_PARAM's slice: as the file first saw it. */
+bool check_ici_param(const struct fuzz_file *f, __u32 param, __u32 index,
+		     __u64 value)
 {
-	static const struct drm_tessera_port none;
-	__u32 chips = 1, index = 0, d, p;
-	bool coords_ok = true;
-
-	for (d = 0; d < 3; d++) {
-		coords_ok &= a->topology[d] && a->coords[d] < a->topology[d];
-		index += a->coords[d] * chips;
-		chips *= a->topology[d];
+	switch (param) {
+	case DRM_TESSERA_PARAM_COORDS:
+		return value == f->coords[index];
+	case DRM_TESSERA_PARAM_TOPOLOGY:
+		return value > f->coords[index] && value <= 255;
+	case DRM_TESSERA_PARAM_PORTS_WIRED:
+		return value == f->ports_wired;
+	case DRM_TESSERA_PARAM_MAX_WINDOWS:
+		return value == (f->ici_ports ? DRM_TESSERA_MAX_WINDOWS : 0);
+	case DRM_TESSERA_PARAM_WRAP:
+		return !(value & ~7ull);
+	default:
+		return true;
 	}
-	if (!coords_ok || a->slice_chips != chips || a->slice_index != index ||
-	    (a->wrap & ~7u))
-		violation(fz, "GET_INFO: chip %u of %u at %u,%u,%u in a %ux%ux%u slice, wrap 0x%x",
-			  a->slice_index, a->slice_chips, a->coords[0],
-			  a->coords[1], a->coords[2], a->topology[0],
-			  a->topology[1], a->topology[2], a->wrap);
-	if (a->ici_ports > DRM_TESSERA_MAX_PORTS ||
-	    ((a->caps & TSR_CAP_ICI) && a->ici_ports != f->ici_ports) ||
-	    a->ports_wired != f->ports_wired ||
-	    a->ports_wired >> (a->ici_ports & 31) ||
-	    a->max_windows != (f->ici_ports ? DRM_TESSERA_MAX_WINDOWS : 0) ||
-	    a->pad3)
-		violation(fz, "GET_INFO: %u ports (was %u), wired 0x%x (was 0x%x), %u windows, pad3 %u",
-			  a->ici_ports, f->ici_ports, a->ports_wired,
-			  f->ports_wired, a->max_windows, a->pad3);
-	for (p = 0; p < DRM_TESSERA_MAX_PORTS; p++)
-		if (p < a->ici_ports ? !port_ok(f, p, &a->ports[p]) :
-				       !!memcmp(&a->ports[p], &none, sizeof(none)))
-			report_port(fz, f, "GET_INFO", p, &a->ports[p]);
 }
 
 static void check_link_info(struct fuzz *fz, const struct fuzz_file *f,

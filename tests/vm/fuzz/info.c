@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Calls that make nothing: GET_INFO, PING and GET_COUNTERS checked against
- * what the fuzzer knows (ici.c checks the slice and the ports), ioctl
- * numbers past the driver's table, fdinfo.
+ * Calls that make nothing: GET_PARAM checked against what the fuzzer knows
+ * (ici.c checks the slice), ioctl numbers past the driver's table, fdinfo.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,86 +11,58 @@
 
 #include "fuzz.h"
 
-void op_get_info(struct fuzz *fz, struct fuzz_file *f)
-{
-	struct drm_tessera_info *a = (void *)fz->arg;
-	bool valid;
+/* The last GET_PARAM parameter the driver knows. */
+#define LAST_PARAM	DRM_TESSERA_PARAM_SC_SPMEM_KIB
 
-	memset(a, 0, sizeof(*a));
-	valid = !mutate(fz, f, OP_GET_INFO, a);
-	if (fuzz_ioctl(fz, f, OP_GET_INFO, a, valid) || !fz->out_ok)
-		return;
-	if (a->chip_id != TSR_CHIP_ID ||
-	    a->uapi_version != DRM_TESSERA_UAPI_VERSION ||
-	    a->num_queues != f->num_queues || a->context_id != f->context_id ||
-	    a->hbm_size != f->hbm_size || a->hbm_free > a->hbm_size ||
-	    a->pad[0] | a->pad[1] | a->pad[2] | a->pad2)
-		violation(fz, "GET_INFO: chip 0x%x uapi %u queues %u context %u (was %u) hbm %llu free %llu",
-			  a->chip_id, a->uapi_version, a->num_queues,
-			  a->context_id, f->context_id,
-			  (unsigned long long)a->hbm_size,
-			  (unsigned long long)a->hbm_free);
-	check_ici_info(fz, f, a);
+static bool param_takes_index(__u32 param)
+{
+	return param == DRM_TESSERA_PARAM_TOPOLOGY ||
+	       param == DRM_TESSERA_PARAM_COORDS;
 }
 
-void op_ping(struct fuzz *fz, struct fuzz_file *f)
+/* What the file knows of @param agrees with @value. */
+static bool param_ok(const struct fuzz_file *f, __u32 param, __u32 index,
+		     __u64 value)
 {
-	struct drm_tessera_ping *a = (void *)fz->arg;
-	bool valid;
-
-	memset(a, 0, sizeof(*a));
-	a->cookie = rnd(fz);
-	/* Tiny timeouts may expire; long ones are not worth a lost interrupt. */
-	if (one_in(fz, 2))
-		a->timeout_ms = one_in(fz, 2) ? 1 + below(fz, 4) :
-						1 + below(fz, 2000);
-	valid = !mutate(fz, f, OP_PING, a);
-	if (a->timeout_ms > 2000 &&
-	    a->timeout_ms <= DRM_TESSERA_PING_MAX_TIMEOUT_MS)
-		a->timeout_ms = 2000;
-	if (fuzz_ioctl(fz, f, OP_PING, a, valid) || !fz->out_ok)
-		return;
-	if (a->echo != a->cookie)
-		violation(fz, "PING of cookie 0x%08x echoed 0x%08x", a->cookie,
-			  a->echo);
+	switch (param) {
+	case DRM_TESSERA_PARAM_CHIP_ID:
+		return value == TSR_CHIP_ID;
+	case DRM_TESSERA_PARAM_NUM_QUEUES:
+		return value == f->num_queues;
+	case DRM_TESSERA_PARAM_CONTEXT_ID:
+		return value == f->context_id;
+	case DRM_TESSERA_PARAM_HBM_SIZE:
+		return value == f->hbm_size;
+	default:
+		return check_ici_param(f, param, index, value);
+	}
 }
 
 /*
- * Driver counters never go back; no more jobs end than were submitted, no
- * port goes down more often than it came up.
+ * Parameters 0 to past the last, indexes mostly right: an unknown
+ * parameter, or an index the parameter does not take, is EINVAL.
  */
-static void check_counters(struct fuzz *fz, struct fuzz_file *f,
-			   const struct drm_tessera_counters *c)
+void op_get_param(struct fuzz *fz, struct fuzz_file *f)
 {
-	const __u64 *now = &c->jobs_submitted, *was = &f->counters.jobs_submitted;
-	unsigned int i, n = &c->link_ups - &c->jobs_submitted + 1;
-
-	for (i = 0; i < n; i++)
-		if (now[i] < was[i])
-			violation(fz, "GET_COUNTERS: driver counter %u went from %llu to %llu",
-				  i, (unsigned long long)was[i],
-				  (unsigned long long)now[i]);
-	if (c->jobs_completed + c->jobs_failed > c->jobs_submitted)
-		violation(fz, "GET_COUNTERS: %llu jobs completed and %llu failed of %llu submitted",
-			  (unsigned long long)c->jobs_completed,
-			  (unsigned long long)c->jobs_failed,
-			  (unsigned long long)c->jobs_submitted);
-	if (c->link_downs > c->link_ups)
-		violation(fz, "GET_COUNTERS: links went down %llu times and up %llu",
-			  (unsigned long long)c->link_downs,
-			  (unsigned long long)c->link_ups);
-	f->counters = *c;
-}
-
-void op_get_counters(struct fuzz *fz, struct fuzz_file *f)
-{
-	struct drm_tessera_counters *a = (void *)fz->arg;
-	bool valid;
+	struct drm_tessera_get_param *a = (void *)fz->arg;
+	bool mutated, known;
 
 	memset(a, 0, sizeof(*a));
-	valid = !mutate(fz, f, OP_GET_COUNTERS, a);
-	if (!fuzz_ioctl(fz, f, OP_GET_COUNTERS, a, valid) && fz->out_ok)
-		check_counters(fz, f, a);
+	a->param = below(fz, LAST_PARAM + 2);
+	if (one_in(fz, 4))
+		a->index = below(fz, 4);
+	mutated = mutate(fz, f, OP_GET_PARAM, a);
+	known = a->param >= 1 && a->param <= LAST_PARAM &&
+		a->index < (param_takes_index(a->param) ? 3u : 1u);
+	if (fuzz_ioctl(fz, f, OP_GET_PARAM, a, known && !mutated) ||
+	    !fz->out_ok)
+		return;
+	if (!known)
+		violation(fz, "GET_PARAM %u index %u succeeded", a->param,
+			  a->index);
+	else if (!param_ok(f, a->param, a->index, a->value))
+		violation(fz, "GET_PARAM %u index %u: %llu", a->param, a->index,
+			  (unsigned long long)a->value);
 }
 
 /* The driver's last ioctl: the numbers past it are unknown. */

@@ -13,18 +13,10 @@
 #define FIELD(type, member, kind) \
 	{ #member, offsetof(type, member), sizeof(((type *)0)->member), kind }
 
-static const struct fuzz_field info_fields[] = {
-	FIELD(struct drm_tessera_info, flags, FK_VAL),
-	FIELD(struct drm_tessera_info, chip_id, FK_VAL),
-	FIELD(struct drm_tessera_info, context_id, FK_VAL),
-	{ }
-};
-
-static const struct fuzz_field ping_fields[] = {
-	FIELD(struct drm_tessera_ping, cookie, FK_VAL),
-	FIELD(struct drm_tessera_ping, flags, FK_VAL),
-	FIELD(struct drm_tessera_ping, timeout_ms, FK_VAL),
-	FIELD(struct drm_tessera_ping, echo, FK_VAL),
+static const struct fuzz_field get_param_fields[] = {
+	FIELD(struct drm_tessera_get_param, param, FK_VAL),
+	FIELD(struct drm_tessera_get_param, index, FK_VAL),
+	FIELD(struct drm_tessera_get_param, value, FK_VAL),
 	{ }
 };
 
@@ -66,12 +58,6 @@ static const struct fuzz_field job_status_fields[] = {
 	FIELD(struct drm_tessera_job_status, seq, FK_VAL),
 	FIELD(struct drm_tessera_job_status, flags, FK_VAL),
 	FIELD(struct drm_tessera_job_status, state, FK_VAL),
-	{ }
-};
-
-static const struct fuzz_field counters_fields[] = {
-	FIELD(struct drm_tessera_counters, flags, FK_VAL),
-	FIELD(struct drm_tessera_counters, pad, FK_VAL),
 	{ }
 };
 
@@ -179,7 +165,6 @@ static const struct fuzz_field no_fields[] = {
  * takes.  EINTR/ERESTARTSYS cannot happen: no signal is ever sent.
  */
 static const int info_errnos[] = { EINVAL, EFAULT, ENODEV, 0 };
-static const int ping_errnos[] = { EINVAL, EFAULT, ENODEV, ETIMEDOUT, 0 };
 static const int bo_create_errnos[] = { EINVAL, EFAULT, ENODEV, ENOMEM, 0 };
 static const int bo_info_errnos[] = { EINVAL, EFAULT, ENOENT, ENOMEM, 0 };
 static const int submit_errnos[] = {
@@ -223,10 +208,8 @@ static const int no_errnos[] = { 0 };
 
 /* Weights: what the time in the VM allows, cheap calls dominate. */
 const struct fuzz_op_desc fuzz_ops[OP_COUNT] = {
-	DRIVER_OP(GET_INFO, struct drm_tessera_info, 8, info_fields,
-		  info_errnos, op_get_info),
-	DRIVER_OP(PING, struct drm_tessera_ping, 3, ping_fields, ping_errnos,
-		  op_ping),
+	DRIVER_OP(GET_PARAM, struct drm_tessera_get_param, 8, get_param_fields,
+		  info_errnos, op_get_param),
 	DRIVER_OP(BO_CREATE, struct drm_tessera_bo_create, 6,
 		  bo_create_fields, bo_create_errnos, op_bo_create),
 	DRIVER_OP(BO_INFO, struct drm_tessera_bo_info, 8, bo_info_fields,
@@ -235,8 +218,6 @@ const struct fuzz_op_desc fuzz_ops[OP_COUNT] = {
 		  submit_errnos, op_submit),
 	DRIVER_OP(JOB_STATUS, struct drm_tessera_job_status, 8,
 		  job_status_fields, job_status_errnos, op_job_status),
-	DRIVER_OP(GET_COUNTERS, struct drm_tessera_counters, 4,
-		  counters_fields, info_errnos, op_get_counters),
 	DRIVER_OP(WINDOW_OPEN, struct drm_tessera_window_open, 3,
 		  window_open_fields, window_open_errnos, op_window_open),
 	DRIVER_OP(WINDOW_CLOSE, struct drm_tessera_window_close, 2,

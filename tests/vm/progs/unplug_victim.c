@@ -19,7 +19,7 @@ static int fail(const char *what, int err)
 
 int main(void)
 {
-	struct drm_tessera_info info;
+	struct tsr_info info;
 	struct tsr_cmds c = { 0 };
 	struct tsr_bo sem;
 	const struct tsr_bo *bos[] = { &sem };
@@ -58,7 +58,7 @@ int main(void)
 		return fail("the job did not end with the device", ETIMEDOUT);
 	ret = tsr_info(fd, &info);
 	if (ret != -ENODEV)
-		return fail("GET_INFO after the unplug", ret);
+		return fail("GET_PARAM after the unplug", ret);
 	/* The HBM mapping is gone with the BAR: do not touch it. */
 	close(fence);
 	close(fd);
