@@ -456,6 +456,12 @@ KERNEL_CHECKPATCH := $(B)/deps/linux-source/scripts/checkpatch.pl
 QEMU_CHECKPATCH := $(QEMU_SRC)/scripts/checkpatch.pl
 KERNEL_LINT_FILES := $(wildcard driver/*.[ch] uapi/drm/*.h include/tessera/*.h)
 QEMU_LINT_FILES := $(shell find qemu-device -name '*.[ch]')
+# The tests' C (tests/host/tessera_chip.h is the chip core's host, QEMU's
+# dialect), and every Python program of tests/ and tools/.
+TEST_LINT_FILES := $(filter-out tests/host/tessera_chip.h,\
+	$(wildcard tests/*/*.[ch] tests/*/*/*.[ch]))
+PY_LINT_FILES := tests/run-checks $(wildcard tests/*/*.py tools/*.py) \
+	$(shell grep -ls '^\#!.*python' tools/tessera-*)
 
 lint: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
 	@echo "lint: kernel checkpatch --strict on driver/, uapi/ and include/tessera/"
@@ -465,6 +471,9 @@ lint: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
 	@cd $(QEMU_SRC) && for f in $(QEMU_LINT_FILES); do \
 		perl $(QEMU_CHECKPATCH) --no-tree --terse -f $(REPO)/$$f || exit 1; \
 	done
+	@echo "lint: the tests' C (kernel checkpatch, as kselftests) and Python (pyflakes)"
+	@mk/lint-tests $(KERNEL_CHECKPATCH) $(TEST_LINT_FILES)
+	@pyflakes3 $(PY_LINT_FILES)
 	@echo "lint: sparse on the driver"
 	@# A tree of its own: relinking build/kmod would change the module
 	@# that the checks running beside lint compare the guest's against.

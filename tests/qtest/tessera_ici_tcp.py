@@ -13,7 +13,6 @@ counts the reconnect (ici-reconnects).  Run by tessera_qtest.py as the
 
 import socket
 import threading
-import time
 
 from tessera_harness import C, Qtest, check
 from tessera_ici_peer import (SLICE, HELLO, Peer, counter, port_reg, state,

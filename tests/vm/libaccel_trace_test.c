@@ -446,7 +446,7 @@ TEST_F(uapi, every_bad_trace_field_is_refused)
 	unsigned int i;
 
 	tsr_emit_nop(&self->cmds);
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
 		uint32_t handle = bad[i].other_handle ? self->cmds.bo.handle :
 				  self->trace.handle;
 		int ret = submit_traced(self, bad[i].flags, bad[i].bo_flags,

@@ -33,6 +33,11 @@
 #include <drm/tessera_accel.h>
 #include <tessera/chip.h>
 
+/* The harness's kselftest.h has it; the benchmarks include this alone. */
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
 /* Longest a test waits for a job: several job timeouts. */
 #define TSR_TEST_WAIT_NS	(30ull * 1000 * 1000 * 1000)
 
@@ -124,7 +129,7 @@ static inline int tsr_info(int fd, struct tsr_info *info)
 	int ret;
 
 	memset(info, 0, sizeof(*info));
-	for (i = 0; i < sizeof(tsr_info_params) / sizeof(tsr_info_params[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(tsr_info_params); i++) {
 		uint32_t v32;
 
 		ret = tsr_param(fd, tsr_info_params[i].param, 0, &v);
@@ -441,7 +446,7 @@ static const char *const tsr_counter_files[] = {
 	"irq_count", "hbm_free",
 };
 
-_Static_assert(sizeof(tsr_counter_files) / sizeof(tsr_counter_files[0]) ==
+_Static_assert(ARRAY_SIZE(tsr_counter_files) ==
 	       sizeof(struct tsr_counters) / sizeof(uint64_t),
 	       "a sysfs file per counter");
 
@@ -471,7 +476,7 @@ static inline int tsr_counters(int fd, struct tsr_counters *c)
 	uint64_t *field = (uint64_t *)c;
 	unsigned int i;
 
-	for (i = 0; i < sizeof(tsr_counter_files) / sizeof(tsr_counter_files[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(tsr_counter_files); i++) {
 		long long v = tsr_fd_sysfs(fd, tsr_counter_files[i]);
 
 		if (v < 0)
@@ -521,8 +526,7 @@ static inline int tsr_debugfs_write(const char *pci, const char *name,
 		*strrchr(path, '/') = '\0';
 		if (ret == -ENOENT && !strncmp(name, "fault_", 6) &&
 		    !access(path, F_OK))
-			tsr_skip_test("needs fault injection: boot the chip with "
-				      "debug-regs=on (tessera-vm -d debug-regs=on)");
+			tsr_skip_test("needs fault injection: boot the chip with debug-regs=on (tessera-vm -d debug-regs=on)");
 #endif
 		return ret;
 	}

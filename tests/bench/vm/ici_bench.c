@@ -103,9 +103,9 @@ static void sender(int fd, const struct tsr_info *info,
 		bool drops = pass % 2 == 0;
 		double secs, cycles, gbps;
 
-		if (pass > 0 &&
-		    (ret = tsr_debugfs_write(pci, "ici0/fault_drop_ppm",
-					     drops ? drop_ppm : 0)))
+		ret = pass ? tsr_debugfs_write(pci, "ici0/fault_drop_ppm",
+					       drops ? drop_ppm : 0) : 0;
+		if (ret)
 			die("fault_drop_ppm (debug-regs=on?)", ret);
 		for (i = 0; i < iter; i++)
 			emit_write(&c, src.va, XFER, true);

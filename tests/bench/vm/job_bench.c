@@ -116,10 +116,14 @@ static void bench_matmul(int fd, const struct tsr_info *info)
 	size_t i;
 	int ret;
 
-	if ((ret = tsr_bo_create(fd, 4096, 0, &c.bo)) ||
-	    (ret = tsr_bo_create(fd, MM * MM * 2, DRM_TESSERA_BO_HBM, &a)) ||
-	    (ret = tsr_bo_create(fd, MM * MM * 2, DRM_TESSERA_BO_HBM, &b)) ||
-	    (ret = tsr_bo_create(fd, MM * MM * 4, DRM_TESSERA_BO_HBM, &out)))
+	ret = tsr_bo_create(fd, 4096, 0, &c.bo);
+	if (!ret)
+		ret = tsr_bo_create(fd, MM * MM * 2, DRM_TESSERA_BO_HBM, &a);
+	if (!ret)
+		ret = tsr_bo_create(fd, MM * MM * 2, DRM_TESSERA_BO_HBM, &b);
+	if (!ret)
+		ret = tsr_bo_create(fd, MM * MM * 4, DRM_TESSERA_BO_HBM, &out);
+	if (ret)
 		die("matmul buffers", ret);
 	pa = a.map;
 	pb = b.map;
