@@ -481,17 +481,9 @@ TEST_F(slice, window_ioctls_check_every_field)
 static long long param_read(const char *name)
 {
 	char path[128];
-	long long v = -1;
-	FILE *f;
 
 	snprintf(path, sizeof(path), PARAMS "%s", name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return tsr_read_number(path);
 }
 
 static int param_write(const char *name, long long v)

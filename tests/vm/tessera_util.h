@@ -450,25 +450,31 @@ _Static_assert(ARRAY_SIZE(tsr_counter_files) ==
 	       sizeof(struct tsr_counters) / sizeof(uint64_t),
 	       "a sysfs file per counter");
 
-/* The sysfs file tessera/@name of the chip behind @fd, or -1. */
-static inline long long tsr_fd_sysfs(int fd, const char *name)
+/* The number file @path holds (a sysfs attribute, a parameter), or -1. */
+static inline long long tsr_read_number(const char *path)
 {
-	char path[128];
 	long long v = -1;
-	struct stat st;
-	FILE *f;
+	FILE *f = fopen(path, "r");
 
-	if (fstat(fd, &st))
-		return -1;
-	snprintf(path, sizeof(path), "/sys/class/accel/accel%u/device/tessera/%s",
-		 minor(st.st_rdev), name);
-	f = fopen(path, "r");
 	if (!f)
 		return -1;
 	if (fscanf(f, "%lld", &v) != 1)
 		v = -1;
 	fclose(f);
 	return v;
+}
+
+/* The sysfs file tessera/@name of the chip behind @fd, or -1. */
+static inline long long tsr_fd_sysfs(int fd, const char *name)
+{
+	char path[128];
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -1;
+	snprintf(path, sizeof(path), "/sys/class/accel/accel%u/device/tessera/%s",
+		 minor(st.st_rdev), name);
+	return tsr_read_number(path);
 }
 
 static inline int tsr_counters(int fd, struct tsr_counters *c)
@@ -557,18 +563,10 @@ static inline int tsr_write_file(const char *path, const char *text)
 static inline long long tsr_sysfs_counter(const char *pci, const char *name)
 {
 	char path[128];
-	long long v = -1;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/tessera/%s", pci,
 		 name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return tsr_read_number(path);
 }
 
 /* A socket on the kernel's uevents, or -errno. */
