@@ -9,8 +9,11 @@
  *   ping               write "COOKIE [TIMEOUT_MS]": the chip echoes COOKIE
  *                      through its ping register and device interrupt;
  *                      then read "ECHO LATENCY_NS" of this open file's ping
- *   fail_bo_alloc      fail the next N BO_CREATEs with -ENOMEM
- *   fail_submit        fail the next N SUBMITs with -ENOMEM, late
+ *   fail_bo_map/       failure points of the kernel's fault-injection
+ *   fail_submit/       framework (Documentation/fault-injection/), with
+ *                      CONFIG_FAULT_INJECTION_DEBUG_FS: a buffer's mapping
+ *                      into a context, as BO_CREATE or a PRIME import
+ *                      makes it, and SUBMIT late, fail with -ENOMEM
  *   submit_wait_done   the next N SUBMITs return only once their job has
  *                      run and could have been freed (a use-after-free
  *                      trap for the debug kernel's KASAN)
@@ -25,6 +28,7 @@
  */
 
 #include <linux/debugfs.h>
+#include <linux/fault-inject.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/seq_file.h>
@@ -40,6 +44,10 @@
 #include "tessera_ici.h"
 #include "tessera_mmu.h"
 #include "tessera_reset.h"
+
+/* The driver's, shared by its chips, as msm's and xe's failure points are. */
+DECLARE_FAULT_ATTR(tessera_fail_bo_map);
+DECLARE_FAULT_ATTR(tessera_fail_submit);
 
 static struct tessera_device *tessera_seq_tdev(struct seq_file *m)
 {
@@ -474,10 +482,8 @@ void tessera_debugfs_init(struct tessera_device *tdev)
 	 * wakes.
 	 */
 	debugfs_create_file_unsafe("ping", 0600, root, tdev, &tessera_ping_fops);
-	debugfs_create_atomic_t("fail_bo_alloc", 0600, root,
-				&tdev->inject_bo_failures);
-	debugfs_create_atomic_t("fail_submit", 0600, root,
-				&tdev->inject_submit_failures);
+	fault_create_debugfs_attr("fail_bo_map", root, &tessera_fail_bo_map);
+	fault_create_debugfs_attr("fail_submit", root, &tessera_fail_submit);
 	debugfs_create_atomic_t("submit_wait_done", 0600, root,
 				&tdev->inject_submit_wait_done);
 	debugfs_create_atomic_t("timeout_wait_free", 0600, root,

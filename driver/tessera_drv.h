@@ -7,6 +7,7 @@
 
 #include <linux/atomic.h>
 #include <linux/completion.h>
+#include <linux/fault-inject.h>
 #include <linux/ratelimit.h>
 #include <linux/uidgid.h>
 #include <linux/idr.h>
@@ -194,8 +195,6 @@ struct tessera_queue {
  * @hbm_mm: allocator of HBM
  * @hbm_used: bytes of HBM allocated
  * @counters: driver counters, enum tessera_counter
- * @inject_bo_failures: fail this many coming buffer allocations (debugfs)
- * @inject_submit_failures: fail this many coming submits (debugfs)
  * @inject_submit_wait_done: this many coming submits wait for their job to
  *	run and be freed before returning (debugfs)
  * @inject_timeout_wait_free: this many coming lost-interrupt timeouts let
@@ -246,8 +245,6 @@ struct tessera_device {
 	u64 hbm_used;
 
 	atomic64_t counters[TESSERA_CNT_COUNT];
-	atomic_t inject_bo_failures;
-	atomic_t inject_submit_failures;
 	atomic_t inject_submit_wait_done;
 	atomic_t inject_timeout_wait_free;
 
@@ -298,6 +295,14 @@ static inline u64 tessera_counter(struct tessera_device *tdev,
 {
 	return atomic64_read(&tdev->counters[c]);
 }
+
+/*
+ * The driver's failure points on the kernel's fault-injection framework
+ * (debugfs fail_bo_map, fail_submit); without CONFIG_FAULT_INJECTION they
+ * are empty and should_fail() is false.
+ */
+extern struct fault_attr tessera_fail_bo_map;
+extern struct fault_attr tessera_fail_submit;
 
 /* Consume one injected failure, if any is armed. */
 static inline bool tessera_inject(atomic_t *armed)

@@ -88,7 +88,10 @@ static struct tessera_mapping *tessera_mapping_create(struct tessera_bo *bo,
 		return ERR_PTR(ret == -ENOSPC ? -ENOMEM : ret);
 	}
 
-	if (bo->hbm)
+	/* A failure point where the page tables' allocation may fail. */
+	if (should_fail(&tessera_fail_bo_map, size))
+		ret = -ENOMEM;
+	else if (bo->hbm)
 		ret = tessera_mmu_map_hbm(ctx, map->va.start, bo->hbm_node.start,
 					  size, prot);
 	else
@@ -546,11 +549,6 @@ int tessera_ioctl_bo_create(struct drm_device *drm, void *data,
 		return -EINVAL;
 	}
 	size = PAGE_ALIGN(args->size);
-	if (tessera_inject(&tdev->inject_bo_failures)) {
-		drm_dbg(drm, "BO_CREATE: injected allocation failure\n");
-		return -ENOMEM;
-	}
-
 	/* Only HBM needs the chip; system memory is the kernel's. */
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;

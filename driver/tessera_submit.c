@@ -526,7 +526,7 @@ int tessera_ioctl_submit(struct drm_device *drm, void *data,
 		goto out_unlock;
 	ret = tessera_submit_add_in_syncs(job, file, args, arrays.syncs) ?:
 	      tessera_submit_reserve(job, &acquire);
-	if (!ret && tessera_inject(&tdev->inject_submit_failures)) {
+	if (!ret && should_fail(&tessera_fail_submit, 1)) {
 		drm_dbg(drm, "SUBMIT: injected failure\n");
 		drm_gem_unlock_reservations(job->bos, job->bo_count, &acquire);
 		ret = -ENOMEM;

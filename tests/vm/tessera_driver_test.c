@@ -11,6 +11,7 @@
  */
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -50,6 +51,9 @@ FIXTURE_TEARDOWN(drv)
 		kill(self->helper, SIGKILL);
 		waitpid(self->helper, NULL, 0);
 	}
+	/* Failures armed and not injected would fail the next tests. */
+	tsr_debugfs_write(self->pci, "fail_bo_map/probability", 0);
+	tsr_debugfs_write(self->pci, "fail_submit/probability", 0);
 	close(self->fd);
 }
 
@@ -1059,21 +1063,117 @@ TEST_F(drv, force_recovery_resets_the_chip)
 	RUN_OK(0);
 }
 
-TEST_F(drv, injected_allocation_and_submit_failures)
+/*
+ * Arm the driver's failure point @name (a fault_attr of the kernel's
+ * fault-injection framework) to fail its next @times calls, quietly.
+ * Debian's kernel has no CONFIG_FAULT_INJECTION, so no failure points:
+ * the test is skipped there, saying where they are.
+ */
+static void fail_point_arm(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(drv) *self, const char *name,
+			   unsigned int times)
 {
-	struct drm_tessera_bo_create c = { .size = 4096 };
+	static const char *const knobs[] = {
+		"verbose", "interval", "times", "probability",
+	};
+	const unsigned int values[] = { 0, 1, times, 100 };
+	char path[64];
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(knobs); i++) {
+		snprintf(path, sizeof(path), "%s/%s", name, knobs[i]);
+		if (tsr_debugfs_write(self->pci, path, values[i]) == -ENOENT)
+			tsr_skip_test("kernel without CONFIG_FAULT_INJECTION: the failure points are on the debug kernel (make check-debug T=tessera_driver_test)");
+		ASSERT_EQ(0, tsr_debugfs_write(self->pci, path, values[i]));
+	}
+}
+
+/* The failures @name has still to inject. */
+static long long fail_point_pending(FIXTURE_DATA(drv) *self, const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/%s/times",
+		 self->pci, name);
+	return tsr_read_number(path);
+}
+
+/*
+ * As an unprivileged user with an RLIMIT_MEMLOCK of 2 MiB: a 2 MiB buffer
+ * whose creation fails must give its charge back, or the next one cannot
+ * be made.  Exit status: 0, or the step that failed.
+ */
+static void create_twice_as_user(int fd)
+{
+	struct rlimit rl = { 2 * MIB, 2 * MIB };
+	struct drm_tessera_bo_create c = { .size = 2 * MIB };
+
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setresuid(65534, 65534, 65534))
+		_exit(1);
+	if (tsr_ioctl(fd, DRM_IOCTL_TESSERA_BO_CREATE, &c) != -ENOMEM)
+		_exit(2);
+	_exit(tsr_ioctl(fd, DRM_IOCTL_TESSERA_BO_CREATE, &c) ? 3 : 0);
+}
+
+/*
+ * fail_bo_map fails the buffer's mapping into the context, the last step
+ * of BO_CREATE: everything before it is undone, nothing is leaked (the
+ * debug kernel's kmemleak scans after the tests).
+ */
+TEST_F(drv, a_failed_buffer_mapping_fails_bo_create_and_leaks_nothing)
+{
+	struct drm_tessera_bo_create c = {
+		.size = MIB, .flags = DRM_TESSERA_BO_HBM,
+	};
+	long long hbm_free = counter(self, "hbm_free");
+	int status;
+
+	fail_point_arm(_metadata, self, "fail_bo_map", 1);
+	EXPECT_EQ(-ENOMEM, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_CREATE, &c));
+	EXPECT_EQ(0, fail_point_pending(self, "fail_bo_map"));
+	/* The HBM range is free again. */
+	EXPECT_EQ(hbm_free, counter(self, "hbm_free"));
+	ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_CREATE, &c));
+	EXPECT_EQ(hbm_free - MIB, counter(self, "hbm_free"));
+
+	/* A system-memory buffer gives back its pinned-memory charges. */
+	fail_point_arm(_metadata, self, "fail_bo_map", 1);
+	self->helper = fork();
+	ASSERT_LE(0, self->helper);
+	if (!self->helper)
+		create_twice_as_user(self->fd);
+	ASSERT_EQ(self->helper, waitpid(self->helper, &status, 0));
+	self->helper = 0;
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, fail_point_pending(self, "fail_bo_map"));
+}
+
+/*
+ * fail_submit fails SUBMIT at its last step, with the job made, its
+ * buffers looked up and reserved and its out-sync taken: all is undone,
+ * no job number is used, no fence installed, and the buffers are free
+ * for the next SUBMIT.
+ */
+TEST_F(drv, a_late_submit_failure_is_undone)
+{
+	const struct tsr_bo *bos[] = { &self->host, &self->hbm };
+	long long submitted = counter(self, "jobs_submitted");
 	uint64_t seq;
 
-	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fail_bo_alloc", 1));
-	EXPECT_EQ(-ENOMEM, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_CREATE, &c));
-	EXPECT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_CREATE, &c));
-
 	tsr_emit_nop(&self->c);
-	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fail_submit", 1));
-	EXPECT_EQ(-ENOMEM, tsr_submit(self->fd, &self->c, 0, NULL, 0, 0, NULL));
-	ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, NULL, 0, 0, &seq));
-	/* The failed submit used no sequence number. */
+	fail_point_arm(_metadata, self, "fail_submit", 1);
+	EXPECT_EQ(-ENOMEM, tsr_submit(self->fd, &self->c, 0, bos, 2, self->sync,
+				      NULL));
+	EXPECT_EQ(0, fail_point_pending(self, "fail_submit"));
+	EXPECT_EQ(submitted, counter(self, "jobs_submitted"));
+	/* Without WAIT_FOR_SUBMIT, a syncobj with no fence is EINVAL. */
+	EXPECT_EQ(-1, drmSyncobjWait(self->fd, &self->sync, 1, 0, 0, NULL));
+	EXPECT_EQ(EINVAL, errno);
+
+	ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, bos, 2, self->sync, &seq));
 	EXPECT_EQ(1, seq);
+	EXPECT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
 }
 
 TEST_F(drv, repeated_faults_ban_the_context_only)

@@ -186,10 +186,8 @@ FIXTURE_TEARDOWN(fuzz)
 		forget_dmabuf(fz, &fz->dmabuf[0]);
 	close(fz->null_fd);
 	/* Injected failures nobody consumed would fail the next tests. */
-	if (fz->debugfs[0]) {
-		debugfs_write(fz, "fail_bo_alloc", 0);
-		debugfs_write(fz, "fail_submit", 0);
-	}
+	if (fz->fail_points)
+		fail_points_set(fz, 0);
 	/* A chip reset clears every chip fault. */
 	if (fz->faulted)
 		debugfs_write(fz, "force_recovery", 1);

@@ -192,6 +192,7 @@ struct fuzz {
 	bool reported[256];	/* undocumented fence errors reported */
 	unsigned int hangs;
 	char debugfs[320];	/* the device's debugfs directory, or "" */
+	bool fail_points;	/* the driver's failure points are there */
 	bool debug_regs;	/* the chip's fault injection is there */
 	bool faulted;		/* a chip fault was injected */
 	bool irqs_dropped;	/* interrupts may have been lost */
@@ -346,6 +347,7 @@ int debugfs_write(const struct fuzz *fz, const char *knob,
 		  unsigned int value);
 void op_chaos(struct fuzz *fz, struct fuzz_file *f);
 void find_debugfs(struct fuzz *fz);
+int fail_points_set(const struct fuzz *fz, unsigned int probability);
 
 /* racer.c */
 extern const int race_errnos[];
