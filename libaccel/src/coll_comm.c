@@ -889,7 +889,10 @@ void accel_comm_destroy(struct accel_comm *comm)
 		handshake(comm, goodbye_sem, 1);
 	for (i = 0; i < comm->count; i++) {
 		struct comm_chip *chip = &comm->chip[i];
+		unsigned int q;
 
+		for (q = 0; q < COLL_BATCH; q++)
+			accel_cmdbuf_destroy(chip->cb[q]);
 		accel_window_close(chip->window);
 		accel_buffer_destroy(chip->window_buf);
 		accel_buffer_destroy(chip->scratch);

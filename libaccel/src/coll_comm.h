@@ -45,6 +45,8 @@
 #include "coll_plan.h"
 
 #define COMM_SLOTS		2
+/* Jobs of a call a chip submits at once. */
+#define COLL_BATCH		64
 #define SEM_DATA(ch)		(8ull * (ch))
 #define SEM_CREDIT(ch)		(256 + 8ull * (ch))
 #define SEM_MEET(colour, s)	(512 + 16ull * (colour) + 8ull * (s))
@@ -84,6 +86,13 @@ struct comm_chip {
 	bool planned;
 	struct coll_params plan_params;
 	struct coll_plan plan;
+	/*
+	 * The command buffers of a call's jobs on the chip, made as needed
+	 * and kept from call to call with their device copies: fresh ones
+	 * took their copies from the device's pool, which asks the driver
+	 * about every pooled copy's jobs.
+	 */
+	struct accel_cmdbuf *cb[COLL_BATCH];
 };
 
 struct accel_comm {
@@ -116,7 +125,9 @@ struct accel_coll {
 	bool *opens;		/* the job starts its stream */
 	uint8_t *streams;	/* the job's stream */
 	bool *done;		/* the job has ended */
+	int *fds;		/* its sync file while watched, else -1 */
 	int result;
+	bool written;	/* a stream was written: the counters moved */
 	bool ended;
 	uint64_t start, end;	/* modeled: last stream start, last end */
 	uint64_t cycles;

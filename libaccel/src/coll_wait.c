@@ -10,17 +10,27 @@
 
 #include "coll_comm.h"
 
-/* Note that job @i ended with @ret: its modeled times, the first failure. */
-static void job_ended(struct accel_coll *coll, unsigned int i, int ret)
+/*
+ * Job @i's sync file signalled: how it went (one status query, which
+ * also gives its modeled times), the first failure.
+ */
+static void job_ended(struct accel_coll *coll, unsigned int i)
 {
 	struct accel_job_status st;
+	int ret = accel_job_status(coll->jobs[i], &st);
 
+	close(coll->fds[i]);
+	coll->fds[i] = -1;
 	coll->done[i] = true;
-	if (!accel_job_status(coll->jobs[i], &st)) {
+	/* Its fence signalled: a job still pending is what accel_job_wait() says. */
+	if (!ret && st.state == ACCEL_JOB_PENDING)
+		ret = ACCEL_ERR_IO;
+	if (!ret) {
 		if (coll->opens[i] && st.start_cycle > coll->start)
 			coll->start = st.start_cycle;
 		if (st.end_cycle > coll->end)
 			coll->end = st.end_cycle;
+		ret = st.result;
 	}
 	if (!ret)
 		return;
@@ -54,7 +64,10 @@ static int poll_timeout_ms(uint64_t deadline)
  * Every stream's jobs end in order, so only the first pending job of each
  * is watched: the first job to fail, on any stream of any local chip,
  * aborts the communicator at once, which ends the others' waits.  So does
- * a timeout, unless the caller only asked (@timeout_ns 0).
+ * a timeout, unless the caller only asked (@timeout_ns 0).  Each job's
+ * sync file is exported once, when it comes to be watched, and its status
+ * asked once, when it has signalled: a call's jobs mostly end together,
+ * and asking every job at every wake-up cost more ioctls than the submits.
  */
 int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
 {
@@ -67,23 +80,23 @@ int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
 		   now_ns() + timeout_ns;
 	while (!coll->ended) {
 		struct pollfd fds[STREAMS];
+		unsigned int job[STREAMS];
 		bool watched[STREAMS] = { false };
 		unsigned int i, n = 0;
 		int ret = ACCEL_OK, ready;
 
-		for (i = 0; i < coll->count && !ret; i++) {
+		for (i = 0; i < coll->count; i++) {
 			if (coll->done[i] || watched[coll->streams[i]])
 				continue;
-			ret = accel_job_wait(coll->jobs[i], 0);
-			if (ret != ACCEL_ERR_TIMEOUT) {
-				job_ended(coll, i, ret);
-				ret = ACCEL_OK;
-				continue;
-			}
 			watched[coll->streams[i]] = true;
-			ret = accel_job_export_sync_file(coll->jobs[i], &fds[n].fd);
-			if (!ret)
-				fds[n++].events = POLLIN;
+			if (coll->fds[i] < 0)
+				ret = accel_job_export_sync_file(coll->jobs[i],
+								 &coll->fds[i]);
+			if (ret)
+				break;
+			fds[n].fd = coll->fds[i];
+			fds[n].events = POLLIN;
+			job[n++] = i;
 		}
 		if (!ret && !n) {
 			coll->ended = true;
@@ -94,8 +107,9 @@ int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
 		ready = ret ? 0 : poll(fds, n, poll_timeout_ms(deadline));
 		if (ready < 0 && errno != EINTR)
 			ret = ACCEL_ERR_IO;
-		while (n)
-			close(fds[--n].fd);
+		for (i = 0; ready > 0 && i < n; i++)
+			if (fds[i].revents)
+				job_ended(coll, job[i]);
 		/*
 		 * A caller that gives up on the call would fall out of step
 		 * with the other hosts' calls: the slice gives up with it.
@@ -127,9 +141,13 @@ void accel_coll_destroy(struct accel_coll *coll)
 
 	if (!coll)
 		return;
-	for (i = 0; i < coll->count; i++)
+	for (i = 0; i < coll->count; i++) {
+		if (coll->fds[i] >= 0)
+			close(coll->fds[i]);
 		accel_job_destroy(coll->jobs[i]);
+	}
 	free(coll->jobs);
+	free(coll->fds);
 	free(coll->opens);
 	free(coll->streams);
 	free(coll->done);

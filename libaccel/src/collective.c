@@ -47,8 +47,15 @@ struct exec {
 	struct vmap in, acc, out;
 	struct accel_cmdbuf *cb;
 	unsigned int stream;
-	unsigned int stream_jobs;	/* submitted for this stream */
+	unsigned int stream_jobs;	/* written for this stream */
 	struct accel_coll *coll;
+	/*
+	 * Jobs written and not yet submitted, in the chip's command buffers
+	 * cb[0, batched): how each runs and whether it starts its stream.
+	 */
+	unsigned int batched;
+	struct accel_submit_opts opts[COLL_BATCH];
+	bool opens[COLL_BATCH];
 };
 
 /* ------------------------------------------------------------ layouts */
@@ -146,6 +153,7 @@ static int grow(struct accel_coll *coll)
 	struct accel_job **jobs = realloc(coll->jobs, cap * sizeof(*jobs));
 	bool *opens, *done;
 	uint8_t *streams;
+	int *fds;
 
 	if (!jobs)
 		return ACCEL_ERR_NO_MEMORY;
@@ -162,6 +170,10 @@ static int grow(struct accel_coll *coll)
 	if (!done)
 		return ACCEL_ERR_NO_MEMORY;
 	coll->done = done;
+	fds = realloc(coll->fds, cap * sizeof(*fds));
+	if (!fds)
+		return ACCEL_ERR_NO_MEMORY;
+	coll->fds = fds;
 	coll->cap = cap;
 	return ACCEL_OK;
 }
@@ -172,31 +184,94 @@ static int wait_sem(struct exec *x, uint64_t offset, uint64_t value)
 	return coll_wait_sem(x->comm, x->chip, x->cb, offset, value);
 }
 
-/* Submit what the stream has so far as a job on its queue. */
+/*
+ * Submit the chip's batch: every job its streams have written so far, the
+ * fewer submissions the better (each costs a system call and the driver's
+ * checks, 0.5 to 1 ms under TCG).
+ */
+static int submit_batch(struct exec *x)
+{
+	struct accel_coll *coll = x->coll;
+	unsigned int k, chip = (unsigned int)(x->chip - x->comm->chip);
+	int ret = ACCEL_OK;
+
+	while (!ret && coll->count + x->batched > coll->cap)
+		ret = grow(coll);
+	for (k = 0; !ret && k < x->batched; k++) {
+		unsigned int i = coll->count;
+
+		ret = accel_submit(x->chip->dev, x->chip->cb[k], &x->opts[k],
+				   &coll->jobs[i]);
+		if (ret)
+			break;
+		coll->opens[i] = x->opens[k];
+		coll->streams[i] = (uint8_t)(chip * TSR_MAX_QUEUES +
+					     x->opts[k].queue);
+		coll->done[i] = false;
+		coll->fds[i] = -1;
+		coll->count++;
+	}
+	x->batched = 0;
+	return ret;
+}
+
+/*
+ * Start the stream's next job in the chip's next command buffer: kept
+ * from call to call with its device copy, which the next call overwrites
+ * once the job that ran it has ended.
+ */
+static int begin_job(struct exec *x)
+{
+	struct accel_cmdbuf **cb = &x->chip->cb[x->batched];
+	int ret = *cb ? ACCEL_OK : accel_cmdbuf_create(x->chip->dev, cb);
+
+	x->cb = *cb;
+	if (!ret)
+		ret = accel_cmdbuf_reset(x->cb);
+	return ret ? ret : explicit_buffers(x);
+}
+
+/* End the stream's job so far: into the batch, submitted once full. */
 static int flush(struct exec *x)
 {
-	struct accel_submit_opts opts = { .queue = x->stream };
-	struct accel_coll *coll = x->coll;
-	struct accel_job *job;
-	int ret;
+	int ret = ACCEL_OK;
 
 	if (!accel_cmdbuf_count(x->cb))
 		return ACCEL_OK;
-	if (coll->count == coll->cap) {
-		ret = grow(coll);
-		if (ret)
-			return ret;
-	}
-	ret = accel_submit(x->chip->dev, x->cb, &opts, &job);
-	if (ret)
-		return ret;
-	coll->opens[coll->count] = !x->stream_jobs++;
-	coll->streams[coll->count] = (uint8_t)((x->chip - x->comm->chip) *
-					       TSR_MAX_QUEUES + x->stream);
-	coll->done[coll->count] = false;
-	coll->jobs[coll->count++] = job;
-	accel_cmdbuf_reset(x->cb);
-	return explicit_buffers(x);
+	x->opts[x->batched] = (struct accel_submit_opts){ .queue = x->stream };
+	x->opens[x->batched] = !x->stream_jobs++;
+	if (++x->batched == COLL_BATCH)
+		ret = submit_batch(x);
+	return ret ? ret : begin_job(x);
+}
+
+static int begin_stream(struct exec *x, unsigned int stream)
+{
+	x->coll->written = true;
+	x->stream = stream;
+	x->stream_jobs = 0;
+	return begin_job(x);
+}
+
+/* The stream's last job, unless it failed (@ret). */
+static int end_stream(struct exec *x, int ret)
+{
+	return ret ? ret : flush(x);
+}
+
+/*
+ * Submit the chip's jobs of the call, unless it failed (@ret); the
+ * command buffers let go of the call's buffers either way.
+ */
+static int finish(struct exec *x, int ret)
+{
+	unsigned int k;
+
+	if (!ret)
+		ret = submit_batch(x);
+	for (k = 0; k < COLL_BATCH && x->chip->cb[k]; k++)
+		accel_cmdbuf_reset(x->chip->cb[k]);
+	return ret;
 }
 
 static int room(struct exec *x)
@@ -519,26 +594,19 @@ static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
 		.slots = COMM_SLOTS,
 	};
 	ret = plan_for(chip, &x.params, &x.plan);
-	if (ret)
-		return ret;
-	ret = place(&x, c, i);
 	if (!ret)
-		ret = accel_cmdbuf_create(chip->dev, &x.cb);
-	if (!ret)
-		ret = explicit_buffers(&x);
+		ret = place(&x, c, i);
 	for (s = 0; !ret && s < x.plan.streams; s++) {
-		x.stream = s;
-		x.stream_jobs = 0;
+		ret = begin_stream(&x, s);
 		for (o = 0; !ret && o < x.plan.stream[s].count; o++)
 			ret = run_op(&x, &x.plan.stream[s].ops[o]);
-		if (!ret)
-			ret = flush(&x);
+		ret = end_stream(&x, ret);
 	}
+	ret = finish(&x, ret);
 	for (k = 0; !ret && k < x.plan.colours; k++) {
 		chip->met[k][COLL_PLUS] += x.plan.signals[k][COLL_PLUS];
 		chip->met[k][COLL_MINUS] += x.plan.signals[k][COLL_MINUS];
 	}
-	accel_cmdbuf_destroy(x.cb);
 	return ret;
 }
 
@@ -616,27 +684,21 @@ static int issue_all_to_all(struct accel_comm *comm, const struct call *c,
 
 	x.in = (struct vmap){ c->send[i], 0, c->dtype, 0, LAYOUT_LINEAR };
 	x.out = (struct vmap){ c->recv[i], 0, c->dtype, 0, LAYOUT_LINEAR };
-	ret = accel_cmdbuf_create(chip->dev, &x.cb);
-	if (!ret)
-		ret = explicit_buffers(&x);
 	/* Queue 0 sends, starting with this chip's own block; queue 1 takes. */
+	ret = begin_stream(&x, 0);
 	if (!ret)
 		ret = accel_cmdbuf_copy(x.cb, c->recv[i], me * bytes, c->send[i],
 					me * bytes, (uint32_t)bytes);
 	for (s = 1; !ret && s < n; s++)
 		ret = direct_send(&x, c->send[i], (me + s) % n * bytes, bytes,
 				  (me + s) % n);
+	ret = end_stream(&x, ret);
 	if (!ret)
-		ret = flush(&x);
-	x.stream = 1;
-	x.stream_jobs = 0;
+		ret = begin_stream(&x, 1);
 	for (s = 1; !ret && s < n; s++)
 		ret = direct_receive(&x, c->recv[i], (me + n - s) % n * bytes, bytes,
 				     (me + n - s) % n);
-	if (!ret)
-		ret = flush(&x);
-	accel_cmdbuf_destroy(x.cb);
-	return ret;
+	return finish(&x, end_stream(&x, ret));
 }
 
 static bool in_hbm(struct accel_buffer *buf, uint64_t bytes)
@@ -724,8 +786,12 @@ static int collective(struct accel_comm *comm, const struct call *c,
 	for (i = 0; !ret && i < comm->count; i++)
 		ret = c->kind == COLL_ALL_TO_ALL ? issue_all_to_all(comm, c, i, coll)
 						 : issue(comm, c, i, coll);
-	if (ret && coll->count)
-		coll_comm_abort(comm);	/* the other chips wait for the rest */
+	/*
+	 * The other chips wait for the rest; or this host's counts of
+	 * messages moved on without it.
+	 */
+	if (ret && coll->written)
+		coll_comm_abort(comm);
 	if (ret || !out) {
 		int waited = coll->count ? accel_coll_wait(coll, ACCEL_TIMEOUT_INFINITE) : 0;
 
@@ -807,18 +873,13 @@ static int point_to_point(struct accel_comm *comm, unsigned int i,
 	coll->comm = comm;
 	x.chip = &comm->chip[i];
 	x.coll = coll;
-	x.stream = sending ? 0 : 1;
 	x.in = x.out = (struct vmap){ buf, 0, dtype, 0, LAYOUT_LINEAR };
-	ret = accel_cmdbuf_create(x.chip->dev, &x.cb);
-	if (!ret)
-		ret = explicit_buffers(&x);
+	ret = begin_stream(&x, sending ? 0 : 1);
 	if (!ret)
 		ret = sending ? direct_send(&x, buf, 0, bytes, peer)
 			      : direct_receive(&x, buf, 0, bytes, peer);
-	if (!ret)
-		ret = flush(&x);
-	accel_cmdbuf_destroy(x.cb);
-	if (ret && coll->count)
+	ret = finish(&x, end_stream(&x, ret));
+	if (ret && coll->written)
 		coll_comm_abort(comm);
 	if (ret || !out) {
 		int waited = coll->count ? accel_coll_wait(coll, ACCEL_TIMEOUT_INFINITE) : 0;
