@@ -223,6 +223,12 @@ struct TsrLinkBuf {
      */
     bool has_crc;
     uint32_t crc;
+    /*
+     * In the replay ring: the payload is not in @data but kept by the
+     * wire, in the frame built there at @pos (tsr_link_lend()).
+     */
+    bool lent;
+    uint64_t pos;
     uint8_t data[TSR_ICI_MAX_PAYLOAD];
 };
 
@@ -253,7 +259,7 @@ static bool slots_init(Slots *s, unsigned int count)
         return false;
     }
     for (i = 0; i < count; i++) {
-        s->slot[i] = malloc(sizeof(TsrLinkBuf));
+        s->slot[i] = calloc(1, sizeof(TsrLinkBuf));
         if (!s->slot[i]) {
             return false;
         }
@@ -375,6 +381,10 @@ struct TsrLink {
      * payload CRC (tsr_link_set_intact()).
      */
     bool intact;
+    /* A frame being built in the wire (tsr_link_lend()): where, what. */
+    uint8_t *lend_at;
+    size_t lend_len;
+    unsigned int lend_vc;
     uint8_t wbuf[WBUF_SIZE];
     size_t wlen;
     uint64_t hold_until;
@@ -563,31 +573,42 @@ static void wbuf_put(TsrLink *link, const void *p, size_t len)
  * it, its pieces go straight to the wire; what the wire does not take
  * waits in wbuf.
  */
+/* A frame's header as it leaves now, counted; its bytes on the wire. */
+static size_t frame_header(TsrLink *link, struct tsr_ici_frame_hdr *h,
+                           uint8_t type, uint8_t flags, uint32_t seq,
+                           uint16_t len)
+{
+    size_t total = HDR_SIZE + (len ? len + CRC_SIZE : 0);
+    unsigned int vc;
+
+    *h = (struct tsr_ici_frame_hdr) {
+        .magic = TSR_ICI_FRAME_MAGIC, .type = type, .flags = flags,
+        .len = len, .seq = seq, .ack = link->rcv_next,
+    };
+    for (vc = 0; vc < TSR_ICI_VCS; vc++) {
+        h->credit[vc] = link->consumed[vc] + link->cfg.rx_slots;
+    }
+    h->hdr_crc = tsr_crc32c(0, h, offsetof(struct tsr_ici_frame_hdr,
+                                           hdr_crc));
+    link->ack_due = false;
+    link->cnt.frames_tx++;
+    link->cnt.bytes_tx += total;
+    return total;
+}
+
 static void emit(TsrLink *link, uint8_t type, uint8_t flags, uint32_t seq,
                  const void *payload, uint16_t len, uint32_t payload_crc,
                  bool first, uint64_t now)
 {
-    struct tsr_ici_frame_hdr h = {
-        .magic = TSR_ICI_FRAME_MAGIC, .type = type, .flags = flags,
-        .len = len, .seq = seq, .ack = link->rcv_next,
-    };
-    size_t total = HDR_SIZE + (len ? len + CRC_SIZE : 0);
+    struct tsr_ici_frame_hdr h;
+    size_t total = frame_header(link, &h, type, flags, seq, len);
     uint32_t crc = link->intact ? 0 : payload_crc;
     const struct iovec piece[3] = {
         { .iov_base = &h, .iov_len = HDR_SIZE },
         { .iov_base = (void *)payload, .iov_len = len },
         { .iov_base = &crc, .iov_len = len ? CRC_SIZE : 0 },
     };
-    unsigned int vc, i;
-
-    for (vc = 0; vc < TSR_ICI_VCS; vc++) {
-        h.credit[vc] = link->consumed[vc] + link->cfg.rx_slots;
-    }
-    h.hdr_crc = tsr_crc32c(0, &h, offsetof(struct tsr_ici_frame_hdr,
-                                           hdr_crc));
-    link->ack_due = false;
-    link->cnt.frames_tx++;
-    link->cnt.bytes_tx += total;
+    unsigned int i;
 
     if (link->faults.delay_ns) {
         link->hold_until = now + link->faults.delay_ns;
@@ -693,6 +714,7 @@ static bool admit_one(TsrLink *link)
         free_buf = *slot;
         *slot = q->s.slot[q->head];
         (*slot)->mark = 0;
+        (*slot)->lent = false;
         q->s.slot[q->head] = free_buf;
         fifo_pop(q);
         link->sent_new[vc]++;
@@ -733,10 +755,13 @@ static uint32_t sack_bits(TsrLink *link)
     return bits;
 }
 
-/* Send ring frame @seq, for the first time or again. */
-static void send_data(TsrLink *link, uint32_t seq, uint64_t now)
+/*
+ * Ring frame @seq, in @p, leaves for the first time or again: time it, or
+ * count the replay.  Whether it is the first time.
+ */
+static bool data_leaves(TsrLink *link, uint32_t seq, TsrLinkBuf *p,
+                        uint64_t now)
 {
-    TsrLinkBuf *p = *ring_slot(link, seq);
     bool first = !seq_lt(seq, link->snd_max);
 
     if (first) {
@@ -754,18 +779,42 @@ static void send_data(TsrLink *link, uint32_t seq, uint64_t now)
             link->rtt_timing = false;
         }
     }
+    return first;
+}
+
+/* Data has left: the peer owes an acknowledgement from now, if none yet. */
+static void data_left(TsrLink *link, uint64_t now)
+{
+    if (!link->rto_deadline) {
+        /* Nothing was in flight: the peer owes nothing yet. */
+        link->progress_at = now;
+        link->rto_deadline = timer_at(link, now);
+    }
+}
+
+/* Send ring frame @seq, for the first time or again. */
+static void send_data(TsrLink *link, uint32_t seq, uint64_t now)
+{
+    TsrLinkBuf *p = *ring_slot(link, seq);
+    bool first = data_leaves(link, seq, p, now);
+    const uint8_t *payload = p->data;
+
+    if (p->lent) {
+        /* Kept by the wire until acknowledged or reclaimed: never gone. */
+        payload = link->ops->wire_kept(link->opaque, p->pos + HDR_SIZE,
+                                       p->len);
+        if (!payload) {
+            return;
+        }
+    }
     if (!link->intact && !p->has_crc) {
         /* Queued while the wire was intact (before a reconnection). */
         p->crc = tsr_crc32c(0, p->data, p->len);
         p->has_crc = true;
     }
     emit(link, TSR_ICI_FRAME_DATA, p->vc ? TSR_ICI_FRAME_VC1 : 0, seq,
-         p->data, p->len, p->crc, first, now);
-    if (!link->rto_deadline) {
-        /* Nothing was in flight: the peer owes nothing yet. */
-        link->progress_at = now;
-        link->rto_deadline = timer_at(link, now);
-    }
+         payload, p->len, p->crc, first, now);
+    data_left(link, now);
 }
 
 /* Resend the oldest frame the peer was found to miss (MARK_QUEUED). */
@@ -836,6 +885,30 @@ static void pump(TsrLink *link, uint64_t now)
     wire_flush(link, now);
 }
 
+/*
+ * Frames [@from, @to) of the replay ring are done with: what the wire kept
+ * of theirs is released.
+ */
+static void unlend(TsrLink *link, uint32_t from, uint32_t to)
+{
+    uint64_t end = 0;
+    bool kept = false;
+
+    for (; seq_lt(from, to); from++) {
+        TsrLinkBuf *p = *ring_slot(link, from);
+
+        if (p->lent) {
+            p->lent = false;
+            end = p->pos + HDR_SIZE + p->len + CRC_SIZE;
+            kept = true;
+        }
+    }
+    if (kept) {
+        /* Lent frames lie in the wire in the order of their numbers. */
+        link->ops->wire_release(link->opaque, end);
+    }
+}
+
 /* The peer has everything before @ack; false if it cannot. */
 static bool take_ack(TsrLink *link, uint32_t ack, uint64_t now)
 {
@@ -849,6 +922,7 @@ static bool take_ack(TsrLink *link, uint32_t ack, uint64_t now)
     if (link->rtt_timing && seq_lt(link->rtt_seq, ack)) {
         rtt_sample(link, now - link->rtt_start);
     }
+    unlend(link, link->snd_una, ack);
     link->snd_una = ack;
     if (seq_lt(link->snd_nxt, ack)) {
         link->snd_nxt = ack;
@@ -1103,6 +1177,7 @@ static void reset_streams(TsrLink *link)
 {
     unsigned int vc;
 
+    unlend(link, link->snd_una, link->snd_end);
     link->snd_una = link->snd_nxt = link->snd_end = link->snd_max =
         link->cfg.isn;
     link->rto_deadline = 0;
@@ -1495,6 +1570,7 @@ int tsr_link_sendv(TsrLink *link, unsigned int vc, const struct iovec *iov,
     size_t len = 0;
     unsigned int i;
     TsrLinkBuf *p;
+    uint8_t *at;
 
     for (i = 0; i < iovcnt; i++) {
         if (iov[i].iov_len > TSR_ICI_MAX_PAYLOAD - len) {
@@ -1504,6 +1580,16 @@ int tsr_link_sendv(TsrLink *link, unsigned int vc, const struct iovec *iov,
     }
     if (vc >= TSR_ICI_VCS || !len || !tsr_link_can_send(link, vc)) {
         return -1;
+    }
+    at = tsr_link_lend(link, vc, len, now);
+    if (at) {
+        for (i = 0; i < iovcnt; at += iov[i++].iov_len) {
+            if (iov[i].iov_len) {
+                memcpy(at, iov[i].iov_base, iov[i].iov_len);
+            }
+        }
+        tsr_link_commit(link, now);
+        return 0;
     }
     p = fifo_push(&link->txq[vc]);
     p->len = len;
@@ -1517,6 +1603,92 @@ int tsr_link_sendv(TsrLink *link, unsigned int vc, const struct iovec *iov,
     p->crc = p->has_crc ? tsr_crc32c(0, p->data, p->len) : 0;
     pump(link, now);
     return 0;
+}
+
+/* Whether new frame @seq on @vc could go into the wire now, untouched. */
+static bool can_lend(TsrLink *link, unsigned int vc, uint32_t seq,
+                     uint64_t now)
+{
+    const TsrLinkFaults *f = &link->faults;
+
+    return link->ops->wire_reserve && link->intact &&
+           link->state == TSR_ICI_STATE_UP && !link->txq[vc].count &&
+           !link->wlen && now >= link->hold_until && !link->rxt_count &&
+           link->snd_nxt == link->snd_end &&
+           link->snd_end - link->snd_una < link->cfg.window &&
+           seq_lt(link->sent_new[vc], link->peer_credit[vc]) &&
+           /* A frame a fault hits goes the usual way, as on any wire. */
+           !f->drop_next && !f->corrupt_next && !f->delay_ns &&
+           !rate_hit(link, f->drop_ppm, seq, 1) &&
+           !rate_hit(link, f->corrupt_ppm, seq, 2);
+}
+
+uint8_t *tsr_link_lend(TsrLink *link, unsigned int vc, size_t len,
+                       uint64_t now)
+{
+    link->lend_at = NULL;
+    if (vc >= TSR_ICI_VCS || !len || len > TSR_ICI_MAX_PAYLOAD) {
+        return NULL;
+    }
+    /* What waits to be sent goes first. */
+    pump(link, now);
+    if (!can_lend(link, vc, link->snd_end, now)) {
+        return NULL;
+    }
+    link->lend_at = link->ops->wire_reserve(link->opaque,
+                                            HDR_SIZE + len + CRC_SIZE);
+    link->lend_len = len;
+    link->lend_vc = vc;
+    return link->lend_at ? link->lend_at + HDR_SIZE : NULL;
+}
+
+void tsr_link_commit(TsrLink *link, uint64_t now)
+{
+    uint32_t seq = link->snd_end, crc = 0;
+    TsrLinkBuf *p = *ring_slot(link, seq);
+    struct tsr_ici_frame_hdr h;
+    size_t total;
+
+    if (!link->lend_at) {
+        return;
+    }
+    /* The ring's slot is free (acknowledged): its buffer stays empty. */
+    link->snd_end++;
+    link->snd_nxt = link->snd_end;
+    link->sent_new[link->lend_vc]++;
+    link->next_vc = link->lend_vc + 1;
+    p->len = link->lend_len;
+    p->vc = link->lend_vc;
+    p->mark = 0;
+    p->has_crc = false;
+    data_leaves(link, seq, p, now);
+    total = frame_header(link, &h, TSR_ICI_FRAME_DATA,
+                         p->vc ? TSR_ICI_FRAME_VC1 : 0, seq, p->len);
+    memcpy(link->lend_at, &h, HDR_SIZE);
+    memcpy(link->lend_at + HDR_SIZE + p->len, &crc, CRC_SIZE);
+    p->pos = link->ops->wire_commit(link->opaque, total);
+    p->lent = true;
+    link->lend_at = NULL;
+    data_left(link, now);
+}
+
+void tsr_link_reclaim(TsrLink *link)
+{
+    uint32_t seq;
+
+    for (seq = link->snd_una; seq_lt(seq, link->snd_end); seq++) {
+        TsrLinkBuf *p = *ring_slot(link, seq);
+        const uint8_t *kept;
+
+        if (!p->lent) {
+            continue;
+        }
+        kept = link->ops->wire_kept(link->opaque, p->pos + HDR_SIZE, p->len);
+        if (kept) {
+            memcpy(p->data, kept, p->len);
+        }
+    }
+    unlend(link, link->snd_una, link->snd_end);
 }
 
 TsrLinkBuf *tsr_link_buf_new(void)

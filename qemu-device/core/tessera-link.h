@@ -108,6 +108,20 @@ typedef struct TsrLinkOps {
                     size_t len);
     /* The link changed state (enum tsr_ici_state). */
     void (*state_changed)(void *opaque, uint32_t state);
+    /*
+     * Optional, for a wire that lends its own memory (a shared-memory
+     * ring, tessera-ring.h), so that a payload is built where the peer
+     * reads it and replayed from there (tsr_link_lend()):
+     * @len contiguous bytes behind those written, or NULL if it has no
+     * room for them now.
+     */
+    uint8_t *(*wire_reserve)(void *opaque, size_t len);
+    /* Send the @len bytes reserved, kept until released; where they are. */
+    uint64_t (*wire_commit)(void *opaque, size_t len);
+    /* Kept bytes at @pos (data only: the peer may write there), or NULL. */
+    const uint8_t *(*wire_kept)(void *opaque, uint64_t pos, size_t len);
+    /* The bytes before @pos need not be kept. */
+    void (*wire_release)(void *opaque, uint64_t pos);
 } TsrLinkOps;
 
 /* Per-link counters; the chip exports them per port. */
@@ -224,6 +238,23 @@ int tsr_link_buf_seal(TsrLinkBuf *b, size_t head, size_t len, bool crc);
  */
 int tsr_link_send_buf(TsrLink *link, unsigned int vc, TsrLinkBuf **b,
                       const void *head, uint64_t now);
+/*
+ * A payload of @len bytes on @vc built in the wire's own memory and sent
+ * from there, one copy fewer than through a buffer: where to write it,
+ * if it can go at once (the wire lends memory and is intact, nothing waits
+ * before it on @vc, window and credit allow, and no injected fault is due
+ * to hit it); else NULL, and the caller sends it another way.  Write all
+ * @len bytes, then tsr_link_commit() sends it; without a commit nothing
+ * is sent.  No other call on the link in between.
+ */
+uint8_t *tsr_link_lend(TsrLink *link, unsigned int vc, size_t len,
+                       uint64_t now);
+void tsr_link_commit(TsrLink *link, uint64_t now);
+/*
+ * The wire is going (its memory with it): what the link keeps there for
+ * replay is copied into the link's own buffers first.
+ */
+void tsr_link_reclaim(TsrLink *link);
 /* Whether tsr_link_send() would take a payload on @vc now. */
 bool tsr_link_can_send(const TsrLink *link, unsigned int vc);
 /* Whether @vc's send queue is at most half full. */

@@ -29,6 +29,12 @@ struct TsrRing {
     uint64_t size;
     /* This side's own count: head as producer, tail as consumer. */
     uint64_t count;
+    /*
+     * Producer: bytes [keep, keep_end) are kept (tsr_ring_commit()), not
+     * to be written over, whatever the consumer has read; none if equal.
+     */
+    uint64_t keep;
+    uint64_t keep_end;
     bool broken;
 };
 
@@ -167,7 +173,10 @@ bool tsr_ring_broken(const TsrRing *r)
 
 /* ----------------------------------------------------------- producer */
 
-/* Bytes free, from the consumer's tail read once; 0 if it is a lie. */
+/*
+ * Bytes free, from the consumer's tail read once (0 if it is a lie), and
+ * short of the kept ones, whatever the tail says.
+ */
 static uint64_t room(TsrRing *r)
 {
     uint64_t tail = __atomic_load_n(&r->hdr->tail, __ATOMIC_ACQUIRE);
@@ -176,6 +185,9 @@ static uint64_t room(TsrRing *r)
     if (used > r->size) {
         r->broken = true;
         return 0;
+    }
+    if (r->keep != r->keep_end && r->count - r->keep > used) {
+        used = r->count - r->keep;
     }
     return r->size - used;
 }
@@ -196,6 +208,47 @@ size_t tsr_ring_write(TsrRing *r, const void *buf, size_t len)
     r->count += n;
     __atomic_store_n(&r->hdr->head, r->count, __ATOMIC_RELEASE);
     return n;
+}
+
+uint8_t *tsr_ring_reserve(TsrRing *r, size_t len)
+{
+    if (r->broken || !len || room(r) < len) {
+        return NULL;
+    }
+    return r->data + (r->count & (r->size - 1));
+}
+
+uint64_t tsr_ring_commit(TsrRing *r, size_t len, bool keep)
+{
+    uint64_t pos = r->count;
+
+    if (keep) {
+        if (r->keep == r->keep_end) {
+            r->keep = pos;
+        }
+        r->keep_end = pos + len;
+    }
+    r->count += len;
+    __atomic_store_n(&r->hdr->head, r->count, __ATOMIC_RELEASE);
+    return pos;
+}
+
+const uint8_t *tsr_ring_kept(TsrRing *r, uint64_t pos, size_t len)
+{
+    if (pos < r->keep || pos > r->keep_end || len > r->keep_end - pos) {
+        return NULL;
+    }
+    return r->data + (pos & (r->size - 1));
+}
+
+void tsr_ring_release(TsrRing *r, uint64_t pos)
+{
+    if (pos > r->keep_end) {
+        pos = r->keep_end;
+    }
+    if (pos > r->keep) {
+        r->keep = pos;
+    }
 }
 
 /*

@@ -57,6 +57,27 @@ bool tsr_ring_broken(const TsrRing *r);
 /* Producer: copy up to @len bytes in; how many were taken. */
 size_t tsr_ring_write(TsrRing *r, const void *buf, size_t len);
 /*
+ * Producer, building in place: @len contiguous bytes at the head to write
+ * a frame into, or NULL if the ring has no room for them now (bytes the
+ * consumer has not read, or kept ones).  Nothing is sent until
+ * tsr_ring_commit(); a reservation not committed is forgotten.
+ */
+uint8_t *tsr_ring_reserve(TsrRing *r, size_t len);
+/*
+ * Producer: send the @len bytes reserved; with @keep, keep them until
+ * tsr_ring_release() (a link's replay buffer, so that a frame built in
+ * the ring needs no copy of its own).  Returns their position, for
+ * tsr_ring_kept() and tsr_ring_release().
+ */
+uint64_t tsr_ring_commit(TsrRing *r, size_t len, bool keep);
+/*
+ * Producer: kept bytes [@pos, @pos + @len), contiguous, or NULL if they
+ * are not all kept.  The peer may have rewritten them: they are data only.
+ */
+const uint8_t *tsr_ring_kept(TsrRing *r, uint64_t pos, size_t len);
+/* Producer: the bytes before @pos need not be kept any more. */
+void tsr_ring_release(TsrRing *r, uint64_t pos);
+/*
  * Producer, after writing: whether the consumer sleeps and must be rung
  * (TSR_ICI_DOORBELL_DATA).  Clears its flag: one ring per sleep.
  */

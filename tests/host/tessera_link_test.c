@@ -17,6 +17,9 @@
 #define LOG_CAP		(64 * 1024 * 1024)
 #define RTO_NS		100000ull	/* 100 us */
 #define CHUNKS		4096
+#define KEPT_CAP	(16u << 20)
+/* Released kept bytes read as this (a planted early release shows). */
+#define RELEASED	0xdb
 
 struct end {
 	TsrLink *link;
@@ -63,6 +66,14 @@ struct end {
 	bool small;		/* payloads of at most 1024 bytes */
 	/* Set: exchange() builds payloads here (tsr_link_send_buf()). */
 	TsrLinkBuf *stage;
+	/*
+	 * A wire that lends its memory (the lent variant), as a ring does:
+	 * frames built in it are also kept here, at their position @written
+	 * (mod KEPT_CAP, mirrored past its end), in [keep, keep_end).
+	 */
+	uint8_t *kept;
+	uint64_t written, keep, keep_end;
+	unsigned int lent;	/* frames built in the wire */
 };
 
 /* The next number of @e's generator, for its wire's misbehaviour. */
@@ -102,9 +113,67 @@ static size_t end_write(void *opaque, const void *buf, size_t len)
 		return len;
 	memcpy(e->wire + e->wire_len, buf, len);
 	e->wire_len += len;
+	e->written += len;
 	if (e->jitter_ns)
 		delay(e);
 	return len;
+}
+
+/*
+ * The lent variant's wire: frames are built at the end of what was
+ * written (only where a whole one fits: a wire that takes pieces lends
+ * nothing).
+ */
+static uint8_t *end_reserve(void *opaque, size_t len)
+{
+	struct end *e = opaque;
+
+	if (e->write_limit || len > WIRE_CAP - e->wire_len)
+		return NULL;
+	return e->wire + e->wire_len;
+}
+
+static uint64_t end_commit(void *opaque, size_t len)
+{
+	struct end *e = opaque;
+	uint64_t pos = e->written;
+	size_t at = pos % KEPT_CAP;
+
+	/* Kept as a ring keeps it, the mirror making it contiguous. */
+	memcpy(e->kept + at, e->wire + e->wire_len, len);
+	if (at + len > KEPT_CAP)
+		memcpy(e->kept, e->kept + KEPT_CAP, at + len - KEPT_CAP);
+	if (e->keep == e->keep_end)
+		e->keep = pos;
+	e->keep_end = pos + len;
+	e->lent++;
+	e->written += len;
+	if (e->blackhole)
+		return pos;
+	e->wire_len += len;
+	if (e->jitter_ns)
+		delay(e);
+	return pos;
+}
+
+static const uint8_t *end_kept(void *opaque, uint64_t pos, size_t len)
+{
+	struct end *e = opaque;
+
+	if (pos < e->keep || pos > e->keep_end || len > e->keep_end - pos)
+		return NULL;
+	return e->kept + pos % KEPT_CAP;
+}
+
+/* Released bytes are scribbled on, as a ring writes over them. */
+static void end_release(void *opaque, uint64_t pos)
+{
+	struct end *e = opaque;
+
+	if (pos > e->keep_end)
+		pos = e->keep_end;
+	for (; e->keep < pos; e->keep++)
+		e->kept[e->keep % KEPT_CAP] = RELEASED;
 }
 
 static bool end_deliver(void *opaque, unsigned int vc, const void *payload,
@@ -134,6 +203,16 @@ static const TsrLinkOps end_ops = {
 	.state_changed = end_state,
 };
 
+static const TsrLinkOps end_lend_ops = {
+	.wire_write = end_write,
+	.deliver = end_deliver,
+	.state_changed = end_state,
+	.wire_reserve = end_reserve,
+	.wire_commit = end_commit,
+	.wire_kept = end_kept,
+	.wire_release = end_release,
+};
+
 FIXTURE(link) {
 	struct end a, b;
 	uint64_t now;
@@ -142,15 +221,19 @@ FIXTURE(link) {
 	/* Payloads exchange() has queued and must see arrive, per end. */
 	unsigned int queued[2], target[2];
 	bool intact;		/* the variant's */
+	const TsrLinkOps *ops;	/* the variant's */
 };
 
 /*
  * Every test runs on a wire that may damage frames (a socket: payloads
- * carry a CRC) and on one that cannot (a shared-memory ring: no CRC), so
- * that each fault is survived and counted alike on both.
+ * carry a CRC), on one that cannot (a shared-memory ring: no CRC), and on
+ * one that cannot and lends its memory, as a ring does: payloads are
+ * built in it and replayed from it, so that each fault is survived and
+ * counted alike on all.
  */
 FIXTURE_VARIANT(link) {
 	bool intact;
+	bool lend;
 };
 
 FIXTURE_VARIANT_ADD(link, crc) {
@@ -159,6 +242,11 @@ FIXTURE_VARIANT_ADD(link, crc) {
 
 FIXTURE_VARIANT_ADD(link, intact) {
 	.intact = true,
+};
+
+FIXTURE_VARIANT_ADD(link, lent) {
+	.intact = true,
+	.lend = true,
 };
 
 static void config(TsrLinkConfig *c, uint8_t x, uint8_t port, uint8_t px,
@@ -180,6 +268,7 @@ static void end_init(struct end *e, struct end *peer, const uint64_t *clock)
 	e->peer = peer;
 	e->clock = clock;
 	e->wire = malloc(WIRE_CAP);
+	e->kept = malloc(KEPT_CAP + WIRE_CAP);
 	for (vc = 0; vc < TSR_ICI_VCS; vc++) {
 		e->log[vc] = malloc(LOG_CAP);
 		e->sent[vc] = malloc(LOG_CAP);
@@ -193,6 +282,7 @@ static void end_fini(struct end *e)
 	tsr_link_free(e->link);
 	tsr_link_buf_free(e->stage);
 	free(e->wire);
+	free(e->kept);
 	for (vc = 0; vc < TSR_ICI_VCS; vc++) {
 		free(e->log[vc]);
 		free(e->sent[vc]);
@@ -210,6 +300,7 @@ FIXTURE_SETUP(link)
 	self->b.pattern = 2;
 	self->step_ns = 1000;
 	self->intact = variant->intact;
+	self->ops = variant->lend ? &end_lend_ops : &end_ops;
 }
 
 FIXTURE_TEARDOWN(link)
@@ -220,8 +311,8 @@ FIXTURE_TEARDOWN(link)
 
 static void start(FIXTURE_DATA(link) *self)
 {
-	self->a.link = tsr_link_new(&self->ca, &end_ops, &self->a);
-	self->b.link = tsr_link_new(&self->cb, &end_ops, &self->b);
+	self->a.link = tsr_link_new(&self->ca, self->ops, &self->a);
+	self->b.link = tsr_link_new(&self->cb, self->ops, &self->b);
 	tsr_link_set_intact(self->a.link, self->intact);
 	tsr_link_set_intact(self->b.link, self->intact);
 	tsr_link_connected(self->a.link, self->now);
@@ -1462,7 +1553,7 @@ TEST_F(link, a_restarted_peer_gets_nothing_queued_for_its_old_self)
 	EXPECT_EQ(-1, tsr_link_send(self->a.link, 0, buf, sizeof(buf), self->now));
 	/* A new peer process, with no memory of the old one. */
 	tsr_link_free(self->b.link);
-	self->b.link = tsr_link_new(&self->cb, &end_ops, &self->b);
+	self->b.link = tsr_link_new(&self->cb, self->ops, &self->b);
 	tsr_link_set_intact(self->b.link, self->intact);
 	self->b.stopped = false;
 	self->a.wire_len = self->b.wire_len = 0;
@@ -1558,6 +1649,60 @@ TEST_F(link, a_link_down_at_both_ends_comes_back_when_one_retrains)
 		step(self);
 	ASSERT_TRUE(both_up(self));
 	ASSERT_TRUE(exchange(self, 20, 100000));
+	EXPECT_TRUE(streams_match(self));
+}
+
+/*
+ * On a wire that lends its memory, payloads are built in it and resent
+ * from what it keeps: a wire that loses and repeats frames still hands
+ * over exactly what was sent, and once all is acknowledged nothing is
+ * kept.  (A release too early would resend bytes written over.)
+ */
+TEST_F(link, payloads_built_in_a_lending_wire_are_replayed_from_it_whole)
+{
+	if (!variant->lend)
+		SKIP(return, "the wire lends no memory");
+	int i;
+
+	ASSERT_TRUE(train(self));
+	self->a.drop_ppm = self->b.drop_ppm = 20000;
+	self->a.dup_ppm = self->b.swap_ppm = 20000;
+	/* In batches that fit the credit: none waits in a queue. */
+	for (i = 0; i < 200; i++)
+		ASSERT_TRUE(exchange(self, 8, 100000));
+	EXPECT_TRUE(streams_match(self));
+	EXPECT_EQ(1600, self->a.lent);
+	EXPECT_EQ(1600, self->b.lent);
+	EXPECT_LT(10, counters(&self->a).replays);
+	EXPECT_LT(10, counters(&self->b).replays);
+	EXPECT_EQ(self->a.keep_end, self->a.keep);
+	EXPECT_EQ(self->b.keep_end, self->b.keep);
+}
+
+/*
+ * A wire that goes (a ring dropped with its connection) takes its memory
+ * with it: the frames it kept are reclaimed first, and arrive whole once
+ * the link is back.
+ */
+TEST_F(link, frames_kept_by_a_wire_that_goes_are_reclaimed_and_arrive_whole)
+{
+	if (!variant->lend)
+		SKIP(return, "the wire lends no memory");
+	ASSERT_TRUE(train(self));
+	self->b.stopped = true;
+	EXPECT_FALSE(transfer(self, 8, 0, 10));
+	ASSERT_EQ(8, self->a.lent);
+	tsr_link_reclaim(self->a.link);
+	EXPECT_EQ(self->a.keep_end, self->a.keep);
+	memset(self->a.kept, RELEASED, KEPT_CAP + WIRE_CAP);
+	self->a.wire_len = self->b.wire_len = 0;
+	tsr_link_disconnected(self->a.link);
+	tsr_link_disconnected(self->b.link);
+	self->b.stopped = false;
+	tsr_link_connected(self->a.link, self->now);
+	tsr_link_connected(self->b.link, self->now);
+	ASSERT_TRUE(transfer(self, 0, 0, 100000));
+	EXPECT_EQ(8, self->b.delivered);
 	EXPECT_TRUE(streams_match(self));
 }
 

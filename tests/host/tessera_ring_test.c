@@ -165,6 +165,82 @@ TEST_F(ring, a_tail_out_of_range_breaks_the_ring_and_nothing_is_written)
 	EXPECT_FALSE(tsr_ring_data_doorbell(self->tx));
 }
 
+/*
+ * A frame built in place (reserved, written, committed) reaches the
+ * consumer as a written one does; one reserved and never committed sends
+ * nothing.
+ */
+TEST_F(ring, a_reserved_frame_is_sent_only_once_committed)
+{
+	uint8_t *p = tsr_ring_reserve(self->tx, 100);
+	const uint8_t *q;
+	size_t n;
+
+	ASSERT_NE(NULL, p);
+	memset(p, 0xab, 100);
+	ASSERT_NE(NULL, tsr_ring_peek(self->rx, &n));
+	EXPECT_EQ(0, n);
+	p = tsr_ring_reserve(self->tx, 60);
+	ASSERT_NE(NULL, p);
+	pattern(p, 60, 0);
+	EXPECT_EQ(0, tsr_ring_commit(self->tx, 60, false));
+	q = tsr_ring_peek(self->rx, &n);
+	ASSERT_EQ(60, n);
+	for (n = 0; n < 60; n++)
+		ASSERT_EQ(p[n], q[n]);
+	/* More than the ring holds, or nothing, is never reserved. */
+	EXPECT_EQ(NULL, tsr_ring_reserve(self->tx, SIZE - 59));
+	EXPECT_EQ(NULL, tsr_ring_reserve(self->tx, 0));
+}
+
+/*
+ * Kept bytes (a link's replay buffer) are not written over once read, by
+ * a write or a reservation, until released; they stay whole across the
+ * wrap and are found only where they are kept.
+ */
+TEST_F(ring, kept_bytes_are_not_written_over_until_released)
+{
+	static uint8_t junk[SIZE];
+	const uint64_t start = SIZE - 50;	/* the frame crosses the end */
+	const uint8_t *k;
+	uint8_t want[200];
+	uint64_t pos;
+	size_t n;
+
+	EXPECT_EQ(start, tsr_ring_write(self->tx, junk, start));
+	ASSERT_NE(NULL, tsr_ring_peek(self->rx, &n));
+	tsr_ring_consume(self->rx, n);
+	pattern(want, sizeof(want), 7);
+	memcpy(tsr_ring_reserve(self->tx, 200), want, 200);
+	pos = tsr_ring_commit(self->tx, 200, true);
+	EXPECT_EQ(start, pos);
+	/* Read, and the ring filled again: all but the kept bytes. */
+	ASSERT_NE(NULL, tsr_ring_peek(self->rx, &n));
+	tsr_ring_consume(self->rx, n);
+	memset(junk, 0xee, sizeof(junk));
+	EXPECT_EQ(SIZE - 200, tsr_ring_write(self->tx, junk, SIZE));
+	EXPECT_EQ(0, tsr_ring_write(self->tx, junk, 1));
+	EXPECT_EQ(NULL, tsr_ring_reserve(self->tx, 1));
+	k = tsr_ring_kept(self->tx, pos, 200);
+	ASSERT_NE(NULL, k);
+	EXPECT_EQ(0, memcmp(want, k, 200));
+	EXPECT_EQ(NULL, tsr_ring_kept(self->tx, pos - 1, 10));
+	EXPECT_EQ(NULL, tsr_ring_kept(self->tx, pos + 150, 51));
+	EXPECT_FALSE(tsr_ring_broken(self->tx));
+	/* Half released: half the room back, the rest still kept. */
+	ASSERT_NE(NULL, tsr_ring_peek(self->rx, &n));
+	tsr_ring_consume(self->rx, n);
+	tsr_ring_release(self->tx, pos + 100);
+	EXPECT_EQ(NULL, tsr_ring_kept(self->tx, pos, 200));
+	EXPECT_EQ(0, memcmp(want + 100, tsr_ring_kept(self->tx, pos + 100, 100),
+			    100));
+	EXPECT_EQ(100, tsr_ring_write(self->tx, junk, SIZE));
+	/* All released: only what the consumer has not read limits it. */
+	tsr_ring_release(self->tx, ~0ull);
+	EXPECT_EQ(SIZE - 100, tsr_ring_write(self->tx, junk, SIZE));
+	EXPECT_EQ(NULL, tsr_ring_kept(self->tx, pos + 100, 1));
+}
+
 static int plain_memfd(size_t len, bool seal)
 {
 	int fd = memfd_create("not-a-ring", MFD_ALLOW_SEALING);
