@@ -20,7 +20,9 @@
 #include "tessera_util.h"
 
 #include <sched.h>
+#include <stdarg.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <accel/accel.h>
@@ -1044,6 +1046,10 @@ static int staggered_cycles(FIXTURE_DATA(coll) *self, uint64_t key,
 		*second = accel_coll_cycles(coll);
 		if (write(pipefd[1], second, sizeof(*second)) != sizeof(*second))
 			HALF_FAIL("cannot say its cycles");
+		/* Its goodbye is what the first half's destroy waits for. */
+		accel_coll_destroy(coll);
+		vectors_free(&v, h.n);
+		half_close(&h);
 		_exit(0);
 	}
 	close(pipefd[1]);
@@ -1350,6 +1356,55 @@ TEST_F(coll, asynchronous_calls_overlap_and_end_in_order)
 	accel_coll_destroy(second);
 	vectors_free(&a, self->n);
 	vectors_free(&b, self->n);
+}
+
+/*
+ * The process's ioctls, counted by number while @counting: the test's own
+ * ioctl() comes before the C library's, for libaccel and libdrm too.
+ */
+static bool counting;
+static unsigned int ioctls[256];
+
+int ioctl(int fd, unsigned long request, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, request);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (__atomic_load_n(&counting, __ATOMIC_RELAXED))
+		__atomic_fetch_add(&ioctls[_IOC_NR(request)], 1, __ATOMIC_RELAXED);
+	return syscall(SYS_ioctl, fd, request, arg);
+}
+
+/*
+ * A call's host path (collectives.md, "Measuring"): each local chip's jobs,
+ * one per queue or more, go in one submission, and the wait polls their
+ * sync files rather than asking each syncobj at every wake-up.
+ */
+TEST_F(coll, a_call_submits_once_per_chip_and_waits_on_no_syncobj)
+{
+	uint64_t count = 1 << 20;	/* 4 MiB of f32 */
+	struct expect e = { ACCEL_REDUCE_SUM, 60, 0, 0 };
+	struct vectors v = { 0 };
+
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 21, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	ASSERT_EQ(ACCEL_OK, vectors_make(self, &v, TSR_DTYPE_F32, count, count,
+					 60, false));
+	memset(ioctls, 0, sizeof(ioctls));
+	__atomic_store_n(&counting, true, __ATOMIC_SEQ_CST);
+	EXPECT_EQ(ACCEL_OK, accel_all_reduce(self->comm, v.send, v.recv, count,
+					     TSR_DTYPE_F32, ACCEL_REDUCE_SUM,
+					     NULL));
+	__atomic_store_n(&counting, false, __ATOMIC_SEQ_CST);
+	EXPECT_EQ(self->n, ioctls[_IOC_NR(DRM_IOCTL_TESSERA_SUBMIT_BATCH)] +
+			   ioctls[_IOC_NR(DRM_IOCTL_TESSERA_SUBMIT)]);
+	EXPECT_EQ(0, ioctls[_IOC_NR(DRM_IOCTL_SYNCOBJ_WAIT)]);
+	EXPECT_TRUE(vectors_check(_metadata, self, &v, TSR_DTYPE_F32, count,
+				  want_all_reduce, &e));
+	vectors_free(&v, self->n);
 }
 
 TEST_F(coll, bad_calls_are_refused_and_the_communicator_goes_on)
