@@ -113,6 +113,7 @@ typedef struct TesseraPort {
     TsrRing *tx;                /* ours, offered in our HELLO */
     TsrRing *rx;                /* the peer's */
     bool ring_broken;           /* a producer found tx broken; out_lock */
+    bool lends;                 /* tx lent to the link; out_lock */
     QEMUBH *rx_bh;              /* a ring with more than a budget to read */
     /*
      * Connections after the first (main loop): each one the link resumes
@@ -236,9 +237,18 @@ static void tessera_guest_error(void *opaque, const char *msg)
     qemu_log_mask(LOG_GUEST_ERROR, "tessera: %s\n", msg);
 }
 
+/* A doorbell for the peer if it sleeps, after writing; out_lock held. */
+static void tessera_ring_written(TesseraPort *p)
+{
+    if (tsr_ring_data_doorbell(p->tx) && fifo8_num_free(&p->out)) {
+        fifo8_push(&p->out, TSR_ICI_DOORBELL_DATA);
+    }
+    p->ring_broken |= tsr_ring_broken(p->tx);
+}
+
 /*
- * Into the ring, and a doorbell for the peer if it sleeps; out_lock held.
- * A full ring asks the peer to ring back when it has made room.
+ * Into the ring; out_lock held.  A full ring asks the peer to ring back
+ * when it has made room.
  */
 static size_t tessera_ring_put(TesseraPort *p, const uint8_t *buf,
                                size_t len)
@@ -248,10 +258,7 @@ static size_t tessera_ring_put(TesseraPort *p, const uint8_t *buf,
     if (n < len && tsr_ring_wait_room(p->tx)) {
         n += tsr_ring_write(p->tx, buf + n, len - n);
     }
-    if (tsr_ring_data_doorbell(p->tx) && fifo8_num_free(&p->out)) {
-        fifo8_push(&p->out, TSR_ICI_DOORBELL_DATA);
-    }
-    p->ring_broken |= tsr_ring_broken(p->tx);
+    tessera_ring_written(p);
     return n;
 }
 
@@ -282,6 +289,76 @@ static size_t tessera_ici_write(void *opaque, unsigned int port,
     qemu_mutex_unlock(&p->out_lock);
     return len;
 }
+
+/*
+ * The port's ring lent to its link (TsrIciLender): frames built in it,
+ * kept there until acknowledged.  All four run with the ICI lock held,
+ * which tessera_ring_drop() takes (tsr_ici_reclaim()) before the ring
+ * goes: a reservation is always committed into a ring still there.
+ */
+static uint8_t *tessera_ring_reserve(void *opaque, unsigned int port,
+                                     size_t len)
+{
+    TesseraPort *p = &((TesseraState *)opaque)->ports[port];
+    uint8_t *at = NULL;
+
+    qemu_mutex_lock(&p->out_lock);
+    if (p->lends && !p->ring_broken) {
+        at = tsr_ring_reserve(p->tx, len);
+    }
+    qemu_mutex_unlock(&p->out_lock);
+    return at;
+}
+
+static uint64_t tessera_ring_commit(void *opaque, unsigned int port,
+                                    size_t len)
+{
+    TesseraState *s = opaque;
+    TesseraPort *p = &s->ports[port];
+    bool was_empty;
+    uint64_t pos;
+
+    qemu_mutex_lock(&p->out_lock);
+    was_empty = fifo8_is_empty(&p->out);
+    pos = tsr_ring_commit(p->tx, len, true);
+    tessera_ring_written(p);
+    if (was_empty && !fifo8_is_empty(&p->out)) {
+        qemu_bh_schedule(s->ici_bh);
+    }
+    qemu_mutex_unlock(&p->out_lock);
+    return pos;
+}
+
+static const uint8_t *tessera_ring_kept(void *opaque, unsigned int port,
+                                        uint64_t pos, size_t len)
+{
+    TesseraPort *p = &((TesseraState *)opaque)->ports[port];
+    const uint8_t *kept;
+
+    qemu_mutex_lock(&p->out_lock);
+    kept = p->tx ? tsr_ring_kept(p->tx, pos, len) : NULL;
+    qemu_mutex_unlock(&p->out_lock);
+    return kept;
+}
+
+static void tessera_ring_release(void *opaque, unsigned int port,
+                                 uint64_t pos)
+{
+    TesseraPort *p = &((TesseraState *)opaque)->ports[port];
+
+    qemu_mutex_lock(&p->out_lock);
+    if (p->tx) {
+        tsr_ring_release(p->tx, pos);
+    }
+    qemu_mutex_unlock(&p->out_lock);
+}
+
+static const TsrIciLender tessera_ring_lender = {
+    .reserve = tessera_ring_reserve,
+    .commit = tessera_ring_commit,
+    .kept = tessera_ring_kept,
+    .release = tessera_ring_release,
+};
 
 static void tessera_trace_command(void *opaque, unsigned int queue,
                                   uint32_t context,
@@ -540,9 +617,18 @@ static void tessera_port_send(TesseraPort *p, const void *buf, size_t len)
     tessera_port_drain(p);
 }
 
-/* Drop both rings; the connection goes back to the handshake. */
+/*
+ * Drop both rings; the connection goes back to the handshake.  What the
+ * link keeps in ours for replay is copied back first.
+ */
 static void tessera_ring_drop(TesseraPort *p)
 {
+    qemu_mutex_lock(&p->out_lock);
+    p->lends = false;
+    qemu_mutex_unlock(&p->out_lock);
+    if (p->tx) {
+        tsr_ici_reclaim(tessera_ici(p->s), p->index);
+    }
     qemu_mutex_lock(&p->out_lock);
     tsr_ring_free(p->tx);
     p->tx = NULL;
@@ -656,6 +742,7 @@ static void tessera_transport_chosen(TesseraPort *p, TesseraLinkPhase phase)
     }
     qemu_mutex_lock(&p->out_lock);
     p->phase = phase;
+    p->lends = phase == TESSERA_PHASE_RING;
     qemu_mutex_unlock(&p->out_lock);
     trace_tessera_ici_transport(p->index, phase == TESSERA_PHASE_RING ?
                                 "ring" : "socket");
@@ -1075,6 +1162,7 @@ static bool tessera_ici_realize(TesseraState *s, Error **errp)
         error_setg(errp, "tessera: invalid slice");
         return false;
     }
+    tsr_ici_set_lender(ici, &tessera_ring_lender, s);
     if (s->ici_retransmit_us) {
         tsr_ici_set_retransmit(ici, (uint64_t)s->ici_retransmit_us * SCALE_US);
     }

@@ -59,6 +59,11 @@
 #define TSR_ICI_ISSUE_CYCLES 10
 /* How long a waiting sender sleeps before checking for an abort again. */
 #define ICI_WAIT_SLICE_NS 1000000ull
+/*
+ * Frames a worker waiting to build chunks in a ring is woken for: a few
+ * per wake-up, not one per acknowledgement.
+ */
+#define ICI_LEND_BATCH 4
 typedef struct IciPort {
     TsrLink *link;
     TsrIci *ici;
@@ -77,6 +82,11 @@ typedef struct IciPort {
      */
     pthread_cond_t room;
     unsigned int room_waiters[TSR_ICI_VCS];
+    /*
+     * Workers waiting to build chunks in the transport's memory (see
+     * lend_chunk()), woken once ICI_LEND_BATCH frames can go.
+     */
+    unsigned int lend_waiters[TSR_ICI_VCS];
     uint32_t transport;     /* enum tsr_ici_transport */
 } IciPort;
 
@@ -107,6 +117,9 @@ struct TsrIci {
      * from HBM and its CRC do not hold up the links.  The worker's own.
      */
     TsrLinkBuf *stage[TSR_MAX_QUEUES];
+    /* A transport that lends its memory to the links, if any. */
+    const TsrIciLender *lender;
+    void *lender_opaque;
     uint32_t next_req;
     uint64_t window_table;
     uint32_t window_count;
@@ -644,10 +657,44 @@ static void state_changed(void *opaque, uint32_t state)
     pthread_cond_broadcast(&ici->cond);
 }
 
+static uint8_t *wire_reserve(void *opaque, size_t len)
+{
+    IciPort *p = opaque;
+    TsrIci *ici = p->ici;
+
+    return ici->lender ?
+           ici->lender->reserve(ici->lender_opaque, p->index, len) : NULL;
+}
+
+static uint64_t wire_commit(void *opaque, size_t len)
+{
+    IciPort *p = opaque;
+
+    return p->ici->lender->commit(p->ici->lender_opaque, p->index, len);
+}
+
+static const uint8_t *wire_kept(void *opaque, uint64_t pos, size_t len)
+{
+    IciPort *p = opaque;
+
+    return p->ici->lender->kept(p->ici->lender_opaque, p->index, pos, len);
+}
+
+static void wire_release(void *opaque, uint64_t pos)
+{
+    IciPort *p = opaque;
+
+    p->ici->lender->release(p->ici->lender_opaque, p->index, pos);
+}
+
 static const TsrLinkOps ici_link_ops = {
     .wire_write = wire_write,
     .deliver = deliver,
     .state_changed = state_changed,
+    .wire_reserve = wire_reserve,
+    .wire_commit = wire_commit,
+    .wire_kept = wire_kept,
+    .wire_release = wire_release,
 };
 
 /* After link activity: offer held messages again, wake senders. */
@@ -665,9 +712,12 @@ static void settle(TsrIci *ici)
         }
         tsr_link_rx_ready(port->link, now);
         for (vc = 0; vc < TSR_ICI_VCS; vc++) {
-            if (port->room_waiters[vc] &&
-                (tsr_link_half_empty(port->link, vc) ||
-                 tsr_link_state(port->link) != TSR_ICI_STATE_UP)) {
+            if ((port->room_waiters[vc] &&
+                 (tsr_link_half_empty(port->link, vc) ||
+                  tsr_link_state(port->link) != TSR_ICI_STATE_UP)) ||
+                (port->lend_waiters[vc] &&
+                 (tsr_link_lend_room(port->link, vc) >= ICI_LEND_BATCH ||
+                  !tsr_link_lend_waits(port->link, vc)))) {
                 pthread_cond_broadcast(&port->room);
             }
         }
@@ -981,6 +1031,24 @@ void tsr_ici_set_transport(TsrIci *ici, unsigned int port,
             tsr_link_set_intact(ici->port[port].link,
                                 transport == TSR_ICI_TRANSPORT_RING);
         }
+        pthread_mutex_unlock(&ici->lock);
+    }
+}
+
+void tsr_ici_set_lender(TsrIci *ici, const TsrIciLender *lender,
+                        void *opaque)
+{
+    ici->lender = lender;
+    ici->lender_opaque = opaque;
+}
+
+void tsr_ici_reclaim(TsrIci *ici, unsigned int port)
+{
+    TsrLink *link = port_link(ici, port);
+
+    if (link) {
+        pthread_mutex_lock(&ici->lock);
+        tsr_link_reclaim(link);
         pthread_mutex_unlock(&ici->lock);
     }
 }
@@ -1430,11 +1498,69 @@ static uint32_t read_chunk(TsrMem *mem, uint64_t va, uint8_t *data,
     return err;
 }
 
+/*
+ * Send a chunk of @n bytes at @va built straight in the wire of its first
+ * hop, if that link lends it one now (a ring): the source is read once,
+ * into the frame the peer reads and the link replays from, not into a
+ * buffer first.  Under the lock; *@sent says whether it went (if not,
+ * the caller sends it the usual way).
+ */
+static uint32_t lend_chunk(TsrIci *ici, TsrMem *mem, struct tsr_ici_msg *m,
+                           uint64_t va, uint64_t n, bool *sent)
+{
+    uint32_t err = TSR_ERR_NONE;
+    unsigned int vc;
+    IciPort *p;
+    uint8_t *at;
+    int port;
+
+    *sent = false;
+    for (;;) {
+        port = route(ici, m->dst, m->flags & TSR_ICI_MSG_MINUS, &err);
+        if (port < 0) {
+            return TSR_ERR_NONE;    /* here, or nowhere: send_chunk() says */
+        }
+        p = &ici->port[port];
+        vc = tsr_route_vc(&ici->slice.topo, ici->slice.coords, port,
+                          TSR_ICI_MAX_DIMS, 0);
+        at = tsr_link_lend(p->link, vc, sizeof(*m) + n, now_ns());
+        if (at || !tsr_link_lend_waits(p->link, vc)) {
+            break;
+        }
+        /*
+         * Acknowledgements open the window soon: wait for them rather
+         * than queue a copy that the main loop would copy again.
+         */
+        pthread_mutex_unlock(&ici->lock);
+        if (tsr_mem_aborted(mem)) {
+            pthread_mutex_lock(&ici->lock);
+            return TSR_ERR_ABORTED;
+        }
+        pthread_mutex_lock(&ici->lock);
+        p->lend_waiters[vc]++;
+        wait_a_little(ici, &p->room);
+        p->lend_waiters[vc]--;
+    }
+    if (!at) {
+        return TSR_ERR_NONE;
+    }
+    /* On an error the frame is not committed: nothing was sent. */
+    err = read_chunk(mem, va, at + sizeof(*m), n);
+    if (err) {
+        return err;
+    }
+    m->arrival = depart(p, m->arrival, m, mem->queue);
+    memcpy(at, m, sizeof(*m));
+    tsr_link_commit(p->link, now_ns());
+    *sent = true;
+    return TSR_ERR_NONE;
+}
+
 uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
                            TsrCost *cost)
 {
     TsrIci *ici = mem->core->ici;
-    uint64_t total, row, done, start, left;
+    uint64_t total, row, done, start, left, va;
     TsrLinkBuf **stage = &ici->stage[mem->queue];
     uint8_t *data;
     uint32_t err = write_check(c, &total);
@@ -1443,7 +1569,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
     };
     uint64_t *until;
     IciReq *r;
-    bool crc;
+    bool crc, sent;
     int port;
 
     if (err) {
@@ -1507,15 +1633,18 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
             if (done + n == c->row_bytes && row + 1 >= c->rows) {
                 m.flags |= TSR_ICI_MSG_LAST;
             }
-            /* The chunk is built without the lock (see TsrIci.stage). */
-            pthread_mutex_unlock(&ici->lock);
-            data = tsr_link_buf_data(*stage) + sizeof(m);
-            err = read_chunk(mem, c->src + row * c->src_stride + done,
-                             data, n);
-            tsr_link_buf_seal(*stage, sizeof(m), sizeof(m) + n, crc);
-            pthread_mutex_lock(&ici->lock);
-            if (!err) {
-                err = send_chunk(ici, mem, &m, stage, data);
+            va = c->src + row * c->src_stride + done;
+            err = lend_chunk(ici, mem, &m, va, n, &sent);
+            if (!err && !sent) {
+                /* Built without the lock (see TsrIci.stage). */
+                pthread_mutex_unlock(&ici->lock);
+                data = tsr_link_buf_data(*stage) + sizeof(m);
+                err = read_chunk(mem, va, data, n);
+                tsr_link_buf_seal(*stage, sizeof(m), sizeof(m) + n, crc);
+                pthread_mutex_lock(&ici->lock);
+                if (!err) {
+                    err = send_chunk(ici, mem, &m, stage, data);
+                }
             }
             if (!err && port >= 0) {
                 left = tsr_max(left, m.arrival - hop_cycles(ici));

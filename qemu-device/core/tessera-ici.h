@@ -109,6 +109,32 @@ void tsr_ici_set_transport(TsrIci *ici, unsigned int port,
  */
 void tsr_ici_transport_error(TsrIci *ici, unsigned int port);
 
+/*
+ * A transport that lends its memory (a shared-memory ring, tessera-ring.h)
+ * to port @port's link, as TsrLinkOps' wire_reserve, wire_commit,
+ * wire_kept and wire_release say: a chunk of a remote write is then read
+ * from HBM straight into the frame the peer reads, which stays there for
+ * replay until acknowledged.  reserve may return NULL (no room, or no such
+ * transport now); the others are called only after a reservation.
+ */
+typedef struct TsrIciLender {
+    uint8_t *(*reserve)(void *opaque, unsigned int port, size_t len);
+    uint64_t (*commit)(void *opaque, unsigned int port, size_t len);
+    const uint8_t *(*kept)(void *opaque, unsigned int port, uint64_t pos,
+                           size_t len);
+    void (*release)(void *opaque, unsigned int port, uint64_t pos);
+} TsrIciLender;
+
+/* Before any port is attached. */
+void tsr_ici_set_lender(TsrIci *ici, const TsrIciLender *lender,
+                        void *opaque);
+/*
+ * Port @port's transport stops lending, its memory about to go: what the
+ * link keeps there is copied back first (tsr_link_reclaim()).  Once this
+ * returns, nothing is reserved in it, nor read from it.
+ */
+void tsr_ici_reclaim(TsrIci *ici, unsigned int port);
+
 /* Whether a wired port's link is not up (SEM_WAIT_LINKS). */
 bool tsr_ici_links_down(TsrIci *ici);
 

@@ -1672,6 +1672,31 @@ void tsr_link_commit(TsrLink *link, uint64_t now)
     data_left(link, now);
 }
 
+/* Whether @vc could lend but for the window and credit. */
+static bool lendable(const TsrLink *link, unsigned int vc)
+{
+    return link->ops->wire_reserve && link->intact && vc < TSR_ICI_VCS &&
+           link->state == TSR_ICI_STATE_UP && !link->txq[vc].count;
+}
+
+unsigned int tsr_link_lend_room(const TsrLink *link, unsigned int vc)
+{
+    uint32_t window = link->cfg.window - (link->snd_end - link->snd_una);
+    uint32_t credit;
+
+    if (!lendable(link, vc) ||
+        !seq_lt(link->sent_new[vc], link->peer_credit[vc])) {
+        return 0;
+    }
+    credit = link->peer_credit[vc] - link->sent_new[vc];
+    return window < credit ? window : credit;
+}
+
+bool tsr_link_lend_waits(const TsrLink *link, unsigned int vc)
+{
+    return lendable(link, vc) && !tsr_link_lend_room(link, vc);
+}
+
 void tsr_link_reclaim(TsrLink *link)
 {
     uint32_t seq;

@@ -251,6 +251,17 @@ uint8_t *tsr_link_lend(TsrLink *link, unsigned int vc, size_t len,
                        uint64_t now);
 void tsr_link_commit(TsrLink *link, uint64_t now);
 /*
+ * New frames tsr_link_lend() could send on @vc now, as the window and the
+ * peer's credit allow; 0 if the wire lends nothing or frames wait in the
+ * queue of @vc.  Its user waits for some rather than queue a copy.
+ */
+unsigned int tsr_link_lend_room(const TsrLink *link, unsigned int vc);
+/*
+ * Whether only the window or the peer's credit keep tsr_link_lend() from
+ * lending on @vc: acknowledgements will open it.
+ */
+bool tsr_link_lend_waits(const TsrLink *link, unsigned int vc);
+/*
  * The wire is going (its memory with it): what the link keeps there for
  * replay is copied into the link's own buffers first.
  */
