@@ -1168,8 +1168,7 @@ TEST_F(drv, a_late_submit_failure_is_undone)
 	EXPECT_EQ(0, fail_point_pending(self, "fail_submit"));
 	EXPECT_EQ(submitted, counter(self, "jobs_submitted"));
 	/* Without WAIT_FOR_SUBMIT, a syncobj with no fence is EINVAL. */
-	EXPECT_EQ(-1, drmSyncobjWait(self->fd, &self->sync, 1, 0, 0, NULL));
-	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-EINVAL, drmSyncobjWait(self->fd, &self->sync, 1, 0, 0, NULL));
 
 	ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, bos, 2, self->sync, &seq));
 	EXPECT_EQ(1, seq);
