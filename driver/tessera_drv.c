@@ -147,6 +147,7 @@ static const struct drm_ioctl_desc tessera_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(TESSERA_WINDOW_OPEN, tessera_ioctl_window_open, 0),
 	DRM_IOCTL_DEF_DRV(TESSERA_WINDOW_CLOSE, tessera_ioctl_window_close, 0),
 	DRM_IOCTL_DEF_DRV(TESSERA_LINK_INFO, tessera_ioctl_link_info, 0),
+	DRM_IOCTL_DEF_DRV(TESSERA_SUBMIT_BATCH, tessera_ioctl_submit_batch, 0),
 };
 
 static int tessera_open(struct drm_device *drm, struct drm_file *file)

@@ -79,6 +79,8 @@ tessera_job_status_slot(struct tessera_ctx *ctx, u64 seq)
 void tessera_job_put(struct tessera_job *job);
 int tessera_ioctl_submit(struct drm_device *drm, void *data,
 			 struct drm_file *file);
+int tessera_ioctl_submit_batch(struct drm_device *drm, void *data,
+			       struct drm_file *file);
 int tessera_ioctl_job_status(struct drm_device *drm, void *data,
 			     struct drm_file *file);
 

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Tessera job submission: the SUBMIT and JOB_STATUS ioctls and a job's
- * lifetime.
+ * Tessera job submission: the SUBMIT, SUBMIT_BATCH and JOB_STATUS ioctls
+ * and a job's lifetime.
  *
- * SUBMIT copies its arrays in, checks everything, takes references on the
- * buffers and their mappings, adds syncobj and implicit dependencies and
- * pushes the job to the file's entity for the queue (tessera_sched.c).  A
- * job is reference-counted: the scheduler may run and free its share as
- * soon as it is pushed, and SUBMIT holds its own until it is done.
+ * SUBMIT is a batch of one.  A batch copies every job's struct, extensions
+ * and arrays in, checks everything, takes references on the buffers and
+ * their mappings, prepares the out-syncs, adds syncobj and implicit
+ * dependencies, and only then pushes the jobs to the file's entities
+ * (tessera_sched.c): nothing that can fail comes after the first push, so
+ * a batch is queued whole or not at all.  A job is reference-counted: the
+ * scheduler may run and free its share as soon as it is pushed, and the
+ * ioctl holds its own until it is done.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -15,6 +18,7 @@
 #include <linux/capability.h>
 #include <linux/dma-resv.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/uaccess.h>
 
 #include <drm/drm_drv.h>
@@ -88,28 +92,135 @@ static struct tessera_job *tessera_job_create(struct tessera_file *tfile,
 	return job;
 }
 
-/* ------------------------------------------------------------- checks */
+/* ------------------------------------------------------- copying in */
 
-static int tessera_submit_check_trace(struct tessera_device *tdev,
-				      const struct drm_tessera_submit *args)
+/**
+ * struct tessera_out_sync - where a job's fence is published
+ * @syncobj: the syncobj
+ * @chain: the timeline point's chain node, when a point is named
+ * @point: the timeline point
+ */
+struct tessera_out_sync {
+	struct drm_syncobj *syncobj;
+	struct dma_fence_chain *chain;
+	u64 point;
+};
+
+/**
+ * struct tessera_submit - one job of a SUBMIT or SUBMIT_BATCH in the making
+ * @args: its struct drm_tessera_submit, copied in
+ * @trace: its DRM_TESSERA_EXT_TRACE, @trace.base.name 0 without one
+ * @bos: @args.bo_count buffer entries, copied in
+ * @syncs: @args.sync_count syncs, copied in
+ * @outs: the out-syncs among @syncs, prepared
+ * @out_count: entries in @outs
+ * @job: the job, once created
+ * @inited: drm_sched_job_init() was done for @job, and it is not queued
+ * @finished: its scheduler fence, once queued
+ *
+ * Everything copied from user space is copied before drm_dev_enter(): a
+ * copy may wait on a page fault for as long as user space likes, and must
+ * not hold off an unplug meanwhile.
+ */
+struct tessera_submit {
+	struct drm_tessera_submit args;
+	struct drm_tessera_ext_trace trace;
+	struct drm_tessera_submit_bo *bos;
+	struct drm_tessera_sync *syncs;
+	struct tessera_out_sync *outs;
+	u32 out_count;
+	struct tessera_job *job;
+	bool inited;
+	struct dma_fence *finished;
+};
+
+/*
+ * @count elements of @size bytes, @stride bytes apart from @uptr, by
+ * copy_struct_from_user()'s rule: bytes past @size must be zero.
+ */
+static void *tessera_copy_array(struct drm_device *drm, const char *what,
+				u64 uptr, u32 count, u32 stride, size_t size)
 {
-	struct drm_device *drm = &tdev->drm;
+	void *a;
+	u32 i;
+	int ret;
 
-	if (!(args->flags & DRM_TESSERA_SUBMIT_TRACE)) {
-		if (args->trace_handle || args->trace_size || args->trace_offset) {
-			drm_dbg(drm, "SUBMIT: trace fields set without DRM_TESSERA_SUBMIT_TRACE\n");
+	if (!count)
+		return NULL;
+	if (stride < size || stride > DRM_TESSERA_MAX_STRIDE) {
+		drm_dbg(drm, "SUBMIT: %s stride %u, not from %zu to %u\n", what,
+			stride, size, DRM_TESSERA_MAX_STRIDE);
+		return ERR_PTR(-EINVAL);
+	}
+	if (stride == size)
+		return vmemdup_array_user(u64_to_user_ptr(uptr), count, size);
+	a = kvmalloc_array(count, size, GFP_KERNEL_ACCOUNT);
+	if (!a)
+		return ERR_PTR(-ENOMEM);
+	for (i = 0; i < count; i++) {
+		ret = copy_struct_from_user(a + i * size, size,
+					    u64_to_user_ptr(uptr + (u64)i * stride),
+					    stride);
+		if (ret) {
+			drm_dbg(drm, "SUBMIT: %s[%u]: %d (bytes past %zu must be zero)\n",
+				what, i, ret, size);
+			kvfree(a);
+			return ERR_PTR(ret);
+		}
+	}
+	return a;
+}
+
+static int tessera_ext_trace(struct drm_device *drm, struct tessera_submit *s,
+			     const void __user *uext)
+{
+	struct drm_tessera_ext_trace *t = &s->trace;
+
+	if (copy_from_user(t, uext, sizeof(*t)))
+		return -EFAULT;
+	if (t->size < sizeof(struct tsr_trace_header) ||
+	    t->size > TSR_TRACE_MAX_SIZE || !IS_ALIGNED(t->size, 8) ||
+	    !IS_ALIGNED(t->offset, 8)) {
+		drm_dbg(drm, "SUBMIT: trace offset %llu size %u: an 8-aligned offset and a size that is a multiple of 8 from %zu to %u\n",
+			t->offset, t->size, sizeof(struct tsr_trace_header),
+			TSR_TRACE_MAX_SIZE);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Walk an extension chain.  Names run from 1 to @last (0 for an ioctl that
+ * knows none); each may appear once, so the walk ends after at most @last
+ * links, a chain that loops included.
+ */
+static int tessera_ext_walk(struct drm_device *drm, u64 next, u32 last,
+			    struct tessera_submit *s)
+{
+	struct drm_tessera_extension ext;
+	unsigned long seen = 0;
+	int ret;
+
+	while (next) {
+		const void __user *uext = u64_to_user_ptr(next);
+
+		if (copy_from_user(&ext, uext, sizeof(ext)))
+			return -EFAULT;
+		if (!ext.name || ext.name > last || ext.pad) {
+			drm_dbg(drm, "SUBMIT: extension name %u pad %u: unknown\n",
+				ext.name, ext.pad);
 			return -EINVAL;
 		}
-		return 0;
-	}
-	if (args->trace_size < sizeof(struct tsr_trace_header) ||
-	    args->trace_size > TSR_TRACE_MAX_SIZE ||
-	    !IS_ALIGNED(args->trace_size, 8) ||
-	    !IS_ALIGNED(args->trace_offset, 8)) {
-		drm_dbg(drm, "SUBMIT: trace offset %llu size %u: an 8-aligned offset and a size that is a multiple of 8 from %zu to %u\n",
-			args->trace_offset, args->trace_size,
-			sizeof(struct tsr_trace_header), TSR_TRACE_MAX_SIZE);
-		return -EINVAL;
+		if (__test_and_set_bit(ext.name, &seen)) {
+			drm_dbg(drm, "SUBMIT: extension %u given twice\n",
+				ext.name);
+			return -EINVAL;
+		}
+		/* DRM_TESSERA_EXT_TRACE is the only name SUBMIT knows. */
+		ret = tessera_ext_trace(drm, s, uext);
+		if (ret)
+			return ret;
+		next = ext.next;
 	}
 	return 0;
 }
@@ -119,17 +230,9 @@ static int tessera_submit_check(struct tessera_device *tdev,
 {
 	struct drm_device *drm = &tdev->drm;
 
-	if (args->flags & ~DRM_TESSERA_SUBMIT_FLAGS_ALL) {
-		drm_dbg(drm, "SUBMIT: unknown flags 0x%x\n", args->flags);
-		return -EINVAL;
-	}
-	if (args->pad || args->out_sync.flags) {
-		drm_dbg(drm, "SUBMIT: reserved fields must be zero\n");
-		return -EINVAL;
-	}
-	if (!(args->flags & DRM_TESSERA_SUBMIT_OUT_SYNC) &&
-	    (args->out_sync.handle || args->out_sync.point)) {
-		drm_dbg(drm, "SUBMIT: out_sync set without DRM_TESSERA_SUBMIT_OUT_SYNC\n");
+	if (args->flags || args->pad) {
+		drm_dbg(drm, "SUBMIT: flags 0x%x and pad %u must be zero\n",
+			args->flags, args->pad);
 		return -EINVAL;
 	}
 	if (args->queue >= tdev->num_queues) {
@@ -154,51 +257,46 @@ static int tessera_submit_check(struct tessera_device *tdev,
 		return -EINVAL;
 	}
 	if (args->bo_count > DRM_TESSERA_MAX_BOS ||
-	    args->in_sync_count > DRM_TESSERA_MAX_SYNCS) {
+	    args->sync_count > DRM_TESSERA_MAX_SYNCS) {
 		drm_dbg(drm, "SUBMIT: %u buffers, %u syncs: too many\n",
-			args->bo_count, args->in_sync_count);
+			args->bo_count, args->sync_count);
 		return -EINVAL;
 	}
-	return tessera_submit_check_trace(tdev, args);
+	return 0;
 }
 
-/**
- * struct tessera_submit_arrays - SUBMIT's arrays, copied from user space
- * @bos: args->bo_count buffer entries
- * @syncs: args->in_sync_count in-syncs
- *
- * Copied before drm_dev_enter(): a copy from user space may wait on a
- * page fault for as long as user space likes, and must not hold off an
- * unplug meanwhile.
- */
-struct tessera_submit_arrays {
-	struct drm_tessera_submit_bo *bos;
-	struct drm_tessera_sync *syncs;
-};
-
-static void tessera_submit_arrays_free(struct tessera_submit_arrays *a)
+/* Check @s->args, read its extensions and copy its arrays in. */
+static int tessera_submit_copy_in(struct tessera_device *tdev,
+				  struct tessera_submit *s)
 {
-	kvfree(a->bos);
-	kvfree(a->syncs);
-}
-
-static int tessera_submit_arrays_copy(struct tessera_submit_arrays *a,
-				      const struct drm_tessera_submit *args)
-{
+	struct drm_device *drm = &tdev->drm;
+	const struct drm_tessera_submit *args = &s->args;
 	void *bos, *syncs;
+	u32 i;
+	int ret;
 
-	bos = vmemdup_array_user(u64_to_user_ptr(args->bos), args->bo_count,
-				 sizeof(*a->bos));
+	ret = tessera_submit_check(tdev, args) ?:
+	      tessera_ext_walk(drm, args->extensions, DRM_TESSERA_EXT_TRACE, s);
+	if (ret)
+		return ret;
+	bos = tessera_copy_array(drm, "bos", args->bos, args->bo_count,
+				 args->bo_stride, sizeof(*s->bos));
 	if (IS_ERR(bos))
 		return PTR_ERR(bos);
-	syncs = vmemdup_array_user(u64_to_user_ptr(args->in_syncs),
-				   args->in_sync_count, sizeof(*a->syncs));
-	if (IS_ERR(syncs)) {
-		kvfree(bos);
+	s->bos = bos;
+	syncs = tessera_copy_array(drm, "syncs", args->syncs, args->sync_count,
+				   args->sync_stride, sizeof(*s->syncs));
+	if (IS_ERR(syncs))
 		return PTR_ERR(syncs);
+	s->syncs = syncs;
+	for (i = 0; i < args->sync_count; i++) {
+		if (s->syncs[i].flags & ~DRM_TESSERA_SYNC_SIGNAL) {
+			drm_dbg(drm, "SUBMIT: syncs[%u].flags 0x%x\n", i,
+				s->syncs[i].flags);
+			return -EINVAL;
+		}
+		s->out_count += !!s->syncs[i].flags;
 	}
-	a->bos = bos;
-	a->syncs = syncs;
 	return 0;
 }
 
@@ -276,97 +374,175 @@ static int tessera_submit_lookup_bos(struct tessera_job *job,
  * checked and taken): it must be written, and hold the whole trace.
  */
 static int tessera_submit_lookup_trace(struct tessera_job *job,
-				       const struct drm_tessera_submit *args,
-				       const struct drm_tessera_submit_bo *ubos)
+				       const struct tessera_submit *s)
 {
+	const struct drm_tessera_ext_trace *t = &s->trace;
 	struct drm_device *drm = &job->tdev->drm;
-	u32 first = job->bo_count - args->bo_count, i;
+	u32 first = job->bo_count - s->args.bo_count, i;
 	struct drm_gem_object *bo;
 
-	if (!(args->flags & DRM_TESSERA_SUBMIT_TRACE))
+	if (!t->base.name)
 		return 0;
 	if (!(tessera_reg_read(job->tdev, TSR_REG_CAPS) & TSR_CAP_TRACE)) {
 		drm_dbg(drm, "SUBMIT: the chip writes no traces (no TSR_CAP_TRACE)\n");
 		return -EOPNOTSUPP;
 	}
-	for (i = 0; i < args->bo_count; i++)
-		if (ubos[i].handle == args->trace_handle)
+	for (i = 0; i < s->args.bo_count; i++)
+		if (s->bos[i].handle == t->handle)
 			break;
-	if (i == args->bo_count || !(ubos[i].flags & DRM_TESSERA_BO_WRITE)) {
+	if (i == s->args.bo_count || !(s->bos[i].flags & DRM_TESSERA_BO_WRITE)) {
 		drm_dbg(drm, "SUBMIT: the trace's buffer (handle %u) must be listed in bos with DRM_TESSERA_BO_WRITE\n",
-			args->trace_handle);
+			t->handle);
 		return -EINVAL;
 	}
 	bo = job->bos[first + i];
 	if (to_tessera_bo(bo)->device_read_only) {
 		drm_dbg(drm, "SUBMIT: the trace's buffer (handle %u) is read-only to the device\n",
-			args->trace_handle);
+			t->handle);
 		return -EINVAL;
 	}
-	if (args->trace_offset > bo->size ||
-	    args->trace_size > bo->size - args->trace_offset) {
+	if (t->offset > bo->size || t->size > bo->size - t->offset) {
 		drm_dbg(drm, "SUBMIT: trace at %llu+%u outside a %zu-byte buffer\n",
-			args->trace_offset, args->trace_size, bo->size);
+			t->offset, t->size, bo->size);
 		return -EINVAL;
 	}
-	job->trace_va = job->maps[first + i]->va.start + args->trace_offset;
-	job->trace_size = args->trace_size;
+	job->trace_va = job->maps[first + i]->va.start + t->offset;
+	job->trace_size = t->size;
 	return 0;
 }
 
-/* Lock the job's buffers and depend on the fences already on them. */
-static int tessera_submit_reserve(struct tessera_job *job,
-				  struct ww_acquire_ctx *acquire)
+/**
+ * struct tessera_resv - the buffers of a batch's jobs, each locked once
+ * @objs: the distinct buffers
+ * @count: entries in @objs
+ * @acquire: the ww context they are locked in
+ */
+struct tessera_resv {
+	struct drm_gem_object **objs;
+	u32 count;
+	struct ww_acquire_ctx acquire;
+};
+
+/* A buffer of job @sub, for sorting a batch's buffers by buffer. */
+struct tessera_resv_use {
+	struct drm_gem_object *obj;
+	u32 sub;
+};
+
+static int tessera_resv_use_cmp(const void *a, const void *b)
 {
-	unsigned int i;
+	const struct tessera_resv_use *x = a, *y = b;
+
+	if (x->obj != y->obj)
+		return (uintptr_t)x->obj < (uintptr_t)y->obj ? -1 : 1;
+	return x->sub < y->sub ? -1 : x->sub > y->sub;
+}
+
+/*
+ * Sort the jobs' buffers so that each is locked once and gets a fence slot
+ * for every job that uses it; a buffer listed twice by one job is refused.
+ */
+static int tessera_resv_collect(struct drm_device *drm, struct tessera_resv *r,
+				struct tessera_submit *subs, u32 n, u32 *bad,
+				unsigned int **slots)
+{
+	struct tessera_resv_use *use;
+	u32 total = 0, i, j, k = 0;
+
+	for (i = 0; i < n; i++)
+		total += subs[i].job->bo_count;
+	use = kvmalloc_array(total, sizeof(*use), GFP_KERNEL);
+	r->objs = kvmalloc_array(total, sizeof(*r->objs) + sizeof(**slots),
+				 GFP_KERNEL);
+	if (!use || !r->objs) {
+		kvfree(use);
+		return -ENOMEM;
+	}
+	*slots = (unsigned int *)(r->objs + total);
+	for (i = 0; i < n; i++)
+		for (j = 0; j < subs[i].job->bo_count; j++)
+			use[k++] = (struct tessera_resv_use){
+				.obj = subs[i].job->bos[j], .sub = i };
+	sort(use, total, sizeof(*use), tessera_resv_use_cmp, NULL);
+
+	r->count = 0;
+	for (k = 0; k < total; k++) {
+		if (k && use[k].obj == use[k - 1].obj) {
+			if (use[k].sub == use[k - 1].sub) {
+				drm_dbg(drm, "SUBMIT: a buffer is listed twice\n");
+				*bad = use[k].sub;
+				kvfree(use);
+				return -EINVAL;
+			}
+			(*slots)[r->count - 1]++;
+			continue;
+		}
+		(*slots)[r->count] = 1;
+		r->objs[r->count++] = use[k].obj;
+	}
+	kvfree(use);
+	return 0;
+}
+
+/* Lock every job's buffers and depend on the fences already on them. */
+static int tessera_resv_lock(struct drm_device *drm, struct tessera_resv *r,
+			     struct tessera_submit *subs, u32 n, u32 *bad)
+{
+	unsigned int *slots;
+	u32 i, j;
 	int ret;
 
-	ret = drm_gem_lock_reservations(job->bos, job->bo_count, acquire);
-	if (ret == -EALREADY) {
-		drm_dbg(&job->tdev->drm, "SUBMIT: a buffer is listed twice\n");
-		return -EINVAL;
-	}
+	ret = tessera_resv_collect(drm, r, subs, n, bad, &slots);
 	if (ret)
 		return ret;
-	for (i = 0; i < job->bo_count; i++) {
-		ret = dma_resv_reserve_fences(job->bos[i]->resv, 1);
-		if (!ret)
+	ret = drm_gem_lock_reservations(r->objs, r->count, &r->acquire);
+	if (ret)
+		goto out_free;
+	for (i = 0; i < r->count && !ret; i++)
+		ret = dma_resv_reserve_fences(r->objs[i]->resv, slots[i]);
+	for (i = 0; i < n && !ret; i++) {
+		struct tessera_job *job = subs[i].job;
+
+		for (j = 0; j < job->bo_count && !ret; j++)
 			ret = drm_sched_job_add_implicit_dependencies(&job->base,
-								      job->bos[i],
-								      job->bo_write[i]);
-		if (ret) {
-			drm_gem_unlock_reservations(job->bos, job->bo_count,
-						    acquire);
-			return ret;
-		}
+								      job->bos[j],
+								      job->bo_write[j]);
 	}
-	return 0;
+	if (!ret)
+		return 0;
+	drm_gem_unlock_reservations(r->objs, r->count, &r->acquire);
+out_free:
+	kvfree(r->objs);
+	return ret;
+}
+
+static void tessera_resv_unlock(struct tessera_resv *r)
+{
+	drm_gem_unlock_reservations(r->objs, r->count, &r->acquire);
+	kvfree(r->objs);
 }
 
 /* -------------------------------------------------------------- syncs */
 
 static int tessera_submit_add_in_syncs(struct tessera_job *job,
 				       struct drm_file *file,
-				       const struct drm_tessera_submit *args,
-				       const struct drm_tessera_sync *syncs)
+				       const struct tessera_submit *s)
 {
+	const struct drm_tessera_sync *syncs = s->syncs;
 	struct dma_fence *fence;
 	u32 i;
 	int ret;
 
-	for (i = 0; i < args->in_sync_count; i++) {
-		if (syncs[i].flags) {
-			drm_dbg(&job->tdev->drm, "SUBMIT: in_syncs[%u].flags 0x%x\n",
-				i, syncs[i].flags);
-			return -EINVAL;
-		}
+	for (i = 0; i < s->args.sync_count; i++) {
+		if (syncs[i].flags & DRM_TESSERA_SYNC_SIGNAL)
+			continue;
 		/* Not drm_sched_job_add_syncobj_dependency(): its point is 32-bit. */
 		ret = drm_syncobj_find_fence(file, syncs[i].handle,
 					     syncs[i].point, 0, &fence);
 		if (!ret)
 			ret = drm_sched_job_add_dependency(&job->base, fence);
 		if (ret) {
-			drm_dbg(&job->tdev->drm, "SUBMIT: in_syncs[%u] (handle %u point %llu): %d\n",
+			drm_dbg(&job->tdev->drm, "SUBMIT: syncs[%u] (handle %u point %llu): %d\n",
 				i, syncs[i].handle, syncs[i].point, ret);
 			return ret;
 		}
@@ -374,52 +550,60 @@ static int tessera_submit_add_in_syncs(struct tessera_job *job,
 	return 0;
 }
 
-/**
- * struct tessera_out_sync - where SUBMIT publishes the job's fence
- * @syncobj: the syncobj, or NULL
- * @chain: the timeline point's chain node, when a point is named
- * @point: the timeline point
- */
-struct tessera_out_sync {
-	struct drm_syncobj *syncobj;
-	struct dma_fence_chain *chain;
-	u64 point;
-};
-
-static int tessera_out_sync_get(struct tessera_out_sync *out,
-				struct drm_file *file,
-				const struct drm_tessera_submit *args)
+/* Find the out-syncs' syncobjs and allocate their timeline points. */
+static int tessera_out_syncs_get(struct tessera_submit *s,
+				 struct drm_file *file)
 {
-	if (!(args->flags & DRM_TESSERA_SUBMIT_OUT_SYNC))
+	const struct drm_tessera_sync *syncs = s->syncs;
+	struct tessera_out_sync *out;
+	u32 i;
+
+	if (!s->out_count)
 		return 0;
-	out->syncobj = drm_syncobj_find(file, args->out_sync.handle);
-	if (!out->syncobj) {
-		drm_dbg(file->minor->dev, "SUBMIT: no syncobj with handle %u\n",
-			args->out_sync.handle);
-		return -ENOENT;
-	}
-	out->point = args->out_sync.point;
-	if (out->point) {
-		out->chain = dma_fence_chain_alloc();
-		if (!out->chain)
-			return -ENOMEM;
+	s->outs = kcalloc(s->out_count, sizeof(*s->outs), GFP_KERNEL_ACCOUNT);
+	if (!s->outs)
+		return -ENOMEM;
+	out = s->outs;
+	for (i = 0; i < s->args.sync_count; i++) {
+		if (!(syncs[i].flags & DRM_TESSERA_SYNC_SIGNAL))
+			continue;
+		out->syncobj = drm_syncobj_find(file, syncs[i].handle);
+		if (!out->syncobj) {
+			drm_dbg(file->minor->dev, "SUBMIT: syncs[%u]: no syncobj with handle %u\n",
+				i, syncs[i].handle);
+			return -ENOENT;
+		}
+		out->point = syncs[i].point;
+		if (out->point) {
+			out->chain = dma_fence_chain_alloc();
+			if (!out->chain)
+				return -ENOMEM;
+		}
+		out++;
 	}
 	return 0;
 }
 
 /* Publish @fence, or (with a NULL @fence) just drop what was prepared. */
-static void tessera_out_sync_put(struct tessera_out_sync *out,
-				 struct dma_fence *fence)
+static void tessera_out_syncs_put(struct tessera_submit *s,
+				  struct dma_fence *fence)
 {
-	if (!out->syncobj)
-		return;
-	if (fence && out->chain)
-		drm_syncobj_add_point(out->syncobj, out->chain, fence, out->point);
-	else if (fence)
-		drm_syncobj_replace_fence(out->syncobj, fence);
-	else
-		dma_fence_chain_free(out->chain);
-	drm_syncobj_put(out->syncobj);
+	struct tessera_out_sync *out;
+
+	for (out = s->outs; s->outs && out < s->outs + s->out_count; out++) {
+		if (!out->syncobj)
+			break;
+		if (fence && out->chain)
+			drm_syncobj_add_point(out->syncobj, out->chain, fence,
+					      out->point);
+		else if (fence)
+			drm_syncobj_replace_fence(out->syncobj, fence);
+		else
+			dma_fence_chain_free(out->chain);
+		drm_syncobj_put(out->syncobj);
+	}
+	kfree(s->outs);
+	s->outs = NULL;
 }
 
 /* ------------------------------------------------------------- SUBMIT */
@@ -474,92 +658,192 @@ static void tessera_submit_wait_done(struct drm_gpu_scheduler *sched,
 	flush_work(&sched->work_free_job);
 }
 
-int tessera_ioctl_submit(struct drm_device *drm, void *data,
-			 struct drm_file *file)
+/* Create @s's job and take everything it needs but the file's lock. */
+static int tessera_submit_prepare(struct tessera_file *tfile,
+				  struct drm_file *file,
+				  struct tessera_submit *s)
+{
+	s->job = tessera_job_create(tfile, s->args.queue);
+	if (IS_ERR(s->job)) {
+		int ret = PTR_ERR(s->job);
+
+		s->job = NULL;
+		return ret;
+	}
+	return tessera_submit_lookup_bos(s->job, file, &s->args, s->bos) ?:
+	       tessera_submit_lookup_trace(s->job, s) ?:
+	       tessera_out_syncs_get(s, file);
+}
+
+/* Give @s's job its entity and its syncobj dependencies; under tfile->lock. */
+static int tessera_submit_arm_deps(struct tessera_file *tfile,
+				   struct drm_file *file,
+				   struct tessera_submit *s)
+{
+	struct drm_sched_entity *entity;
+	int ret;
+
+	lockdep_assert_held(&tfile->lock);
+	entity = tessera_file_entity(tfile, s->args.queue, s->args.priority);
+	if (IS_ERR(entity))
+		return PTR_ERR(entity);
+	ret = drm_sched_job_init(&s->job->base, entity, 1, tfile->ctx,
+				 file->client_id);
+	if (ret)
+		return ret;
+	s->inited = true;
+	return tessera_submit_add_in_syncs(s->job, file, s);
+}
+
+/* Free what tessera_submit_copy_in() and _prepare() took for a job not queued. */
+static void tessera_submit_fini(struct tessera_submit *s)
+{
+	tessera_out_syncs_put(s, NULL);
+	if (s->job) {
+		if (s->inited)
+			drm_sched_job_cleanup(&s->job->base);
+		tessera_job_put(s->job);
+	}
+	kvfree(s->bos);
+	kvfree(s->syncs);
+}
+
+/*
+ * Queue the @n jobs of @subs, copied in already, all or none.  On failure
+ * *@bad is the index of the job at fault, or DRM_TESSERA_BATCH_NO_INDEX.
+ * Every job is finished with on return; seq says where each went.
+ */
+static int tessera_submit_jobs(struct drm_device *drm, struct drm_file *file,
+			       struct tessera_submit *subs, u32 n, u32 *bad)
 {
 	struct tessera_device *tdev = to_tessera_device(drm);
 	struct tessera_file *tfile = file->driver_priv;
-	struct drm_tessera_submit *args = data;
-	struct tessera_submit_arrays arrays;
-	struct tessera_out_sync out = { };
-	struct drm_sched_entity *entity;
-	struct ww_acquire_ctx acquire;
-	struct dma_fence *finished;
-	struct tessera_job *job;
+	struct tessera_resv resv;
+	bool wait_done;
+	u32 i;
 	int ret, idx;
 
-	ret = tessera_submit_check(tdev, args);
-	if (ret)
-		return ret;
+	*bad = DRM_TESSERA_BATCH_NO_INDEX;
 	if (READ_ONCE(tfile->ctx->banned)) {
 		drm_dbg(drm, "SUBMIT: context %u is banned\n", tfile->ctx->id);
 		return -ECANCELED;
 	}
-	ret = tessera_submit_arrays_copy(&arrays, args);
-	if (ret)
-		return ret;
-	if (!drm_dev_enter(drm, &idx)) {
-		ret = -ENODEV;
-		goto out_free;
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	for (i = 0; i < n; i++) {
+		ret = tessera_submit_prepare(tfile, file, &subs[i]);
+		if (ret)
+			goto out_bad;
 	}
-
-	job = tessera_job_create(tfile, args->queue);
-	if (IS_ERR(job)) {
-		ret = PTR_ERR(job);
-		goto out_exit;
-	}
-	ret = tessera_submit_lookup_bos(job, file, args, arrays.bos) ?:
-	      tessera_submit_lookup_trace(job, args, arrays.bos) ?:
-	      tessera_out_sync_get(&out, file, args);
-	if (ret)
-		goto out_put;
 
 	mutex_lock(&tfile->lock);
-	entity = tessera_file_entity(tfile, args->queue, args->priority);
-	if (IS_ERR(entity)) {
-		ret = PTR_ERR(entity);
-		goto out_unlock;
+	for (i = 0; i < n; i++) {
+		ret = tessera_submit_arm_deps(tfile, file, &subs[i]);
+		if (ret)
+			goto out_unlock_bad;
 	}
-	ret = drm_sched_job_init(&job->base, entity, 1, tfile->ctx,
-				 file->client_id);
-	if (ret)
-		goto out_unlock;
-	ret = tessera_submit_add_in_syncs(job, file, args, arrays.syncs) ?:
-	      tessera_submit_reserve(job, &acquire);
+	ret = tessera_resv_lock(drm, &resv, subs, n, bad);
 	if (!ret && should_fail(&tessera_fail_submit, 1)) {
 		drm_dbg(drm, "SUBMIT: injected failure\n");
-		drm_gem_unlock_reservations(job->bos, job->bo_count, &acquire);
+		tessera_resv_unlock(&resv);
 		ret = -ENOMEM;
 	}
-	if (ret) {
-		drm_sched_job_cleanup(&job->base);
+	if (ret)
 		goto out_unlock;
-	}
 
-	finished = tessera_submit_push(job, args->queue);
-	drm_gem_unlock_reservations(job->bos, job->bo_count, &acquire);
+	for (i = 0; i < n; i++) {
+		subs[i].finished = tessera_submit_push(subs[i].job,
+						       subs[i].args.queue);
+		/* Queued: the scheduler cleans the job up from here on. */
+		subs[i].inited = false;
+	}
+	tessera_resv_unlock(&resv);
 	mutex_unlock(&tfile->lock);
 
-	tessera_out_sync_put(&out, finished);
-	if (tessera_inject(&tdev->inject_submit_wait_done))
-		tessera_submit_wait_done(&tdev->queues[args->queue].sched,
-					 finished);
-	dma_fence_put(finished);
-	args->seq = job->seq;
-	tessera_job_put(job);
+	wait_done = tessera_inject(&tdev->inject_submit_wait_done);
+	for (i = 0; i < n; i++) {
+		struct tessera_submit *s = &subs[i];
+
+		tessera_out_syncs_put(s, s->finished);
+		if (wait_done)
+			tessera_submit_wait_done(&s->job->q->sched, s->finished);
+		s->args.seq = s->job->seq;
+		dma_fence_put(s->finished);
+	}
 	drm_dev_exit(idx);
-	tessera_submit_arrays_free(&arrays);
 	return 0;
 
+out_unlock_bad:
+	*bad = i;
 out_unlock:
 	mutex_unlock(&tfile->lock);
-out_put:
-	tessera_out_sync_put(&out, NULL);
-	tessera_job_put(job);
-out_exit:
 	drm_dev_exit(idx);
-out_free:
-	tessera_submit_arrays_free(&arrays);
+	return ret;
+out_bad:
+	*bad = i;
+	drm_dev_exit(idx);
+	return ret;
+}
+
+int tessera_ioctl_submit(struct drm_device *drm, void *data,
+			 struct drm_file *file)
+{
+	struct drm_tessera_submit *args = data;
+	struct tessera_submit s = { .args = *args };
+	u32 bad;
+	int ret;
+
+	ret = tessera_submit_copy_in(to_tessera_device(drm), &s) ?:
+	      tessera_submit_jobs(drm, file, &s, 1, &bad);
+	if (!ret)
+		args->seq = s.args.seq;
+	tessera_submit_fini(&s);
+	return ret;
+}
+
+int tessera_ioctl_submit_batch(struct drm_device *drm, void *data,
+			       struct drm_file *file)
+{
+	struct drm_tessera_submit_batch *args = data;
+	struct tessera_submit *subs;
+	u32 i, n = args->count;
+	int ret;
+
+	args->error_index = DRM_TESSERA_BATCH_NO_INDEX;
+	if (args->flags || !n || n > DRM_TESSERA_MAX_BATCH ||
+	    args->stride < sizeof(subs->args) ||
+	    args->stride > DRM_TESSERA_MAX_STRIDE) {
+		drm_dbg(drm, "SUBMIT_BATCH: flags 0x%x, %u jobs %u bytes apart\n",
+			args->flags, n, args->stride);
+		return -EINVAL;
+	}
+	ret = tessera_ext_walk(drm, args->extensions, 0, NULL);
+	if (ret)
+		return ret;
+	subs = kvcalloc(n, sizeof(*subs), GFP_KERNEL_ACCOUNT);
+	if (!subs)
+		return -ENOMEM;
+	for (i = 0; i < n && !ret; i++) {
+		ret = copy_struct_from_user(&subs[i].args, sizeof(subs[i].args),
+					    u64_to_user_ptr(args->jobs +
+							    (u64)i * args->stride),
+					    args->stride) ?:
+		      tessera_submit_copy_in(to_tessera_device(drm), &subs[i]);
+		if (ret)
+			args->error_index = i;
+	}
+	if (!ret)
+		ret = tessera_submit_jobs(drm, file, subs, n, &args->error_index);
+	for (i = 0; i < n; i++) {
+		struct drm_tessera_submit __user *job =
+			u64_to_user_ptr(args->jobs + (u64)i * args->stride);
+
+		/* Queued jobs stay queued whatever this write finds. */
+		if (!ret && put_user(subs[i].args.seq, &job->seq))
+			ret = -EFAULT;
+		tessera_submit_fini(&subs[i]);
+	}
+	kvfree(subs);
 	return ret;
 }
 

@@ -104,8 +104,12 @@ static int job_fence(struct accel_device *dev, struct accel_job *job,
 	return ret;
 }
 
+/*
+ * A job's syncs: what it waits for, then (last) its own syncobj, which the
+ * driver signals when the job ends.
+ */
 struct deps {
-	struct drm_tessera_sync in[ACCEL_MAX_DEPENDENCIES];
+	struct drm_tessera_sync syncs[ACCEL_MAX_DEPENDENCIES + 1];
 	unsigned int count;
 	uint32_t temporary[ACCEL_MAX_DEPENDENCIES];
 	unsigned int temporaries;
@@ -120,7 +124,7 @@ static int deps_gather(struct accel_device *dev,
 	int ret;
 
 	for (i = 0; i < opts->wait_job_count; i++) {
-		uint32_t *h = &d->in[d->count].handle;
+		uint32_t *h = &d->syncs[d->count].handle;
 
 		ret = job_fence(dev, opts->wait_jobs[i], h, &temporary);
 		if (ret)
@@ -130,7 +134,7 @@ static int deps_gather(struct accel_device *dev,
 			d->temporary[d->temporaries++] = *h;
 	}
 	for (i = 0; i < opts->wait_sync_file_count; i++) {
-		uint32_t *h = &d->in[d->count].handle;
+		uint32_t *h = &d->syncs[d->count].handle;
 
 		ret = import_fence(dev, opts->wait_sync_files[i], h);
 		if (ret)
@@ -210,19 +214,29 @@ static int buffer_list(struct accel_cmdbuf *cb, struct accel_buffer *trace,
 	return ACCEL_OK;
 }
 
-int accel_submit(struct accel_device *dev, struct accel_cmdbuf *cb,
-		 const struct accel_submit_opts *opts, struct accel_job **out)
+/*
+ * One job on its way to the driver: the SUBMIT struct and everything it
+ * points at, and what to undo if the job is not queued.
+ */
+struct pending {
+	struct drm_tessera_submit submit;
+	struct drm_tessera_ext_trace trace_ext;
+	struct drm_tessera_submit_bo *bos;
+	struct accel_buffer *trace;
+	struct deps deps;
+	struct accel_job *job;
+};
+
+/* Fill @p->submit for the commands of @cb, run as @opts says. */
+static int pending_prepare(struct accel_device *dev, struct accel_cmdbuf *cb,
+			   const struct accel_submit_opts *opts,
+			   struct pending *p)
 {
 	static const struct accel_submit_opts defaults;
-	struct drm_tessera_submit submit = { .flags = DRM_TESSERA_SUBMIT_OUT_SYNC };
-	struct drm_tessera_submit_bo *bos = NULL;
-	struct deps deps = { .count = 0 };
-	struct accel_buffer *trace = NULL;
-	struct accel_job *job;
+	struct drm_tessera_submit *s = &p->submit;
+	struct drm_tessera_sync *own;
 	int ret;
 
-	if (!dev || !cb || !out)
-		return ACCEL_ERR_INVALID_ARGUMENT;
 	opts = opts ? opts : &defaults;
 	if (accel_cmdbuf_device(cb) != dev)
 		return accel_cmdbuf_fail(cb, ACCEL_ERR_WRONG_DEVICE,
@@ -230,52 +244,151 @@ int accel_submit(struct accel_device *dev, struct accel_cmdbuf *cb,
 	ret = check_opts(dev, cb, opts);
 	if (ret)
 		return ret;
-	job = calloc(1, sizeof(*job));
-	if (!job)
+	p->job = calloc(1, sizeof(*p->job));
+	if (!p->job)
 		return ACCEL_ERR_NO_MEMORY;
-	ret = accel_cmdbuf_upload(cb, &submit.cmdbuf_handle, &submit.cmdbuf_size);
+	ret = accel_cmdbuf_upload(cb, &s->cmdbuf_handle, &s->cmdbuf_size);
 	if (!ret && accel_trace_of(dev)) {
-		ret = accel_trace_buffer(dev, accel_cmdbuf_count(cb), &trace,
-					 &submit.trace_size);
-		submit.flags |= DRM_TESSERA_SUBMIT_TRACE;
-		submit.trace_handle = trace ? trace->handle : 0;
+		ret = accel_trace_buffer(dev, accel_cmdbuf_count(cb), &p->trace,
+					 &p->trace_ext.size);
+		p->trace_ext.base.name = DRM_TESSERA_EXT_TRACE;
+		p->trace_ext.handle = p->trace ? p->trace->handle : 0;
+		s->extensions = (uintptr_t)&p->trace_ext;
 	}
 	if (!ret)
-		ret = buffer_list(cb, trace, &bos);
+		ret = buffer_list(cb, p->trace, &p->bos);
 	if (!ret)
-		ret = deps_gather(dev, opts, &deps);
-	if (!ret && drmSyncobjCreate(dev->fd, 0, &job->syncobj))
+		ret = deps_gather(dev, opts, &p->deps);
+	if (!ret && drmSyncobjCreate(dev->fd, 0, &p->job->syncobj))
 		ret = accel_error_from_errno(errno);
 	if (ret)
-		goto out;
+		return ret;
+	own = &p->deps.syncs[p->deps.count];
+	own->handle = p->job->syncobj;
+	own->flags = DRM_TESSERA_SYNC_SIGNAL;
 
-	submit.queue = opts->queue;
-	submit.priority = drm_priority(opts->priority);
-	submit.bo_count = accel_cmdbuf_buffer_count(cb) + !!trace;
-	submit.bos = (uintptr_t)bos;
-	submit.in_sync_count = deps.count;
-	submit.in_syncs = (uintptr_t)deps.in;
-	submit.out_sync.handle = job->syncobj;
-	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_SUBMIT, &submit)) {
+	s->queue = opts->queue;
+	s->priority = drm_priority(opts->priority);
+	s->bo_count = accel_cmdbuf_buffer_count(cb) + !!p->trace;
+	s->bos = (uintptr_t)p->bos;
+	s->bo_stride = sizeof(*p->bos);
+	s->sync_count = p->deps.count + 1;
+	s->syncs = (uintptr_t)p->deps.syncs;
+	s->sync_stride = sizeof(p->deps.syncs[0]);
+	return ACCEL_OK;
+}
+
+/* The driver queued @p's job as @seq: hand it out as *@out. */
+static void pending_queued(struct accel_device *dev, struct accel_cmdbuf *cb,
+			   struct pending *p, uint64_t seq,
+			   struct accel_job **out)
+{
+	p->job->dev = dev;
+	p->job->seq = seq;
+	p->job->queue = p->submit.queue;
+	accel_cmdbuf_submitted(cb, seq);
+	/* The job is queued: a trace that cannot keep it only misses it. */
+	if (p->trace)
+		accel_trace_submitted(dev, p->trace, seq, p->job->syncobj);
+	p->trace = NULL;
+	*out = p->job;
+	p->job = NULL;
+}
+
+/* Free what @p holds; a job not handed out is undone. */
+static void pending_release(struct accel_device *dev, struct pending *p)
+{
+	deps_release(dev, &p->deps);
+	accel_buffer_destroy(p->trace);
+	free(p->bos);
+	if (p->job && p->job->syncobj)
+		drmSyncobjDestroy(dev->fd, p->job->syncobj);
+	free(p->job);
+}
+
+int accel_submit(struct accel_device *dev, struct accel_cmdbuf *cb,
+		 const struct accel_submit_opts *opts, struct accel_job **out)
+{
+	struct pending p = { .bos = NULL };
+	int ret;
+
+	if (!dev || !cb || !out)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	ret = pending_prepare(dev, cb, opts, &p);
+	if (!ret && drmIoctl(dev->fd, DRM_IOCTL_TESSERA_SUBMIT, &p.submit))
 		ret = accel_error_from_errno(errno);
-		drmSyncobjDestroy(dev->fd, job->syncobj);
+	if (!ret)
+		pending_queued(dev, cb, &p, p.submit.seq, out);
+	pending_release(dev, &p);
+	return ret;
+}
+
+_Static_assert(ACCEL_MAX_BATCH == DRM_TESSERA_MAX_BATCH,
+	       "accel_submit_many() makes one SUBMIT_BATCH");
+
+static int check_many(struct accel_device *dev, unsigned int count,
+		      struct accel_cmdbuf *const *cbs, struct accel_job **jobs)
+{
+	unsigned int i, j;
+
+	if (!dev || !cbs || !jobs || !count)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (count > ACCEL_MAX_BATCH)
+		return ACCEL_ERR_TOO_LARGE;
+	for (i = 0; i < count; i++) {
+		if (!cbs[i])
+			return ACCEL_ERR_INVALID_ARGUMENT;
+		for (j = 0; j < i; j++)
+			if (cbs[j] == cbs[i])
+				return accel_cmdbuf_fail(cbs[i], ACCEL_ERR_INVALID_ARGUMENT,
+							 "submit: command buffer %u of the batch is also number %u",
+							 i, j);
+	}
+	return ACCEL_OK;
+}
+
+int accel_submit_many(struct accel_device *dev, unsigned int count,
+		      struct accel_cmdbuf *const *cbs,
+		      const struct accel_submit_opts *const *opts,
+		      struct accel_job **jobs)
+{
+	struct drm_tessera_submit_batch batch = { .count = count };
+	struct drm_tessera_submit *submits = NULL;
+	struct pending *p;
+	unsigned int i;
+	int ret;
+
+	ret = check_many(dev, count, cbs, jobs);
+	if (ret)
+		return ret;
+	p = calloc(count, sizeof(*p));
+	submits = calloc(count, sizeof(*submits));
+	if (!p || !submits) {
+		ret = ACCEL_ERR_NO_MEMORY;
 		goto out;
 	}
-	job->dev = dev;
-	job->seq = submit.seq;
-	job->queue = submit.queue;
-	accel_cmdbuf_submitted(cb, submit.seq);
-	/* The job is queued: a trace that cannot keep it only misses it. */
-	if (trace)
-		accel_trace_submitted(dev, trace, submit.seq, job->syncobj);
-	trace = NULL;
-	*out = job;
-	job = NULL;
+	for (i = 0; i < count && !ret; i++) {
+		ret = pending_prepare(dev, cbs[i], opts ? opts[i] : NULL, &p[i]);
+		submits[i] = p[i].submit;
+	}
+	batch.jobs = (uintptr_t)submits;
+	batch.stride = sizeof(*submits);
+	if (!ret && drmIoctl(dev->fd, DRM_IOCTL_TESSERA_SUBMIT_BATCH, &batch)) {
+		int err = errno;
+
+		ret = accel_error_from_errno(err);
+		if (batch.error_index < count)
+			accel_cmdbuf_fail(cbs[batch.error_index], ret,
+					  "submit: the driver refused job %u of the batch (%s); none was queued",
+					  batch.error_index, strerror(err));
+	}
+	for (i = 0; i < count && !ret; i++)
+		pending_queued(dev, cbs[i], &p[i], submits[i].seq, &jobs[i]);
 out:
-	deps_release(dev, &deps);
-	accel_buffer_destroy(trace);
-	free(bos);
-	free(job);
+	for (i = 0; p && i < count; i++)
+		pending_release(dev, &p[i]);
+	free(submits);
+	free(p);
 	return ret;
 }
 

@@ -1201,6 +1201,120 @@ TEST_F(lib, submission_checks_its_arguments)
 	accel_job_destroy(job);
 }
 
+/* Jobs of the batch tests: one per queue, up to this many. */
+#define BATCH_JOBS	8
+
+/* @n command buffers, number i filling word i of @data with 0xba7c0 + i. */
+static int batch_cmdbufs(FIXTURE_DATA(lib) *self, unsigned int n,
+			 struct accel_buffer *data, struct accel_cmdbuf **cbs,
+			 struct accel_submit_opts *opts,
+			 const struct accel_submit_opts **popts)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = accel_cmdbuf_create(self->dev, &cbs[i]);
+		if (ret)
+			return ret;
+		ret = accel_cmdbuf_fill(cbs[i], data, 4 * i, 0xba7c0 + i, 4);
+		if (ret)
+			return ret;
+		opts[i] = (struct accel_submit_opts){ .queue = i };
+		popts[i] = &opts[i];
+	}
+	return ACCEL_OK;
+}
+
+static unsigned int batch_size(FIXTURE_DATA(lib) *self)
+{
+	return self->info.num_queues < BATCH_JOBS ? self->info.num_queues :
+						    BATCH_JOBS;
+}
+
+TEST_F(lib, a_batch_queues_a_job_on_every_queue_in_one_call)
+{
+	struct accel_cmdbuf *cbs[BATCH_JOBS];
+	struct accel_submit_opts opts[BATCH_JOBS];
+	const struct accel_submit_opts *popts[BATCH_JOBS];
+	struct accel_job *jobs[BATCH_JOBS] = { NULL };
+	unsigned int i, n = batch_size(self);
+	uint32_t words[BATCH_JOBS];
+	struct accel_buffer *data;
+
+	NEW_BUFFER(data, 4096, ACCEL_PLACEMENT_HBM);
+	ASSERT_EQ(ACCEL_OK, batch_cmdbufs(self, n, data, cbs, opts, popts));
+	ASSERT_EQ(ACCEL_OK, accel_submit_many(self->dev, n, cbs, popts, jobs))
+		TH_LOG("%s", accel_cmdbuf_last_error(cbs[0]));
+	for (i = 0; i < n; i++) {
+		struct accel_job_status st;
+
+		EXPECT_EQ(ACCEL_OK, accel_job_wait(jobs[i], WAIT_NS));
+		ASSERT_EQ(ACCEL_OK, accel_job_status(jobs[i], &st));
+		EXPECT_EQ(i, st.queue);
+		accel_job_destroy(jobs[i]);
+		accel_cmdbuf_destroy(cbs[i]);
+	}
+	ASSERT_EQ(ACCEL_OK, accel_buffer_download(data, 0, words, 4 * n));
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(0xba7c0 + i, words[i]);
+	accel_buffer_destroy(data);
+}
+
+TEST_F(lib, a_batch_with_a_bad_job_queues_none_and_says_which)
+{
+	struct accel_cmdbuf *cbs[BATCH_JOBS];
+	struct accel_submit_opts opts[BATCH_JOBS];
+	const struct accel_submit_opts *popts[BATCH_JOBS];
+	struct accel_job *jobs[BATCH_JOBS] = { NULL };
+	struct accel_cmdbuf *last;
+	unsigned int i, n = batch_size(self);
+	uint32_t words[BATCH_JOBS];
+	struct accel_buffer *data;
+
+	if (n < 3)
+		SKIP(return, "the chip has %u queues, the test needs 3", n);
+	NEW_BUFFER(data, 4096, ACCEL_PLACEMENT_HOST);
+	ASSERT_EQ(ACCEL_OK, batch_cmdbufs(self, n, data, cbs, opts, popts));
+	opts[2].queue = self->info.num_queues;
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_submit_many(self->dev, n, cbs, popts, jobs));
+	EXPECT_NE(NULL, strstr(accel_cmdbuf_last_error(cbs[2]), "queue"));
+	opts[2].queue = 2;
+	/* The same command buffer twice, no job, too many jobs. */
+	last = cbs[n - 1];
+	cbs[n - 1] = cbs[0];
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_submit_many(self->dev, n, cbs, popts, jobs));
+	cbs[n - 1] = last;
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_submit_many(self->dev, 0, cbs, popts, jobs));
+	EXPECT_EQ(ACCEL_ERR_TOO_LARGE,
+		  accel_submit_many(self->dev, ACCEL_MAX_BATCH + 1, cbs, popts,
+				    jobs));
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(NULL, jobs[i]);
+	/* Whatever a queue had queued has run once a later job has. */
+	for (i = 0; i < n; i++) {
+		EMIT(accel_cmdbuf_nop(self->cb));
+		RUN_OK(i);
+	}
+	ASSERT_EQ(ACCEL_OK, accel_buffer_download(data, 0, words, 4 * n));
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(0, words[i]);
+	/* Fixed, the same batch runs, every job with the defaults (queue 0). */
+	ASSERT_EQ(ACCEL_OK, accel_submit_many(self->dev, n, cbs, NULL, jobs));
+	for (i = 0; i < n; i++) {
+		EXPECT_EQ(ACCEL_OK, accel_job_wait(jobs[i], WAIT_NS));
+		accel_job_destroy(jobs[i]);
+		accel_cmdbuf_destroy(cbs[i]);
+	}
+	ASSERT_EQ(ACCEL_OK, accel_buffer_download(data, 0, words, 4 * n));
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(0xba7c0 + i, words[i]);
+	accel_buffer_destroy(data);
+}
+
 TEST_F(lib, the_builder_keeps_operands_inside_their_buffers)
 {
 	struct accel_buffer *buf, *theirs;

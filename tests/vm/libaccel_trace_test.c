@@ -354,26 +354,32 @@ FIXTURE_TEARDOWN(uapi)
 	close(self->fd);
 }
 
-/* SUBMIT with the trace buffer listed with @bo_flags; returns -errno. */
-static int submit_traced(FIXTURE_DATA(uapi) *self, uint32_t flags,
+/*
+ * SUBMIT with the trace extension (when @traced) and the trace buffer
+ * listed with @bo_flags; returns -errno.
+ */
+static int submit_traced(FIXTURE_DATA(uapi) *self, bool traced,
 			 uint32_t bo_flags, uint32_t handle, uint64_t offset,
 			 uint32_t size, uint64_t *seq)
 {
 	struct drm_tessera_submit_bo bo = {
 		.handle = self->trace.handle, .flags = bo_flags,
 	};
+	struct drm_tessera_sync out = TSR_SIGNAL(self->syncobj, 0);
+	struct drm_tessera_ext_trace trace = {
+		.base.name = DRM_TESSERA_EXT_TRACE,
+		.handle = handle, .size = size, .offset = offset,
+	};
 	struct drm_tessera_submit s = {
-		.flags = DRM_TESSERA_SUBMIT_OUT_SYNC | flags,
+		.extensions = traced ? (uintptr_t)&trace : 0,
 		.cmdbuf_handle = self->cmds.bo.handle,
 		.cmdbuf_size = self->cmds.len,
-		.bo_count = bo_flags ? 1 : 0,
-		.bos = (uintptr_t)&bo,
-		.out_sync.handle = self->syncobj,
-		.trace_handle = handle,
-		.trace_size = size,
-		.trace_offset = offset,
 	};
-	int ret = tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_SUBMIT, &s);
+	int ret;
+
+	tsr_submit_bos(&s, &bo, bo_flags ? 1 : 0);
+	tsr_submit_syncs(&s, &out, 1);
+	ret = tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_SUBMIT, &s);
 
 	if (!ret && seq)
 		*seq = s.seq;
@@ -400,7 +406,7 @@ TEST_F(uapi, a_buffer_too_small_counts_exactly_the_commands_it_dropped)
 		tsr_emit_nop(&self->cmds);
 	memset(self->trace.map, 0xa5, self->trace.size);
 	/* At offset 256: the header lands there, two records after it. */
-	ASSERT_EQ(0, submit_traced(self, DRM_TESSERA_SUBMIT_TRACE, RW,
+	ASSERT_EQ(0, submit_traced(self, true, RW,
 				   self->trace.handle, 256, trace_bytes(2) + 8,
 				   &seq));
 	ASSERT_EQ(0, tsr_wait(self->fd, self->syncobj, WAIT_NS));
@@ -422,17 +428,18 @@ TEST_F(uapi, a_buffer_too_small_counts_exactly_the_commands_it_dropped)
 
 TEST_F(uapi, every_bad_trace_field_is_refused)
 {
-	const uint32_t ok = trace_bytes(4), T = DRM_TESSERA_SUBMIT_TRACE;
+	const uint32_t ok = trace_bytes(4);
+	const bool T = true;
 	const uint32_t header = sizeof(struct tsr_trace_header);
 	/* Each is -EINVAL; other_handle names a buffer not listed. */
 	const struct {
 		const char *what;
-		uint32_t flags, bo_flags;
+		bool traced;
+		uint32_t bo_flags;
 		uint64_t offset;
 		uint32_t size;
 		bool other_handle;
 	} bad[] = {
-		{ "fields without the flag", 0, RW, 0, ok, false },
 		{ "buffer not listed", T, 0, 0, ok, false },
 		{ "listed read-only", T, DRM_TESSERA_BO_READ, 0, ok, false },
 		{ "another handle", T, RW, 0, ok, true },
@@ -449,7 +456,7 @@ TEST_F(uapi, every_bad_trace_field_is_refused)
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
 		uint32_t handle = bad[i].other_handle ? self->cmds.bo.handle :
 				  self->trace.handle;
-		int ret = submit_traced(self, bad[i].flags, bad[i].bo_flags,
+		int ret = submit_traced(self, bad[i].traced, bad[i].bo_flags,
 					handle, bad[i].offset, bad[i].size,
 					NULL);
 
@@ -458,38 +465,9 @@ TEST_F(uapi, every_bad_trace_field_is_refused)
 		}
 	}
 	/* And the same trace, right, is taken. */
-	EXPECT_EQ(0, submit_traced(self, DRM_TESSERA_SUBMIT_TRACE, RW,
+	EXPECT_EQ(0, submit_traced(self, true, RW,
 				   self->trace.handle, 0, ok, NULL));
 	EXPECT_EQ(0, tsr_wait(self->fd, self->syncobj, WAIT_NS));
-}
-
-/* SUBMIT as a caller built before uapi version 4 sends it. */
-struct submit_v3 {
-	uint8_t bytes[offsetof(struct drm_tessera_submit, trace_handle)];
-};
-
-TEST_F(uapi, a_caller_older_than_traces_runs_untraced)
-{
-	struct drm_tessera_submit s = {
-		.flags = DRM_TESSERA_SUBMIT_OUT_SYNC,
-		.cmdbuf_handle = self->cmds.bo.handle,
-		.out_sync.handle = self->syncobj,
-	};
-	struct submit_v3 old;
-	struct drm_tessera_job_status st;
-	uint64_t seq;
-
-	tsr_emit_nop(&self->cmds);
-	s.cmdbuf_size = self->cmds.len;
-	memcpy(&old, &s, sizeof(old));
-	ASSERT_EQ(0, tsr_ioctl(self->fd,
-			       DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_SUBMIT,
-					struct submit_v3), &old));
-	memcpy(&s, &old, sizeof(old));
-	seq = s.seq;
-	ASSERT_EQ(0, tsr_wait(self->fd, self->syncobj, WAIT_NS));
-	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
-	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
 }
 
 TEST_HARNESS_MAIN

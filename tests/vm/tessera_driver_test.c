@@ -309,30 +309,28 @@ TEST_F(drv, submit_rejects_bad_arguments)
 	BAD(-EINVAL, cmdbuf_offset, ~0ull - 7);
 	BAD(-ENOENT, cmdbuf_handle, 4242);
 	BAD(-EINVAL, bo_count, DRM_TESSERA_MAX_BOS + 1);
-	BAD(-EINVAL, in_sync_count, DRM_TESSERA_MAX_SYNCS + 1);
-	BAD(-EINVAL, out_sync.handle, self->sync);
-	BAD(-EINVAL, out_sync.flags, 1);
+	BAD(-EINVAL, sync_count, DRM_TESSERA_MAX_SYNCS + 1);
 	/* Pointers that do not point at readable memory. */
-	s = good; s.bo_count = 1; s.bos = 8;
+	s = good; tsr_submit_bos(&s, &bo, 1); s.bos = 8;
 	EXPECT_EQ(-EFAULT, submit_raw(self->fd, &s));
-	s = good; s.in_sync_count = 1; s.in_syncs = 8;
+	s = good; tsr_submit_syncs(&s, &sync, 1); s.syncs = 8;
 	EXPECT_EQ(-EFAULT, submit_raw(self->fd, &s));
 	/* Buffer list entries. */
-	s = good; s.bo_count = 1; s.bos = (uintptr_t)&bo; bo.flags = 0;
+	s = good; tsr_submit_bos(&s, &bo, 1); bo.flags = 0;
 	EXPECT_EQ(-EINVAL, submit_raw(self->fd, &s));
 	bo.flags = 4;
 	EXPECT_EQ(-EINVAL, submit_raw(self->fd, &s));
 	bo.flags = DRM_TESSERA_BO_READ; bo.handle = 4242;
 	EXPECT_EQ(-ENOENT, submit_raw(self->fd, &s));
-	s.bo_count = 2; s.bos = (uintptr_t)dup;
+	tsr_submit_bos(&s, dup, 2);
 	EXPECT_EQ(-EINVAL, submit_raw(self->fd, &s));
 	/* Syncs. */
-	s = good; s.in_sync_count = 1; s.in_syncs = (uintptr_t)&sync;
-	sync.flags = 1;
+	s = good; tsr_submit_syncs(&s, &sync, 1);
+	sync.flags = 2;
 	EXPECT_EQ(-EINVAL, submit_raw(self->fd, &s));
 	sync.flags = 0; sync.handle = 4242;
 	EXPECT_EQ(-ENOENT, submit_raw(self->fd, &s));
-	s = good; s.flags = DRM_TESSERA_SUBMIT_OUT_SYNC; s.out_sync.handle = 4242;
+	sync.flags = DRM_TESSERA_SYNC_SIGNAL;
 	EXPECT_EQ(-ENOENT, submit_raw(self->fd, &s));
 #undef BAD
 }
@@ -650,14 +648,13 @@ TEST_F(drv, another_contexts_addresses_fault_in_the_intruder_only)
 TEST_F(drv, syncobj_orders_jobs_across_queues)
 {
 	uint32_t a = tsr_syncobj(self->fd), b = tsr_syncobj(self->fd);
-	struct drm_tessera_sync in = { .handle = a };
+	struct drm_tessera_sync syncs[] = { TSR_SIGNAL(a, 0), { .handle = a },
+					    TSR_SIGNAL(b, 0) };
 	struct drm_tessera_submit_bo bos[] = {
 		{ self->host.handle, DRM_TESSERA_BO_WRITE },
 	};
 	struct drm_tessera_submit s = {
 		.cmdbuf_handle = self->c.bo.handle,
-		.bo_count = 1, .bos = (uintptr_t)bos,
-		.flags = DRM_TESSERA_SUBMIT_OUT_SYNC,
 	};
 	uint64_t *sem = self->host.map;
 	uint64_t seq1, seq2;
@@ -668,7 +665,8 @@ TEST_F(drv, syncobj_orders_jobs_across_queues)
 	tsr_emit_sem(&self->c, TSR_OP_SEM_WAIT, self->host.va, 1);
 	tsr_emit_fill(&self->c, self->host.va + 64, 0x1, 4);
 	s.cmdbuf_size = self->c.len;
-	s.out_sync.handle = a;
+	tsr_submit_bos(&s, bos, 1);
+	tsr_submit_syncs(&s, &syncs[0], 1);
 	ASSERT_EQ(0, submit_raw(self->fd, &s));
 	seq1 = s.seq;
 
@@ -677,9 +675,7 @@ TEST_F(drv, syncobj_orders_jobs_across_queues)
 	tsr_emit_copy(&self->c, self->host.va + 64, self->host.va + 128, 4);
 	s.cmdbuf_size = self->c.len - s.cmdbuf_offset;
 	s.queue = 1;
-	s.in_sync_count = 1;
-	s.in_syncs = (uintptr_t)&in;
-	s.out_sync.handle = b;
+	tsr_submit_syncs(&s, &syncs[1], 2);
 	ASSERT_EQ(0, submit_raw(self->fd, &s));
 	seq2 = s.seq;
 
@@ -727,14 +723,14 @@ TEST_F(drv, timeline_points_signal_in_order)
 	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &tl));
 	tsr_emit_nop(&self->c);
 	for (i = 0; i < 3; i++) {
+		struct drm_tessera_sync out = TSR_SIGNAL(tl, points[i]);
 		struct drm_tessera_submit s = {
 			.queue = i,
 			.cmdbuf_handle = self->c.bo.handle,
 			.cmdbuf_size = self->c.len,
-			.flags = DRM_TESSERA_SUBMIT_OUT_SYNC,
-			.out_sync = { .handle = tl, .point = points[i] },
 		};
 
+		tsr_submit_syncs(&s, &out, 1);
 		ASSERT_EQ(0, submit_raw(self->fd, &s));
 	}
 	ASSERT_EQ(0, drmSyncobjTimelineWait(self->fd, &tl, &points[2], 1,
@@ -768,7 +764,7 @@ TEST_F(drv, syncobj_chains_across_processes)
 		int fd = tsr_open(0);
 		uint32_t in, out;
 		struct tsr_cmds c = { 0 };
-		struct drm_tessera_sync sync;
+		struct drm_tessera_sync syncs[2];
 		struct drm_tessera_submit s = { 0 };
 
 		if (fd < 0 || drmSyncobjFDToHandle(fd, sfd, &in) ||
@@ -776,14 +772,12 @@ TEST_F(drv, syncobj_chains_across_processes)
 			_exit(10);
 		out = tsr_syncobj(fd);
 		tsr_emit_nop(&c);
-		sync = (struct drm_tessera_sync){ .handle = in };
+		syncs[0] = (struct drm_tessera_sync){ .handle = in };
+		syncs[1] = TSR_SIGNAL(out, 0);
 		s.queue = 3;
 		s.cmdbuf_handle = c.bo.handle;
 		s.cmdbuf_size = c.len;
-		s.in_sync_count = 1;
-		s.in_syncs = (uintptr_t)&sync;
-		s.flags = DRM_TESSERA_SUBMIT_OUT_SYNC;
-		s.out_sync.handle = out;
+		tsr_submit_syncs(&s, syncs, 2);
 		if (tsr_ioctl(fd, DRM_IOCTL_TESSERA_SUBMIT, &s))
 			_exit(11);
 		/* Blocked behind the parent's job. */
@@ -1230,15 +1224,15 @@ static int stress_child(unsigned int id)
 		struct drm_tessera_submit_bo list = {
 			data.handle, DRM_TESSERA_BO_READ | DRM_TESSERA_BO_WRITE,
 		};
+		struct drm_tessera_sync out = TSR_SIGNAL(tl, j + 1);
 		struct drm_tessera_submit s = {
 			.queue = (j + id) % 4,
 			.cmdbuf_handle = c.bo.handle,
-			.bo_count = 1, .bos = (uintptr_t)&list,
-			.flags = DRM_TESSERA_SUBMIT_OUT_SYNC,
-			.out_sync = { .handle = tl, .point = j + 1 },
 		};
 		size_t start = c.len;
 
+		tsr_submit_bos(&s, &list, 1);
+		tsr_submit_syncs(&s, &out, 1);
 		tsr_emit_sem(&c, TSR_OP_SEM_INC, data.va, 1);
 		tsr_emit_fill(&c, data.va + 8 + 4 * j, j + 1, 4);
 		s.cmdbuf_offset = start;

@@ -286,11 +286,15 @@ static void run_fill(struct __test_metadata *_metadata, int fd, __u32 placement)
 	struct drm_tessera_bo_create cmdbuf = { .size = FUZZ_PAGE };
 	struct drm_syncobj_create sync = { 0 };
 	struct drm_tessera_submit_bo bo = { .flags = DRM_TESSERA_BO_WRITE };
+	struct drm_tessera_sync out = { .flags = DRM_TESSERA_SYNC_SIGNAL };
 	struct drm_tessera_submit submit = {
-		.flags = DRM_TESSERA_SUBMIT_OUT_SYNC,
 		.cmdbuf_size = sizeof(struct tsr_cmd_dma),
 		.bo_count = 1,
 		.bos = (uintptr_t)&bo,
+		.bo_stride = sizeof(bo),
+		.sync_count = 1,
+		.syncs = (uintptr_t)&out,
+		.sync_stride = sizeof(out),
 	};
 	struct drm_syncobj_wait wait = {
 		.handles = (uintptr_t)&sync.handle,
@@ -314,7 +318,7 @@ static void run_fill(struct __test_metadata *_metadata, int fd, __u32 placement)
 	};
 	bo.handle = target.handle;
 	submit.cmdbuf_handle = cmdbuf.handle;
-	submit.out_sync.handle = sync.handle;
+	out.handle = sync.handle;
 	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_TESSERA_SUBMIT, &submit));
 
 	wait.timeout_nsec = now_ns() + 60 * 1000000000ull;
@@ -410,16 +414,20 @@ static int submit_hang_and_waiter(void)
 	struct drm_tessera_bo_create bo = { .size = FUZZ_PAGE };
 	struct drm_syncobj_create sync = { 0 };
 	struct drm_tessera_sync in = { 0 };
+	struct drm_tessera_sync out = { .flags = DRM_TESSERA_SYNC_SIGNAL };
 	struct drm_tessera_submit hang = {
-		.flags = DRM_TESSERA_SUBMIT_OUT_SYNC,
 		.cmdbuf_size = sizeof(struct tsr_cmd_sem),
+		.sync_count = 1,
+		.syncs = (uintptr_t)&out,
+		.sync_stride = sizeof(out),
 	};
 	struct drm_tessera_submit waiter = {
 		.queue = 1,
 		.cmdbuf_offset = FUZZ_PAGE / 2,
 		.cmdbuf_size = sizeof(struct tsr_cmd_header),
-		.in_sync_count = 1,
-		.in_syncs = (uintptr_t)&in,
+		.sync_count = 1,
+		.syncs = (uintptr_t)&in,
+		.sync_stride = sizeof(in),
 	};
 	struct tsr_cmd_sem *wait;
 	__u64 va;
@@ -438,7 +446,7 @@ static int submit_hang_and_waiter(void)
 	((struct tsr_cmd_header *)((__u8 *)wait + FUZZ_PAGE / 2))->size_qw = 1;
 	hang.cmdbuf_handle = bo.handle;
 	waiter.cmdbuf_handle = bo.handle;
-	hang.out_sync.handle = sync.handle;
+	out.handle = sync.handle;
 	in.handle = sync.handle;
 	if (ioctl(fd, DRM_IOCTL_TESSERA_SUBMIT, &hang) ||
 	    ioctl(fd, DRM_IOCTL_TESSERA_SUBMIT, &waiter))

@@ -245,6 +245,7 @@ TEST(unbind_does_not_wait_for_a_submit_stuck_copying_its_arrays)
 	sub.args = (struct drm_tessera_submit){
 		.cmdbuf_handle = c.bo.handle, .cmdbuf_size = c.len,
 		.bo_count = 1, .bos = (uintptr_t)area,
+		.bo_stride = sizeof(struct drm_tessera_submit_bo),
 	};
 	ASSERT_EQ(0, pthread_create(&ts, NULL, submit_thread, &sub));
 	p = (struct pollfd){ .fd = uffd, .events = POLLIN };

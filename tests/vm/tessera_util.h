@@ -316,18 +316,41 @@ static inline void tsr_index_coords(const struct tsr_info *info,
 	c[2] = index / (info->topology[0] * info->topology[1]);
 }
 
+/* An out-sync: the syncobj @handle (at @point of a timeline) gets the job's fence. */
+#define TSR_SIGNAL(handle, point) \
+	((struct drm_tessera_sync){ (handle), DRM_TESSERA_SYNC_SIGNAL, (point) })
+
+/* Point SUBMIT @s at @n buffer entries. */
+static inline void tsr_submit_bos(struct drm_tessera_submit *s,
+				  const struct drm_tessera_submit_bo *bos,
+				  unsigned int n)
+{
+	s->bo_count = n;
+	s->bos = (uintptr_t)bos;
+	s->bo_stride = sizeof(*bos);
+}
+
+/* Point SUBMIT @s at @n syncs, in- and out-syncs (TSR_SIGNAL()) mixed. */
+static inline void tsr_submit_syncs(struct drm_tessera_submit *s,
+				    const struct drm_tessera_sync *syncs,
+				    unsigned int n)
+{
+	s->sync_count = n;
+	s->syncs = (uintptr_t)syncs;
+	s->sync_stride = sizeof(*syncs);
+}
+
 /* Submit @c on @queue using @bos (all read-write); returns -errno. */
 static inline int tsr_submit(int fd, struct tsr_cmds *c, uint32_t queue,
 			     const struct tsr_bo *const *bos, unsigned int nbos,
 			     uint32_t out_sync, uint64_t *seq)
 {
 	struct drm_tessera_submit_bo list[16];
+	struct drm_tessera_sync out = TSR_SIGNAL(out_sync, 0);
 	struct drm_tessera_submit s = {
 		.queue = queue,
 		.cmdbuf_handle = c->bo.handle,
 		.cmdbuf_size = c->len,
-		.bo_count = nbos,
-		.bos = (uintptr_t)list,
 	};
 	unsigned int i;
 	int ret;
@@ -337,10 +360,9 @@ static inline int tsr_submit(int fd, struct tsr_cmds *c, uint32_t queue,
 			.handle = bos[i]->handle,
 			.flags = DRM_TESSERA_BO_READ | DRM_TESSERA_BO_WRITE,
 		};
-	if (out_sync) {
-		s.flags = DRM_TESSERA_SUBMIT_OUT_SYNC;
-		s.out_sync.handle = out_sync;
-	}
+	tsr_submit_bos(&s, list, nbos);
+	if (out_sync)
+		tsr_submit_syncs(&s, &out, 1);
 	ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_SUBMIT, &s);
 	if (!ret && seq)
 		*seq = s.seq;

@@ -20,9 +20,11 @@ extern "C" {
  * driver's major.minor, as ivpu versions its): a new minor
  * adds ioctls, parameters, extensions or flags; nothing changes meaning
  * within a major.  1.0 replaced the numbered versions 1 to 6 of the
- * GET_INFO era (Documentation/uapi.md, "Versions").
+ * GET_INFO era; 2.0 gave SUBMIT an extension chain, arrays with a stride
+ * and several out-syncs, and added SUBMIT_BATCH (Documentation/uapi.md,
+ * "Versions").
  */
-#define DRM_TESSERA_DRIVER_MAJOR	1
+#define DRM_TESSERA_DRIVER_MAJOR	2
 #define DRM_TESSERA_DRIVER_MINOR	0
 
 #define DRM_TESSERA_GET_PARAM		0x00
@@ -33,6 +35,7 @@ extern "C" {
 #define DRM_TESSERA_WINDOW_OPEN		0x05
 #define DRM_TESSERA_WINDOW_CLOSE	0x06
 #define DRM_TESSERA_LINK_INFO		0x07
+#define DRM_TESSERA_SUBMIT_BATCH	0x08
 
 #define DRM_IOCTL_TESSERA_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_GET_PARAM, struct drm_tessera_get_param)
@@ -50,6 +53,8 @@ extern "C" {
 	DRM_IOW(DRM_COMMAND_BASE + DRM_TESSERA_WINDOW_CLOSE, struct drm_tessera_window_close)
 #define DRM_IOCTL_TESSERA_LINK_INFO \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_LINK_INFO, struct drm_tessera_link_info)
+#define DRM_IOCTL_TESSERA_SUBMIT_BATCH \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_SUBMIT_BATCH, struct drm_tessera_submit_batch)
 
 /* ICI ports of a chip: +x, -x, +y, -y, +z, -z (TSR_ICI_PORT()). */
 #define DRM_TESSERA_MAX_PORTS		6
@@ -198,13 +203,20 @@ struct drm_tessera_submit_bo {
 	__u32 flags;
 };
 
+/* drm_tessera_sync.flags: signal the syncobj when the job ends. */
+#define DRM_TESSERA_SYNC_SIGNAL		0x00000001u
+
 /**
  * struct drm_tessera_sync - a syncobj and, for a timeline, a point on it
+ *
+ * Without DRM_TESSERA_SYNC_SIGNAL the job waits for the fence there (an
+ * in-sync); with it the job's fence is put there once the job is queued
+ * (an out-sync), as panthor's DRM_PANTHOR_SYNC_OP_SIGNAL.
  */
 struct drm_tessera_sync {
 	/** @handle: syncobj handle. */
 	__u32 handle;
-	/** @flags: must be zero. */
+	/** @flags: 0 or DRM_TESSERA_SYNC_SIGNAL; any other bit is -EINVAL. */
 	__u32 flags;
 	/** @point: timeline point, or 0 for a binary syncobj. */
 	__u64 point;
@@ -215,48 +227,90 @@ struct drm_tessera_sync {
 #define DRM_TESSERA_PRIORITY_LOW	1
 #define DRM_TESSERA_PRIORITY_HIGH	2
 
-/* SUBMIT flags. */
-/* Signal @out_sync when the job ends. */
-#define DRM_TESSERA_SUBMIT_OUT_SYNC	0x00000001u
-/* Have the chip write the job's trace (needs TSR_CAP_TRACE). */
-#define DRM_TESSERA_SUBMIT_TRACE	0x00000002u
-#define DRM_TESSERA_SUBMIT_FLAGS_ALL	(DRM_TESSERA_SUBMIT_OUT_SYNC | \
-					 DRM_TESSERA_SUBMIT_TRACE)
-
 /* Limits of a SUBMIT. */
 #define DRM_TESSERA_MAX_BOS		4096
-#define DRM_TESSERA_MAX_SYNCS		64
+#define DRM_TESSERA_MAX_SYNCS		64	/* in- and out-syncs together */
 #define DRM_TESSERA_MAX_CMDBUF_SIZE	(16u << 20)
+/*
+ * Largest stride of an array element.  A stride is at least the size of
+ * the element in this header; the driver reads that much of each element,
+ * and bytes past it must be zero (-E2BIG otherwise, as the kernel's
+ * copy_struct_from_user() has it), so that an element can grow.
+ */
+#define DRM_TESSERA_MAX_STRIDE		256
+/* Most jobs in one SUBMIT_BATCH. */
+#define DRM_TESSERA_MAX_BATCH		64
+
+/**
+ * struct drm_tessera_extension - the head of every extension
+ *
+ * Extensions are chained through @next from an ioctl's extensions field,
+ * as xe's struct drm_xe_user_extension: a later minor adds names without
+ * touching the base struct.  An unknown @name, a non-zero @pad, or a name
+ * given twice is -EINVAL; so a chain is at most as long as the names an
+ * ioctl knows, and a chain that loops ends at its first repeated link.
+ */
+struct drm_tessera_extension {
+	/** @next: user pointer to the next extension, 0 to end the chain. */
+	__u64 next;
+	/** @name: DRM_TESSERA_EXT_*. */
+	__u32 name;
+	/** @pad: must be zero. */
+	__u32 pad;
+};
+
+/* Names of SUBMIT's extensions (SUBMIT_BATCH's own chain knows none yet). */
+#define DRM_TESSERA_EXT_TRACE		1	/* struct drm_tessera_ext_trace */
+
+/**
+ * struct drm_tessera_ext_trace - have the chip write the job's trace
+ *
+ * The chip writes a struct tsr_trace_header and a struct tsr_trace_record
+ * per command (the chip's <tessera/chip.h>, installed with libaccel) at
+ * @offset of buffer @handle, which must be listed in the job's bos with
+ * DRM_TESSERA_BO_WRITE.  A bad field is -EINVAL; a chip without
+ * TSR_CAP_TRACE is -EOPNOTSUPP.
+ */
+struct drm_tessera_ext_trace {
+	/** @base: name DRM_TESSERA_EXT_TRACE. */
+	struct drm_tessera_extension base;
+	/** @handle: the trace's buffer. */
+	__u32 handle;
+	/**
+	 * @size: bytes of the trace, a multiple of 8 from
+	 * sizeof(struct tsr_trace_header) to TSR_TRACE_MAX_SIZE, in the buffer.
+	 */
+	__u32 size;
+	/** @offset: where the trace starts in the buffer, 8-aligned. */
+	__u64 offset;
+};
 
 /**
  * struct drm_tessera_submit - run a command buffer (DRM_IOCTL_TESSERA_SUBMIT)
  *
- * Queues a job on hardware queue @queue.  The job starts once every
- * @in_syncs fence and the implicit fences of its buffers have signalled;
- * it runs the command buffer in the file's device address space.  Its
- * outcome is in DRM_IOCTL_TESSERA_JOB_STATUS under @seq, and in the error
- * of the fence @out_sync receives: 0, -EFAULT (MMU fault), -EIO (memory,
- * DMA or device error, or resets caught the job too often), -EINVAL (a
- * malformed command), -E2BIG (an operand beyond the chip's limits),
- * -ETIMEDOUT (the job hung and was stopped), -ECANCELED (a chip reset
- * stopped the job, which is not run again: JOB_STATUS error
+ * Queues a job on hardware queue @queue.  The job starts once the fence
+ * of every in-sync of @syncs and the implicit fences of its buffers have
+ * signalled; it runs the command buffer in the file's device address
+ * space.  Its outcome is in DRM_IOCTL_TESSERA_JOB_STATUS under @seq, and
+ * in the error of the fence its out-syncs receive: 0, -EFAULT (MMU fault),
+ * -EIO (memory, DMA or device error, or resets caught the job too often),
+ * -EINVAL (a malformed command), -E2BIG (an operand beyond the chip's
+ * limits), -ETIMEDOUT (the job hung and was stopped), -ECANCELED (a chip
+ * reset stopped the job, which is not run again: JOB_STATUS error
  * TSR_ERR_ABORTED; or the context was banned), -ESRCH (the file was
- * closed before the job could start),
- * -ENOMEM (no memory to run it again after a reset), -ENODEV (the device
- * went away); for an ICI_WRITE, -ENOLINK (a link on the way is down or
- * no answer came: within 2 s of the link going down), -EACCES (the
- * target's windows refused the write) or -EHOSTUNREACH (no route to the
- * target).
+ * closed before the job could start), -ENOMEM (no memory to run it again
+ * after a reset), -ENODEV (the device went away); for an ICI_WRITE,
+ * -ENOLINK (a link on the way is down or no answer came: within 2 s of
+ * the link going down), -EACCES (the target's windows refused the write)
+ * or -EHOSTUNREACH (no route to the target).
  *
- * With DRM_TESSERA_SUBMIT_TRACE the chip writes the job's trace, a struct
- * tsr_trace_header and a struct tsr_trace_record per command (the chip's
- * <tessera/chip.h>, installed with libaccel), at @trace_offset of buffer
- * @trace_handle, which must be listed in @bos with DRM_TESSERA_BO_WRITE;
- * without it the trace fields must be zero.  A bad trace field is refused
- * with -EINVAL, a chip without TSR_CAP_TRACE with -EOPNOTSUPP.
+ * What the base struct does not say is in extensions (DRM_TESSERA_EXT_*).
+ * An array's stride is read only when its count is not zero.
  */
 struct drm_tessera_submit {
-	/** @flags: in, DRM_TESSERA_SUBMIT_* flags. */
+	/** @extensions: in, user pointer to the first extension, or 0. */
+	__u64 extensions;
+	/** @flags: in, must be zero. */
 	__u32 flags;
 	/** @queue: in, hardware queue, below DRM_TESSERA_PARAM_NUM_QUEUES. */
 	__u32 queue;
@@ -274,30 +328,63 @@ struct drm_tessera_submit {
 	/** @bo_count: in, entries in @bos, at most DRM_TESSERA_MAX_BOS. */
 	__u32 bo_count;
 	/**
-	 * @bos: in, user pointer to @bo_count struct drm_tessera_submit_bo:
-	 * the buffers besides the command buffer that the job uses.
+	 * @bos: in, user pointer to @bo_count struct drm_tessera_submit_bo,
+	 * @bo_stride bytes apart: the buffers besides the command buffer.
 	 */
 	__u64 bos;
-	/** @in_sync_count: in, entries in @in_syncs, at most DRM_TESSERA_MAX_SYNCS. */
-	__u32 in_sync_count;
+	/** @bo_stride: in, see DRM_TESSERA_MAX_STRIDE. */
+	__u32 bo_stride;
+	/** @sync_count: in, entries in @syncs, at most DRM_TESSERA_MAX_SYNCS. */
+	__u32 sync_count;
+	/**
+	 * @syncs: in, user pointer to @sync_count struct drm_tessera_sync,
+	 * @sync_stride bytes apart: what the job waits for and signals.
+	 */
+	__u64 syncs;
+	/** @sync_stride: in, see DRM_TESSERA_MAX_STRIDE. */
+	__u32 sync_stride;
 	/** @pad: in, must be zero. */
 	__u32 pad;
-	/** @in_syncs: in, user pointer to struct drm_tessera_sync to wait for. */
-	__u64 in_syncs;
-	/** @out_sync: in, with DRM_TESSERA_SUBMIT_OUT_SYNC: what to signal. */
-	struct drm_tessera_sync out_sync;
 	/** @seq: out, the job's sequence number in this file, from 1. */
 	__u64 seq;
-	/** @trace_handle: in, with DRM_TESSERA_SUBMIT_TRACE: the trace's buffer. */
-	__u32 trace_handle;
+};
+
+/* drm_tessera_submit_batch.error_index when no one job is at fault. */
+#define DRM_TESSERA_BATCH_NO_INDEX	0xffffffffu
+
+/**
+ * struct drm_tessera_submit_batch - queue several jobs at once
+ * (DRM_IOCTL_TESSERA_SUBMIT_BATCH)
+ *
+ * @jobs holds @count struct drm_tessera_submit, @stride bytes apart, each
+ * a job on a queue of its own choosing, checked exactly as SUBMIT checks
+ * one (its extensions included), as panthor's GROUP_SUBMIT takes a job
+ * per queue.  Every job is checked, and everything it needs taken, before
+ * any is queued: either all are queued, in array order, or none is and
+ * the ioctl fails with the errno SUBMIT would have given for the job
+ * named by @error_index.  The jobs of a batch do not wait for each other
+ * through their buffers, nor can one's in-sync name another's out-sync
+ * (syncs are looked up before any job is queued).  Each job's seq is
+ * written back into its element; should that write fail (-EFAULT), the
+ * jobs are queued all the same, as for any ioctl's copy-out.
+ */
+struct drm_tessera_submit_batch {
+	/** @extensions: in, user pointer to the first extension, or 0. */
+	__u64 extensions;
+	/** @flags: in, must be zero. */
+	__u32 flags;
+	/** @count: in, jobs in @jobs, 1 to DRM_TESSERA_MAX_BATCH. */
+	__u32 count;
+	/** @jobs: in, user pointer to the jobs. */
+	__u64 jobs;
+	/** @stride: in, bytes from one job to the next; see DRM_TESSERA_MAX_STRIDE. */
+	__u32 stride;
 	/**
-	 * @trace_size: in, with DRM_TESSERA_SUBMIT_TRACE: bytes of the trace,
-	 * a multiple of 8 from sizeof(struct tsr_trace_header) to
-	 * TSR_TRACE_MAX_SIZE, within the buffer.
+	 * @error_index: out, when the ioctl fails: the index in @jobs of the
+	 * job refused, or DRM_TESSERA_BATCH_NO_INDEX when the batch's own
+	 * fields or no one job (a signal, an injected failure) are the cause.
 	 */
-	__u32 trace_size;
-	/** @trace_offset: in, with DRM_TESSERA_SUBMIT_TRACE: where it starts, 8-aligned. */
-	__u64 trace_offset;
+	__u32 error_index;
 };
 
 /* Values of drm_tessera_job_status.state. */

@@ -135,6 +135,31 @@ ACCEL_API int accel_submit(struct accel_device *dev, struct accel_cmdbuf *cb,
 			   const struct accel_submit_opts *opts,
 			   struct accel_job **job);
 
+/** Most jobs one accel_submit_many() queues. */
+#define ACCEL_MAX_BATCH		64
+
+/**
+ * accel_submit_many() - queue @count jobs on @dev in one call, all or none.
+ * @count: jobs, 1 to ACCEL_MAX_BATCH
+ * @cbs: the command buffer of each job, all different
+ * @opts: how to run each job (a NULL entry for the defaults), or NULL for
+ *	the defaults throughout
+ * @jobs: the new jobs, as accel_submit() gives them
+ *
+ * As @count calls of accel_submit(), in one system call: each job is
+ * checked as accel_submit() checks it, and either every job is queued, in
+ * array order, or none is.  The jobs may use different queues and the same
+ * buffers; they do not wait for each other, and none may wait for another
+ * of the same call (order them through their commands, or submit in two
+ * calls).  On failure, accel_cmdbuf_last_error() of the command buffer at
+ * fault says why.  For what submits to several queues at once: the
+ * collectives, a pipeline's stages.
+ */
+ACCEL_API int accel_submit_many(struct accel_device *dev, unsigned int count,
+				struct accel_cmdbuf *const *cbs,
+				const struct accel_submit_opts *const *opts,
+				struct accel_job **jobs);
+
 /**
  * accel_job_wait() - wait for a job to end.
  * @timeout_ns: how long to wait, 0 to poll, or ACCEL_TIMEOUT_INFINITE

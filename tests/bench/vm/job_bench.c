@@ -64,14 +64,14 @@ static void bench_pipelined(int fd, struct tsr_cmds *c)
 		die("syncobj", -errno);
 	t0 = tsr_now_ns();
 	for (i = 1; i <= PIPELINED; i++) {
+		struct drm_tessera_sync out = TSR_SIGNAL(tl, i);
 		struct drm_tessera_submit s = {
 			.queue = 0,
 			.cmdbuf_handle = c->bo.handle,
 			.cmdbuf_size = c->len,
-			.flags = DRM_TESSERA_SUBMIT_OUT_SYNC,
-			.out_sync = { .handle = tl, .point = i },
 		};
 
+		tsr_submit_syncs(&s, &out, 1);
 		if (i > DEPTH) {
 			point = i - DEPTH;
 			if (drmSyncobjTimelineWait(fd, &tl, &point, 1,

@@ -36,6 +36,7 @@ static const struct fuzz_field bo_info_fields[] = {
 };
 
 static const struct fuzz_field submit_fields[] = {
+	FIELD(struct drm_tessera_submit, extensions, FK_PTR),
 	FIELD(struct drm_tessera_submit, flags, FK_VAL),
 	FIELD(struct drm_tessera_submit, queue, FK_VAL),
 	FIELD(struct drm_tessera_submit, priority, FK_VAL),
@@ -44,12 +45,11 @@ static const struct fuzz_field submit_fields[] = {
 	FIELD(struct drm_tessera_submit, cmdbuf_size, FK_VAL),
 	FIELD(struct drm_tessera_submit, bo_count, FK_VAL),
 	FIELD(struct drm_tessera_submit, bos, FK_PTR),
-	FIELD(struct drm_tessera_submit, in_sync_count, FK_VAL),
+	FIELD(struct drm_tessera_submit, bo_stride, FK_VAL),
+	FIELD(struct drm_tessera_submit, sync_count, FK_VAL),
+	FIELD(struct drm_tessera_submit, syncs, FK_PTR),
+	FIELD(struct drm_tessera_submit, sync_stride, FK_VAL),
 	FIELD(struct drm_tessera_submit, pad, FK_VAL),
-	FIELD(struct drm_tessera_submit, in_syncs, FK_PTR),
-	FIELD(struct drm_tessera_submit, out_sync.handle, FK_SYNCOBJ),
-	FIELD(struct drm_tessera_submit, out_sync.flags, FK_VAL),
-	FIELD(struct drm_tessera_submit, out_sync.point, FK_VAL),
 	FIELD(struct drm_tessera_submit, seq, FK_VAL),
 	{ }
 };
@@ -168,7 +168,7 @@ static const int info_errnos[] = { EINVAL, EFAULT, ENODEV, 0 };
 static const int bo_create_errnos[] = { EINVAL, EFAULT, ENODEV, ENOMEM, 0 };
 static const int bo_info_errnos[] = { EINVAL, EFAULT, ENOENT, ENOMEM, 0 };
 static const int submit_errnos[] = {
-	EINVAL, EFAULT, ENODEV, ENOMEM, ENOENT, EPERM, ECANCELED, 0
+	EINVAL, EFAULT, ENODEV, ENOMEM, ENOENT, EPERM, ECANCELED, E2BIG, 0
 };
 static const int job_status_errnos[] = { EINVAL, EFAULT, ENOENT, 0 };
 static const int window_open_errnos[] = {

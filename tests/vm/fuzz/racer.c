@@ -25,6 +25,7 @@ int race_lookup(int fd, __u32 handle, bool submit, const char **name)
 		.cmdbuf_size = 8,
 		.bo_count = 1,
 		.bos = (uintptr_t)&bo,
+		.bo_stride = sizeof(bo),
 	};
 	struct drm_tessera_bo_info info = { .handle = handle };
 

@@ -352,7 +352,8 @@ static void describe_submit(struct fuzz *fz, const struct fuzz_stream *s,
 			      fz->bos[i].handle, fz->bos[i].flags);
 	for (i = 0; i < nsyncs && n < FUZZ_EXTRA; i++)
 		n += snprintf(fz->extra + n, sizeof(fz->extra) - n,
-			      " in %u@%llu", fz->syncs[i].handle,
+			      " %s %u@%llu", fz->syncs[i].flags ? "out" : "in",
+			      fz->syncs[i].handle,
 			      (unsigned long long)fz->syncs[i].point);
 	for (i = 0; i < s->len && i < 12 && n < FUZZ_EXTRA; i++)
 		n += snprintf(fz->extra + n, sizeof(fz->extra) - n, " %llx",
@@ -376,6 +377,7 @@ static void submit_learn(struct fuzz *fz, struct fuzz_file *f,
 			 const struct drm_tessera_submit *a, bool out_ok)
 {
 	struct fuzz_syncobj *so;
+	unsigned int i;
 
 	if (out_ok && a->seq != f->last_seq + 1)
 		violation(fz, "SUBMIT numbered job %llu after job %llu",
@@ -383,12 +385,18 @@ static void submit_learn(struct fuzz *fz, struct fuzz_file *f,
 			  (unsigned long long)f->last_seq);
 	f->last_seq++;
 	f->seq_queue[f->last_seq % DRM_TESSERA_JOB_HISTORY] = a->queue;
-	so = find_syncobj(f, a->out_sync.handle);
-	if (!(a->flags & DRM_TESSERA_SUBMIT_OUT_SYNC) || !so)
-		return;
-	so->fence = true;
-	so->timeline = a->out_sync.point != 0;
-	so->point = a->out_sync.point;
+	/* A SUBMIT that succeeded had nothing but in- and out-syncs. */
+	for (i = 0; i < a->sync_count; i++) {
+		const struct drm_tessera_sync *sync =
+			(const void *)(uintptr_t)(a->syncs + i * a->sync_stride);
+
+		so = find_syncobj(f, sync->handle);
+		if (!(sync->flags & DRM_TESSERA_SYNC_SIGNAL) || !so)
+			continue;
+		so->fence = true;
+		so->timeline = sync->point != 0;
+		so->point = sync->point;
+	}
 }
 
 void op_submit(struct fuzz *fz, struct fuzz_file *f)
@@ -426,13 +434,16 @@ void op_submit(struct fuzz *fz, struct fuzz_file *f)
 	a->cmdbuf_size = s.len * 8;
 	a->bo_count = s.nlisted;
 	a->bos = (uintptr_t)fz->bos;
-	a->in_sync_count = nsyncs;
-	a->in_syncs = (uintptr_t)fz->syncs;
-	if (out && one_in(fz, 2)) {
-		a->flags = DRM_TESSERA_SUBMIT_OUT_SYNC;
-		a->out_sync.handle = out->handle;
-		a->out_sync.point = one_in(fz, 2) ? out->point + 1 + below(fz, 2) : 0;
-	}
+	a->bo_stride = sizeof(fz->bos[0]);
+	if (out && one_in(fz, 2))
+		fz->syncs[nsyncs++] = (struct drm_tessera_sync) {
+			.handle = out->handle,
+			.flags = DRM_TESSERA_SYNC_SIGNAL,
+			.point = one_in(fz, 2) ? out->point + 1 + below(fz, 2) : 0,
+		};
+	a->sync_count = nsyncs;
+	a->syncs = (uintptr_t)fz->syncs;
+	a->sync_stride = sizeof(fz->syncs[0]);
 	if (mutate(fz, f, OP_SUBMIT, a))
 		valid = false;
 	describe_submit(fz, &s, nsyncs);
