@@ -46,7 +46,7 @@
 
 #define COMM_SLOTS		2
 /* Jobs of a call a chip submits at once. */
-#define COLL_BATCH		64
+#define COLL_BATCH		ACCEL_MAX_BATCH
 #define SEM_DATA(ch)		(8ull * (ch))
 #define SEM_CREDIT(ch)		(256 + 8ull * (ch))
 #define SEM_MEET(colour, s)	(512 + 16ull * (colour) + 8ull * (s))
