@@ -17,7 +17,9 @@
 #                 a 2x2x2 mesh in one VM, each running the exchange; the
 #                 collectives' tests on 4x4 as 4 VMs x 4 chips; a host of
 #                 a 2x2x2 torus of 2 VMs stopped mid-collective; Ctrl-C
-#                 and scancel on a slice run by Slurm
+#                 and scancel on a slice run by Slurm; 4x4x4 as 16 VMs x
+#                 4 chips (every collective, the embedding op), alone and
+#                 as 16 Slurm tasks (run-checks --only moonshot)
 #   make bench    BENCH lines (see tools/tessera-bench)
 #   make fuzz     the ioctl fuzzer in a VM, FUZZ_CALLS (1000000) calls
 #   make lint     checkpatch (kernel and QEMU flavours) and sparse
@@ -438,7 +440,7 @@ check-slices: all
 	tools/tessera-slice --topology 4x4 --host 2x2 --timeout 3000 -d debug-regs=on \
 		--driver-args job_timeout_ms=600000 -- run-tests libaccel_coll_ici_test
 	tests/slice/failures.py sigstop-2x2x2
-	$(PYTHON) tests/run-checks --no-build --only slurm-long
+	$(PYTHON) tests/run-checks --no-build --jobs 1 --only slurm-long,moonshot
 
 bench: all
 	$(PYTHON) tools/tessera-bench
