@@ -567,12 +567,6 @@ static void wbuf_put(TsrLink *link, const void *p, size_t len)
     link->wlen += len;
 }
 
-/*
- * Put a frame on the wire, where the injected faults apply: it may be
- * lost, have one bit flipped, or be held back.  When nothing waits before
- * it, its pieces go straight to the wire; what the wire does not take
- * waits in wbuf.
- */
 /* A frame's header as it leaves now, counted; its bytes on the wire. */
 static size_t frame_header(TsrLink *link, struct tsr_ici_frame_hdr *h,
                            uint8_t type, uint8_t flags, uint32_t seq,
@@ -596,6 +590,12 @@ static size_t frame_header(TsrLink *link, struct tsr_ici_frame_hdr *h,
     return total;
 }
 
+/*
+ * Put a frame on the wire, where the injected faults apply: it may be
+ * lost, have one bit flipped, or be held back.  When nothing waits before
+ * it, its pieces go straight to the wire; what the wire does not take
+ * waits in wbuf.
+ */
 static void emit(TsrLink *link, uint8_t type, uint8_t flags, uint32_t seq,
                  const void *payload, uint16_t len, uint32_t payload_crc,
                  bool first, uint64_t now)
@@ -1605,16 +1605,22 @@ int tsr_link_sendv(TsrLink *link, unsigned int vc, const struct iovec *iov,
     return 0;
 }
 
-/* Whether new frame @seq on @vc could go into the wire now, untouched. */
+/*
+ * Whether new frame @seq on @vc could go into the wire now, untouched:
+ * nothing that pump() would send first waits (an acknowledgement owed
+ * rides on it, as on any frame), and no fault is due to hit it.
+ */
 static bool can_lend(TsrLink *link, unsigned int vc, uint32_t seq,
                      uint64_t now)
 {
     const TsrLinkFaults *f = &link->faults;
+    bool gap = link->rcv_high != link->rcv_next;
 
     return link->ops->wire_reserve && link->intact &&
            link->state == TSR_ICI_STATE_UP && !link->txq[vc].count &&
            !link->wlen && now >= link->hold_until && !link->rxt_count &&
-           link->snd_nxt == link->snd_end &&
+           link->snd_nxt == link->snd_end && !link->nak_due &&
+           !(gap && (link->gap_due || link->ack_due)) &&
            link->snd_end - link->snd_una < link->cfg.window &&
            seq_lt(link->sent_new[vc], link->peer_credit[vc]) &&
            /* A frame a fault hits goes the usual way, as on any wire. */
@@ -1630,8 +1636,6 @@ uint8_t *tsr_link_lend(TsrLink *link, unsigned int vc, size_t len,
     if (vc >= TSR_ICI_VCS || !len || len > TSR_ICI_MAX_PAYLOAD) {
         return NULL;
     }
-    /* What waits to be sent goes first. */
-    pump(link, now);
     if (!can_lend(link, vc, link->snd_end, now)) {
         return NULL;
     }

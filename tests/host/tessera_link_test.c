@@ -1706,4 +1706,30 @@ TEST_F(link, frames_kept_by_a_wire_that_goes_are_reclaimed_and_arrive_whole)
 	EXPECT_TRUE(streams_match(self));
 }
 
+/*
+ * A count fault takes the next frame the link sends, and right after the
+ * link came up that is the payload sent next (an acknowledgement owed
+ * rides on it), on every wire: a dropped one shows as a gap at the peer
+ * and a replay, never as an acknowledgement lost.
+ */
+TEST_F(link, a_count_fault_right_after_training_takes_the_next_payload)
+{
+	TsrLinkFaults f = { .drop_next = 1 };
+	uint8_t buf[64] = { 3 };
+	int i;
+
+	ASSERT_TRUE(train(self));
+	inject(&self->a, &f);
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, tsr_link_send(self->a.link, 0, buf, sizeof(buf),
+					   self->now));
+	for (i = 0; i < 100000 && tsr_link_pending(self->a.link); i++)
+		step(self);
+	EXPECT_EQ(3, self->b.delivered);
+	EXPECT_LT(0, tsr_link_fault_bytes(self->a.link));
+	EXPECT_LT(0, counters(&self->b).seq_errors);
+	EXPECT_LT(0, counters(&self->a).replays);
+	EXPECT_EQ(0, counters(&self->b).timeouts);
+}
+
 TEST_HARNESS_MAIN
