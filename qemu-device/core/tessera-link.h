@@ -17,7 +17,8 @@
  * - the receiver hands payloads on in order, keeps frames that arrive
  *   behind a gap, discards duplicates, and asks for a resend (NAK) when a
  *   gap opens or a frame is corrupt;
- * - the sender keeps every unacknowledged frame in a replay buffer,
+ * - the sender keeps every unacknowledged frame in a replay buffer (or
+ *   where it built it, in the memory a wire lends: tsr_link_lend()),
  *   resends on a NAK only the frames the peer misses, and goes back to
  *   the oldest when the retransmit timer fires; the timer adapts to the
  *   measured round trip (RFC 6298); a peer silent for as long as the retry
