@@ -448,6 +448,7 @@ static int tessera_resv_collect(struct drm_device *drm, struct tessera_resv *r,
 {
 	struct tessera_resv_use *use;
 	u32 total = 0, i, j, k = 0;
+	int ret = 0;
 
 	for (i = 0; i < n; i++)
 		total += subs[i].job->bo_count;
@@ -455,8 +456,8 @@ static int tessera_resv_collect(struct drm_device *drm, struct tessera_resv *r,
 	r->objs = kvmalloc_array(total, sizeof(*r->objs) + sizeof(**slots),
 				 GFP_KERNEL);
 	if (!use || !r->objs) {
-		kvfree(use);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto out;
 	}
 	*slots = (unsigned int *)(r->objs + total);
 	for (i = 0; i < n; i++)
@@ -471,8 +472,8 @@ static int tessera_resv_collect(struct drm_device *drm, struct tessera_resv *r,
 			if (use[k].sub == use[k - 1].sub) {
 				drm_dbg(drm, "SUBMIT: a buffer is listed twice\n");
 				*bad = use[k].sub;
-				kvfree(use);
-				return -EINVAL;
+				ret = -EINVAL;
+				goto out;
 			}
 			(*slots)[r->count - 1]++;
 			continue;
@@ -480,8 +481,11 @@ static int tessera_resv_collect(struct drm_device *drm, struct tessera_resv *r,
 		(*slots)[r->count] = 1;
 		r->objs[r->count++] = use[k].obj;
 	}
+out:
 	kvfree(use);
-	return 0;
+	if (ret)
+		kvfree(r->objs);
+	return ret;
 }
 
 /* Lock every job's buffers and depend on the fences already on them. */
