@@ -1033,8 +1033,13 @@ TEST_F(eng, the_largest_commands_stop_soon_after_a_reset_in_bounded_memory)
 		took = now_ms() - start;
 		self->c->tail[0] = 0;
 		EXPECT_EQ(0, comp->status) TH_LOG("command %d finished", which);
-		EXPECT_GT(250, took) TH_LOG("command %d stopped after %.0f ms",
-					    which, took);
+		/*
+		 * Run to its end, such a command takes minutes; stopped, it
+		 * takes milliseconds, but the bound leaves room for a host
+		 * busy with make check's VMs (277 ms seen).
+		 */
+		EXPECT_GT(2000, took) TH_LOG("command %d stopped after %.0f ms",
+					     which, took);
 	}
 	EXPECT_GT(64 << 10, max_rss_kib() - rss)
 		TH_LOG("grew by %ld MiB", (max_rss_kib() - rss) >> 10);
