@@ -332,7 +332,7 @@ $(B)/tests/slice/%: tests/slice/%.c tests/vm/tessera_util.h $(USER_HEADERS) $(DE
 	$(CC) $(USER_CFLAGS) $(UAPI_CFLAGS) $(DRM_CFLAGS) -Itests/vm -o $@ $< $(DRM_LIBS)
 
 # ... except those that go through libaccel.
-$(B)/tests/slice/slice_failure $(B)/tests/slice/slice_setup: $(B)/tests/slice/%: tests/slice/%.c $(LIBACCEL_SO) $(USER_HEADERS)
+$(B)/tests/slice/slice_failure $(B)/tests/slice/slice_setup: $(B)/tests/slice/%: tests/slice/%.c tests/slice/slice_ports.h $(LIBACCEL_SO) $(USER_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ $< -L$(B)/lib -laccel -lm
 

@@ -15,9 +15,11 @@
  * Each call's inputs differ from the last one's and its output starts as
  * NaN, so a call that ends before every part arrived cannot pass as
  * exact.  With --calls, that many calls must all be exact; without, the
- * loop runs until a call fails or S seconds pass.  After a failure the
- * chip's process runs one more job on its context (it must not be
- * banned) and prints its chip's driver counters.  With --reset, the
+ * loop runs until a call fails or S seconds pass.  A call that fails
+ * LINK_DOWN is followed by a line per port of the chip that is not up
+ * ("port +y (2) down").  After a failure the chip's process runs one more
+ * job on its context (it must not be banned) and prints its chip's driver
+ * counters.  With --reset, the
  * process of the chip at X,Y,Z resets its chip (debugfs force_recovery)
  * right after issuing call N+1.  With --stall-host, the processes of host
  * H (TESSERA_HOST_ID) wait 3 s before call N+1, so that the host can stop
@@ -54,6 +56,8 @@
 #include <unistd.h>
 
 #include <accel/accel.h>
+
+#include "slice_ports.h"
 
 #define NS_PER_S	1000000000ull
 /* A call or a write that has not ended by then never will by itself. */
@@ -347,6 +351,9 @@ static int run_chip(unsigned int device, const struct options *o)
 		if (ret) {
 			say(&ch, "call %u failed after %.0f ms: %s (%s)", k,
 			    ms_since(t), accel_error_name(ret), accel_error_string(ret));
+			if (ret == ACCEL_ERR_LINK_DOWN)
+				slice_ports_not_up(ch.dev, &ch.info, "slice_failure",
+						   ch.name);
 			ok = !o->calls;
 			break;
 		}

@@ -33,35 +33,14 @@
 
 #include <accel/accel.h>
 
+#include "slice_ports.h"
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-/*
- * The ports of the chip @info describes along the slice's dimensions
- * longer than 1 (those of a torus all have a link) that are not up, one
- * line each.
- */
-static void ports_not_up(struct accel_device *dev, const char *name,
-			 const struct accel_device_info *info)
-{
-	static const char *const dirs[] = { "+x", "-x", "+y", "-y", "+z", "-z" };
-	unsigned int p;
-
-	for (p = 0; p < info->ici_ports && p < 6; p++) {
-		struct accel_link_info li;
-
-		if (info->topology[p / 2] < 2 ||
-		    accel_link_get_info(dev, p, &li) ||
-		    li.port.state == TSR_ICI_STATE_UP)
-			continue;
-		printf("slice_setup: %s: port %s (%u) %s\n", name, dirs[p], p,
-		       accel_link_state_name(li.port.state));
-	}
 }
 
 static int run_chip(unsigned int device, uint32_t window)
@@ -89,7 +68,7 @@ static int run_chip(unsigned int device, uint32_t window)
 	printf("slice_setup: %s: accel_comm_create: %s after %llu ms\n", name,
 	       accel_error_name(ret), (unsigned long long)((now_ns() - t) / 1000000));
 	if (ret == ACCEL_ERR_LINK_DOWN)
-		ports_not_up(dev, name, &info);
+		slice_ports_not_up(dev, &info, "slice_setup", name);
 	fflush(stdout);
 	if (!ret)
 		accel_comm_destroy(comm);
