@@ -24,12 +24,18 @@
  *   memcpy the same bytes copied from one buffer to another in one
  *          process (host_memcpy_gbps), the reference the ICI's wall figure
  *          is held to on rings (vm_ici_wall_vs_memcpy_ratio)
+ *   tcp    raw and floor again over a TCP connection on 127.0.0.1
+ *          (TCP_NODELAY, as a port's chardev has it): the reference the
+ *          wall figure of ICI over TCP is held to
+ *          (host_tcp_socket_gbps, vm_ici_tcp_wall_vs_socket_ratio)
  *
  * Prints "BENCH <name> <value> <unit>" lines: the best of --runs runs of
  * each, in turns.  A floor's ratio to its reference is the most a link of
  * that transport can reach of it here, whatever its implementation.
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -137,8 +143,40 @@ static void receive(int fd, bool framed)
 	exit(0);
 }
 
+/*
+ * Two connected stream sockets: a UNIX socket pair, or with @tcp the two
+ * ends of a TCP connection on 127.0.0.1, without Nagle.
+ */
+static void stream_pair(bool tcp, int sv[2])
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int one = 1, lfd;
+
+	if (!tcp) {
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+			die("socketpair");
+		return;
+	}
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(lfd, 1) || getsockname(lfd, (struct sockaddr *)&a, &len))
+		die("TCP listener");
+	sv[0] = socket(AF_INET, SOCK_STREAM, 0);
+	if (sv[0] < 0 || connect(sv[0], (struct sockaddr *)&a, sizeof(a)))
+		die("TCP connect");
+	sv[1] = accept(lfd, NULL, NULL);
+	if (sv[1] < 0)
+		die("TCP accept");
+	close(lfd);
+	if (setsockopt(sv[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ||
+	    setsockopt(sv[1], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
+		die("TCP_NODELAY");
+}
+
 /* One run: GB/s of payload from one process to another. */
-static double run(bool framed, const uint8_t *src)
+static double run(bool framed, bool tcp, const uint8_t *src)
 {
 	static uint8_t frame[FRAME];
 	struct tsr_ici_frame_hdr h = { .magic = TSR_ICI_FRAME_MAGIC,
@@ -150,8 +188,7 @@ static double run(bool framed, const uint8_t *src)
 	pid_t pid;
 	char k;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
-		die("socketpair");
+	stream_pair(tcp, sv);
 	pid = fork();
 	if (pid < 0)
 		die("fork");
@@ -361,6 +398,7 @@ int main(int argc, char **argv)
 {
 	unsigned int runs = 3, i;
 	double best_raw = 0, best_floor = 0, best_ring = 0, best_memcpy = 0;
+	double best_tcp_raw = 0, best_tcp_floor = 0;
 	uint8_t *src = malloc(XFER);
 
 	if (argc == 3 && !strcmp(argv[1], "--runs"))
@@ -376,8 +414,10 @@ int main(int argc, char **argv)
 	for (i = 0; i < XFER; i++)
 		src[i] = i * 2654435761u >> 13;
 	for (i = 0; i < runs; i++) {
-		best_raw = best(best_raw, run(false, src));
-		best_floor = best(best_floor, run(true, src));
+		best_raw = best(best_raw, run(false, false, src));
+		best_floor = best(best_floor, run(true, false, src));
+		best_tcp_raw = best(best_tcp_raw, run(false, true, src));
+		best_tcp_floor = best(best_tcp_floor, run(true, true, src));
 		best_ring = best(best_ring, run_ring(src));
 		best_memcpy = best(best_memcpy, run_memcpy(src));
 	}
@@ -385,6 +425,10 @@ int main(int argc, char **argv)
 	printf("BENCH host_socket_link_floor_gbps %.3f GB/s\n", best_floor);
 	printf("BENCH host_socket_link_floor_vs_raw_ratio %.3f x\n",
 	       best_floor / best_raw);
+	printf("BENCH host_tcp_socket_gbps %.3f GB/s\n", best_tcp_raw);
+	printf("BENCH host_tcp_link_floor_gbps %.3f GB/s\n", best_tcp_floor);
+	printf("BENCH host_tcp_link_floor_vs_raw_ratio %.3f x\n",
+	       best_tcp_floor / best_tcp_raw);
 	printf("BENCH host_memcpy_gbps %.3f GB/s\n", best_memcpy);
 	printf("BENCH host_ring_link_floor_gbps %.3f GB/s\n", best_ring);
 	printf("BENCH host_ring_link_floor_vs_memcpy_ratio %.3f x\n",
