@@ -39,6 +39,10 @@ DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "srun", "sinfo")
 # How long the daemons may take to start, and to stop.
 START_S = 60
 STOP_S = 20
+# A cancelled job's tasks get SIGTERM, then SIGKILL this much later
+# (Slurm's default): time for a slice's task to stop its VM on a loaded
+# machine.  The fixture waits that long and a little more for them.
+KILL_WAIT_S = 30
 # Between looks at a state that has no event to wait on (sinfo, squeue).
 POLL_S = 0.1
 PR_SET_PDEATHSIG = 1
@@ -46,6 +50,19 @@ PR_SET_PDEATHSIG = 1
 
 class ClusterError(Exception):
     pass
+
+
+class Interrupted(Exception):
+    """SIGTERM or SIGHUP, as KeyboardInterrupt is SIGINT: the cluster is
+    stopped on the way out."""
+
+    def __init__(self, signum):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def interrupted(signum, frame):
+    raise Interrupted(signum)
 
 
 def free_port():
@@ -137,9 +154,8 @@ SelectType=select/cons_tres
 SchedulerType=sched/builtin
 MpiDefault=none
 ReturnToService=2
-# A job's tasks get SIGTERM, then SIGKILL this much later (Slurm's
-# default): time for a slice's task to stop its VM on a loaded machine.
-KillWait=30
+# A job's tasks get SIGTERM, then SIGKILL this much later.
+KillWait={KILL_WAIT_S}
 NodeName={self.node} CPUs={os.cpu_count() or 1} RealMemory={memory_mib()} State=UNKNOWN
 # Tasks share the CPUs: a slice's VMs mostly wait on each other.
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
@@ -218,19 +234,21 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
         return r.stdout.split() if r.returncode == 0 else []
 
     def cancel_jobs(self):
-        """Cancels every job and waits until none is left."""
+        """Cancels every job and waits until none is left: their tasks
+        have had SIGTERM, and SIGKILL KILL_WAIT_S later."""
         jobs = self.jobs()
         if not jobs:
             return
         subprocess.run(["scancel", *jobs], env=self.env,
                        stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + STOP_S
+        deadline = time.monotonic() + KILL_WAIT_S + STOP_S
         while self.jobs() and time.monotonic() < deadline:
             time.sleep(POLL_S)
 
     def stop(self):
         """Stops everything; returns what was left behind (processes of
-        the cluster: its daemons, job steps and tasks)."""
+        the cluster: its daemons, job steps and tasks), which it then
+        kills, so that none of it outlives the cluster."""
         if self.dir is None:
             return []
         if self.procs.get("slurmctld") and \
@@ -248,6 +266,11 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
                 p.kill()
                 p.wait()
         left = self.leftovers()
+        for pid, _ in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
         if self.keep_logs:
             os.makedirs(self.keep_logs, exist_ok=True)
             for name in os.listdir(self.dir):
@@ -255,11 +278,12 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
                     shutil.copy(self.path(name), self.keep_logs)
         shutil.rmtree(self.dir, ignore_errors=True)
         self.dir = None
-        return left
+        return [f"pid {pid}: {cmd}" for pid, cmd in left]
 
     def leftovers(self):
         """Processes started with this cluster's configuration in their
-        environment (slurmstepd, tasks) or on their command line."""
+        environment (slurmstepd, tasks) or on their command line, as
+        (pid, command line)."""
         mark = self.conf.encode()
         left = []
         for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -275,8 +299,8 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
             except OSError:
                 continue
             if not zombie and (mark in env or self.dir.encode() in cmd):
-                left.append(f"pid {pid}: "
-                            + cmd.replace(b"\0", b" ").decode(errors="replace"))
+                left.append((int(pid), cmd.replace(b"\0", b" ").decode(
+                    errors="replace")))
         return left
 
 
@@ -294,6 +318,8 @@ def main():
     if not a.command:
         p.error("no command: tests/slurm/cluster.py -- COMMAND...")
     c = Cluster(a.keep_logs)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupted)
     try:
         c.start()
         status = subprocess.call(a.command, env=c.env)
@@ -302,7 +328,14 @@ def main():
         status = 1
     except KeyboardInterrupt:
         status = 128 + signal.SIGINT
+    except Interrupted as e:
+        print(f"cluster.py: {e}: cancelling the jobs, stopping the cluster",
+              file=sys.stderr)
+        status = 128 + e.signum
     finally:
+        # A second signal must not stop the stopping half-way.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
         left = c.stop()
     if left:
         print("cluster.py: left behind:\n  " + "\n  ".join(left),
