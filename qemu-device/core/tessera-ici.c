@@ -99,6 +99,7 @@ typedef struct IciReq {
     uint32_t status;
     uint32_t command;       /* the write's index in its job */
     uint64_t deadline;      /* ns: LINK_DOWN without an answer by then */
+    uint64_t epoch;         /* its first hop's link's, when it began */
 } IciReq;
 
 struct TsrIci {
@@ -259,6 +260,32 @@ static int route(TsrIci *ici, const uint8_t dst[3], bool minus,
         return TSR_ROUTE_NONE;
     }
     if (tsr_link_state(ici->port[port].link) != TSR_ICI_STATE_UP) {
+        *err = TSR_ERR_LINK_DOWN;
+        return TSR_ROUTE_NONE;
+    }
+    return port;
+}
+
+/*
+ * Whether link @port (< 0: none, the chip itself) has started afresh
+ * since @epoch (tsr_link_epoch()): what a write sent by it before is gone
+ * with the old streams, so its answer never comes, and its later chunks
+ * must not land alone, perhaps in the windows of a program that came
+ * after it.  An end that is up restarts without going down when its peer
+ * gave up and was retrained, so the link's state alone does not say so.
+ */
+static bool restarted(TsrIci *ici, int port, uint64_t epoch)
+{
+    return port >= 0 && tsr_link_epoch(ici->port[port].link) != epoch;
+}
+
+/* The first hop of write @r's chunk @m, as route(); see restarted(). */
+static int write_route(TsrIci *ici, const struct tsr_ici_msg *m,
+                       const IciReq *r, uint32_t *err)
+{
+    int port = route(ici, m->dst, m->flags & TSR_ICI_MSG_MINUS, err);
+
+    if (restarted(ici, port, r->epoch)) {
         *err = TSR_ERR_LINK_DOWN;
         return TSR_ROUTE_NONE;
     }
@@ -1333,18 +1360,20 @@ static uint32_t write_here(TsrIci *ici, TsrMem *mem,
 }
 
 /*
- * Send one chunk, sealed in *@staged with its data at @data; under the
- * lock.  Waits while the channel is full; fails with LINK_DOWN if the way
- * goes down, ABORTED if the job is reset.
+ * Send one chunk of write @r, sealed in *@staged with its data at @data;
+ * under the lock.  Waits while the channel is full; fails with LINK_DOWN
+ * if the way goes down or its first link starts afresh, ABORTED if the
+ * job is reset.
  */
-static uint32_t send_chunk(TsrIci *ici, TsrMem *mem, struct tsr_ici_msg *m,
-                           TsrLinkBuf **staged, const uint8_t *data)
+static uint32_t send_chunk(TsrIci *ici, TsrMem *mem, const IciReq *r,
+                           struct tsr_ici_msg *m, TsrLinkBuf **staged,
+                           const uint8_t *data)
 {
     uint32_t err = TSR_ERR_NONE;
     unsigned int vc;
 
     for (;;) {
-        int port = route(ici, m->dst, m->flags & TSR_ICI_MSG_MINUS, &err);
+        int port = write_route(ici, m, r, &err);
 
         if (port == TSR_ROUTE_HERE) {
             return write_here(ici, mem, m, data);
@@ -1390,9 +1419,13 @@ static uint32_t reap(TsrIci *ici, TsrMem *mem, unsigned int *out)
             continue;
         }
         if (!r->answered) {
-            if (route(ici, r->dst, r->minus, &why) == TSR_ROUTE_NONE &&
-                why == TSR_ERR_LINK_DOWN) {
+            int port = route(ici, r->dst, r->minus, &why);
+
+            if (port == TSR_ROUTE_NONE && why == TSR_ERR_LINK_DOWN) {
                 r->answered = true;     /* its way went down */
+            } else if (restarted(ici, port, r->epoch)) {
+                r->answered = true;     /* its answer went with it */
+                why = TSR_ERR_LINK_DOWN;
             } else if (now_ns() > r->deadline) {
                 r->answered = true;     /* a peer further on is gone */
                 why = TSR_ERR_LINK_DOWN;
@@ -1505,8 +1538,9 @@ static uint32_t read_chunk(TsrMem *mem, uint64_t va, uint8_t *data,
  * buffer first.  Under the lock; *@sent says whether it went (if not,
  * the caller sends it the usual way).
  */
-static uint32_t lend_chunk(TsrIci *ici, TsrMem *mem, struct tsr_ici_msg *m,
-                           uint64_t va, uint64_t n, bool *sent)
+static uint32_t lend_chunk(TsrIci *ici, TsrMem *mem, const IciReq *r,
+                           struct tsr_ici_msg *m, uint64_t va, uint64_t n,
+                           bool *sent)
 {
     uint32_t err = TSR_ERR_NONE;
     unsigned int vc;
@@ -1516,7 +1550,7 @@ static uint32_t lend_chunk(TsrIci *ici, TsrMem *mem, struct tsr_ici_msg *m,
 
     *sent = false;
     for (;;) {
-        port = route(ici, m->dst, m->flags & TSR_ICI_MSG_MINUS, &err);
+        port = write_route(ici, m, r, &err);
         if (port < 0) {
             return TSR_ERR_NONE;    /* here, or nowhere: send_chunk() says */
         }
@@ -1620,6 +1654,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
     r = req_get(ici, mem->queue);
     r->command = mem->command;
     r->minus = m.flags & TSR_ICI_MSG_MINUS;
+    r->epoch = port >= 0 ? tsr_link_epoch(ici->port[port].link) : 0;
     memcpy(r->dst, c->dst, sizeof(r->dst));
     m.req = r->number;
     for (row = 0; !err && row <= (c->rows ? c->rows - 1 : 0); row++) {
@@ -1634,7 +1669,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
                 m.flags |= TSR_ICI_MSG_LAST;
             }
             va = c->src + row * c->src_stride + done;
-            err = lend_chunk(ici, mem, &m, va, n, &sent);
+            err = lend_chunk(ici, mem, r, &m, va, n, &sent);
             if (!err && !sent) {
                 /* Built without the lock (see TsrIci.stage). */
                 pthread_mutex_unlock(&ici->lock);
@@ -1643,7 +1678,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
                 tsr_link_buf_seal(*stage, sizeof(m), sizeof(m) + n, crc);
                 pthread_mutex_lock(&ici->lock);
                 if (!err) {
-                    err = send_chunk(ici, mem, &m, stage, data);
+                    err = send_chunk(ici, mem, r, &m, stage, data);
                 }
             }
             if (!err && port >= 0) {

@@ -320,6 +320,8 @@ struct TsrLink {
     uint32_t state;
     /* Trained since creation: sequence state survives a retraining. */
     bool trained;
+    /* The streams started afresh this many times (tsr_link_epoch()). */
+    uint64_t epoch;
     /* Taken down by tsr_link_down(): not revived by the peer's training. */
     bool held_down;
     /* This training has heard a valid TRAIN from the peer. */
@@ -1177,6 +1179,7 @@ static void reset_streams(TsrLink *link)
 {
     unsigned int vc;
 
+    link->epoch++;
     unlend(link, link->snd_una, link->snd_end);
     link->snd_una = link->snd_nxt = link->snd_end = link->snd_max =
         link->cfg.isn;
@@ -1521,6 +1524,11 @@ void tsr_link_down(TsrLink *link)
 uint32_t tsr_link_state(const TsrLink *link)
 {
     return link->state;
+}
+
+uint64_t tsr_link_epoch(const TsrLink *link)
+{
+    return link->epoch;
 }
 
 bool tsr_link_peer(const TsrLink *link, TsrLinkId *peer)

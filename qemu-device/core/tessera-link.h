@@ -195,6 +195,15 @@ void tsr_link_retrain(TsrLink *link, uint64_t now);
 /* Take the link down until retrained (the port's DOWN control). */
 void tsr_link_down(TsrLink *link);
 uint32_t tsr_link_state(const TsrLink *link);
+/*
+ * How many times the link's streams have started afresh: taken down, or
+ * trained FRESH with a peer that lost its state, which an end that is up
+ * does without going down.  Nothing sent before reaches the peer after,
+ * so a user that began sending before (a remote write's chunks, a request
+ * awaiting its answer) must give up, not go on in the new streams.  A
+ * connection lost and back (a resume) keeps the epoch.
+ */
+uint64_t tsr_link_epoch(const TsrLink *link);
 /* The peer's identity, once it has trained (MISWIRED: whom it claims). */
 bool tsr_link_peer(const TsrLink *link, TsrLinkId *peer);
 

@@ -1475,6 +1475,117 @@ TEST(transit_to_a_dead_link_fails_the_writer_fast_and_the_first_link_goes_on)
 }
 
 /*
+ * Chip 1 gives up on its link to chip 0 and is retrained, afresh, while
+ * chip 0's end, which never goes down, follows it: a neighbour stopped
+ * (SIGSTOP) and, continued, retrained.  What chip 0 sent meanwhile, held
+ * on the frozen wire, reaches chip 1 while it is down and is dropped.
+ */
+static void restart_from_chip_1(struct __test_metadata *_metadata,
+				struct slice *s)
+{
+	struct wire *ab = s->wires[0][TSR_ICI_PORT(0, 0)];
+	uint32_t port = TSR_ICI_PORT_BASE(TSR_ICI_PORT(0, 1));
+	size_t left = 1;
+	int i;
+
+	wr(s->chip[1], port + TSR_IREG_CONTROL, TSR_ICI_CTRL_DOWN);
+	ab->frozen = false;
+	for (i = 0; i < 20000 && left; i++) {
+		usleep(100);
+		pthread_mutex_lock(&ab->lock);
+		left = ab->len;
+		pthread_mutex_unlock(&ab->lock);
+	}
+	wr(s->chip[1], port + TSR_IREG_CONTROL, TSR_ICI_CTRL_RETRAIN);
+	ASSERT_TRUE(wait_up(s));
+	ASSERT_EQ(0, port_counter(s->chip[0], TSR_ICI_PORT(0, 0),
+				  TSR_ICI_CNT_LINK_DOWNS));
+}
+
+/*
+ * A write whose first link starts afresh between two of its chunks ends
+ * with LINK_DOWN: the chunks before went with the old streams, and the
+ * rest must not land alone in the new ones, its semaphore with them,
+ * perhaps in the windows of a program that came after.
+ */
+TEST(a_write_does_not_go_on_over_a_link_that_started_afresh)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	uint8_t dst[3] = { 1, 0, 0 };
+	struct tsr_cmd_ici_write c = ici_write(dst, s->src[0], 0, 1,
+					       4 * TSR_ICI_MSG_MAX_DATA);
+	uint8_t *win = host_ptr(b, s->win[1]);
+	struct runner r = { a, 0 };
+	struct tsr_completion *rec;
+	pthread_t th;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	fill(host_ptr(a, s->src[0]), 4 * TSR_ICI_MSG_MAX_DATA, 3);
+	c.hdr.flags = TSR_ICI_WRITE_SEM;
+	c.sem_offset = 6 << 20;
+	c.sem_add = 1;
+	/* Its first chunk sent, it reads the second while the link restarts. */
+	s->wires[0][TSR_ICI_PORT(0, 0)]->frozen = true;
+	chip_hold(a, s->src[0] + TSR_ICI_MSG_MAX_DATA);
+	rec = chip_queue_job(a, 0, 1, &c, sizeof(c), 11);
+	ASSERT_EQ(0, pthread_create(&th, NULL, run_queue, &r));
+	chip_wait_held(a);
+	restart_from_chip_1(_metadata, s);
+	chip_release(a);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(TSR_ERR_LINK_DOWN, rec->error);
+	EXPECT_EQ(0, *(uint64_t *)(win + (6 << 20)));
+	EXPECT_EQ(0, win[TSR_ICI_MSG_MAX_DATA]);
+	EXPECT_EQ(0, win[4 * TSR_ICI_MSG_MAX_DATA - 1]);
+	slice_free(s);
+}
+
+/*
+ * A write sent before its first link started afresh never gets its
+ * answer: its job ends with LINK_DOWN as soon as it looks, not at the
+ * answer timeout (1.5 s), which would hold the queue and what was
+ * queued behind it until the links were long back.
+ */
+TEST(a_write_sent_before_its_link_started_afresh_fails_without_its_answer)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	uint8_t dst[3] = { 1, 0, 0 }, self_[3] = { 0, 0, 0 };
+	struct tsr_cmd_ici_write c[2] = {
+		ici_write(dst, s->src[0], 0, 1, 4096),
+		ici_write(self_, s->src[0] + (1 << 20), 0, 1, 4096),
+	};
+	struct runner r = { a, 0 };
+	struct tsr_completion *rec;
+	struct timespec t0;
+	pthread_t th;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 0, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	c[0].hdr.flags = TSR_ICI_WRITE_SEM;
+	c[0].sem_offset = 1 << 19;
+	c[0].sem_add = 1;
+	/* The first write posted, the queue is held on the second. */
+	s->wires[0][TSR_ICI_PORT(0, 0)]->frozen = true;
+	chip_hold(a, s->src[0] + (1 << 20));
+	rec = chip_queue_job(a, 0, 1, c, sizeof(c), 12);
+	ASSERT_EQ(0, pthread_create(&th, NULL, run_queue, &r));
+	chip_wait_held(a);
+	restart_from_chip_1(_metadata, s);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	chip_release(a);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_GT(500, since_ms(&t0));
+	EXPECT_EQ(TSR_ERR_LINK_DOWN, rec->error);
+	EXPECT_EQ(0, rec->failed_cmd);
+	EXPECT_EQ(0, *(uint64_t *)host_ptr(b, s->win[1] + (1 << 19)));
+	slice_free(s);
+}
+
+/*
  * A queue reset stops an ICI_WRITE within a chunk, whether it writes to
  * another chip or to its own: 2^22 rows of one byte (a message each)
  * would take minutes.  Nothing lands after the reset has returned but

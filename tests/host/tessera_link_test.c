@@ -1653,6 +1653,63 @@ TEST_F(link, a_link_down_at_both_ends_comes_back_when_one_retrains)
 }
 
 /*
+ * A neighbour stopped (SIGSTOP), gave up on the link meanwhile, and is
+ * retrained FRESH while this end, which never went down, still has
+ * frames in flight (kept by a lending wire, and on it) and queued: they
+ * belonged to the old streams, so none reaches the peer after, and this
+ * end starts a new epoch without going down, so that a remote write
+ * that began before gives up rather than go on in the new streams (the
+ * stopped call's writes must not land in the next program's windows).
+ * A connection lost and back resumes, in the same epoch.
+ */
+TEST_F(link, a_fresh_start_by_the_peer_drops_what_waited_and_is_a_new_epoch)
+{
+	uint8_t buf[256];
+	uint64_t epoch;
+	int i;
+
+	self->ca.keepalive_ns = self->cb.keepalive_ns = 20 * RTO_NS;
+	ASSERT_TRUE(train(self));
+	ASSERT_TRUE(exchange(self, 10, 100000));
+	epoch = tsr_link_epoch(self->a.link);
+	self->b.stopped = true;
+	memset(buf, 0xee, sizeof(buf));
+	for (i = 0; i < 40; i++)
+		ASSERT_EQ(0, tsr_link_send(self->a.link, i % 2, buf,
+					   sizeof(buf), self->now));
+	for (i = 0; i < 20; i++)
+		step(self);
+	ASSERT_LT(0, self->a.wire_len);
+	ASSERT_LT(0, tsr_link_pending(self->a.link));
+	tsr_link_down(self->b.link);
+	self->b.stopped = false;
+	tsr_link_retrain(self->b.link, self->now);
+	for (i = 0; i < 10000 && !both_up(self); i++)
+		step(self);
+	ASSERT_TRUE(both_up(self));
+	EXPECT_EQ(0, counters(&self->a).link_downs);
+	EXPECT_EQ(epoch + 1, tsr_link_epoch(self->a.link));
+	EXPECT_EQ(0, tsr_link_pending(self->a.link));
+	EXPECT_EQ(self->a.keep_end, self->a.keep);
+	ASSERT_TRUE(exchange(self, 10, 100000));
+	EXPECT_TRUE(streams_match(self));
+	/* Lost and back: the streams resume. */
+	epoch = tsr_link_epoch(self->a.link);
+	self->b.stopped = true;
+	EXPECT_FALSE(transfer(self, 8, 0, 10));
+	self->a.wire_len = self->b.wire_len = 0;
+	tsr_link_reclaim(self->a.link);
+	tsr_link_disconnected(self->a.link);
+	tsr_link_disconnected(self->b.link);
+	self->b.stopped = false;
+	tsr_link_connected(self->a.link, self->now);
+	tsr_link_connected(self->b.link, self->now);
+	ASSERT_TRUE(transfer(self, 0, 0, 100000));
+	EXPECT_TRUE(streams_match(self));
+	EXPECT_EQ(epoch, tsr_link_epoch(self->a.link));
+}
+
+/*
  * On a wire that lends its memory, payloads are built in it and resent
  * from what it keeps: a wire that loses and repeats frames still hands
  * over exactly what was sent, and once all is acknowledged nothing is
