@@ -889,10 +889,13 @@ void accel_comm_destroy(struct accel_comm *comm)
 		handshake(comm, goodbye_sem, 1);
 	for (i = 0; i < comm->count; i++) {
 		struct comm_chip *chip = &comm->chip[i];
-		unsigned int q;
+		unsigned int k, q;
 
-		for (q = 0; q < COLL_BATCH; q++)
-			accel_cmdbuf_destroy(chip->cb[q]);
+		for (k = 0; k < chip->nsets; k++) {
+			for (q = 0; q < COLL_BATCH; q++)
+				accel_cmdbuf_destroy(chip->sets[k]->cb[q]);
+			free(chip->sets[k]);
+		}
 		accel_window_close(chip->window);
 		accel_buffer_destroy(chip->window_buf);
 		accel_buffer_destroy(chip->scratch);

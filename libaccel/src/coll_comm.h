@@ -47,6 +47,14 @@
 #define COMM_SLOTS		2
 /* Jobs of a call a chip submits at once. */
 #define COLL_BATCH		ACCEL_MAX_BATCH
+/* Sets of command buffers a chip keeps: calls in flight at once. */
+#define COLL_SETS		32
+
+/* A call's command buffers on one chip, and its jobs not seen ending. */
+struct coll_cbs {
+	struct accel_cmdbuf *cb[COLL_BATCH];
+	unsigned int running;
+};
 #define SEM_DATA(ch)		(8ull * (ch))
 #define SEM_CREDIT(ch)		(256 + 8ull * (ch))
 #define SEM_MEET(colour, s)	(512 + 16ull * (colour) + 8ull * (s))
@@ -90,9 +98,15 @@ struct comm_chip {
 	 * The command buffers of a call's jobs on the chip, made as needed
 	 * and kept from call to call with their device copies: fresh ones
 	 * took their copies from the device's pool, which asks the driver
-	 * about every pooled copy's jobs.
+	 * about every pooled copy's jobs.  A set per call in flight: a call
+	 * takes a set none of whose jobs may still run (as far as the waits
+	 * have seen), so that calls started one after the other without a
+	 * wait (nccl-tests' loop) neither ask the driver about the copies of
+	 * the calls before them nor make new ones each time.
 	 */
-	struct accel_cmdbuf *cb[COLL_BATCH];
+	struct coll_cbs *sets[COLL_SETS];
+	unsigned int nsets;
+	unsigned int next_set;	/* taken when every set runs */
 };
 
 struct accel_comm {
@@ -124,6 +138,7 @@ struct accel_coll {
 	struct accel_job **jobs;
 	bool *opens;		/* the job starts its stream */
 	uint8_t *streams;	/* the job's stream */
+	uint8_t *sets;		/* the job's set of its chip's command buffers */
 	bool *done;		/* the job has ended */
 	int *fds;		/* its sync file while watched, else -1 */
 	int result;

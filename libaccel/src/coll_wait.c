@@ -22,6 +22,9 @@ static void job_ended(struct accel_coll *coll, unsigned int i)
 	close(coll->fds[i]);
 	coll->fds[i] = -1;
 	coll->done[i] = true;
+	/* Its command buffers' copies are free again (take_set()). */
+	coll->comm->chip[coll->streams[i] / TSR_MAX_QUEUES]
+		.sets[coll->sets[i]]->running--;
 	/* Its fence signalled: a job still pending is what accel_job_wait() says. */
 	if (!ret && st.state == ACCEL_JOB_PENDING)
 		ret = ACCEL_ERR_IO;
@@ -150,6 +153,7 @@ void accel_coll_destroy(struct accel_coll *coll)
 	free(coll->fds);
 	free(coll->opens);
 	free(coll->streams);
+	free(coll->sets);
 	free(coll->done);
 	free(coll);
 }

@@ -45,12 +45,14 @@ struct exec {
 	enum tsr_vpu_op vpu_op;
 	uint64_t block;		/* elements per chip's block (not all-reduce) */
 	struct vmap in, acc, out;
+	struct coll_cbs *set;		/* the call's command buffers */
+	unsigned int set_index;
 	struct accel_cmdbuf *cb;
 	unsigned int stream;
 	unsigned int stream_jobs;	/* written for this stream */
 	struct accel_coll *coll;
 	/*
-	 * Jobs written and not yet submitted, in the chip's command buffers
+	 * Jobs written and not yet submitted, in the set's command buffers
 	 * cb[0, batched): how each runs and whether it starts its stream.
 	 */
 	unsigned int batched;
@@ -152,7 +154,7 @@ static int grow(struct accel_coll *coll)
 	unsigned int cap = coll->cap ? 2 * coll->cap : 16;
 	struct accel_job **jobs = realloc(coll->jobs, cap * sizeof(*jobs));
 	bool *opens, *done;
-	uint8_t *streams;
+	uint8_t *streams, *sets;
 	int *fds;
 
 	if (!jobs)
@@ -166,6 +168,10 @@ static int grow(struct accel_coll *coll)
 	if (!streams)
 		return ACCEL_ERR_NO_MEMORY;
 	coll->streams = streams;
+	sets = realloc(coll->sets, cap * sizeof(*sets));
+	if (!sets)
+		return ACCEL_ERR_NO_MEMORY;
+	coll->sets = sets;
 	done = realloc(coll->done, cap * sizeof(*done));
 	if (!done)
 		return ACCEL_ERR_NO_MEMORY;
@@ -203,7 +209,7 @@ static int submit_batch(struct exec *x)
 	for (k = 0; k < x->batched; k++)
 		opts[k] = &x->opts[k];
 	if (!ret)
-		ret = accel_submit_many(x->chip->dev, x->batched, x->chip->cb,
+		ret = accel_submit_many(x->chip->dev, x->batched, x->set->cb,
 					opts, &coll->jobs[coll->count]);
 	for (k = 0; !ret && k < x->batched; k++) {
 		unsigned int i = coll->count++;
@@ -211,6 +217,8 @@ static int submit_batch(struct exec *x)
 		coll->opens[i] = x->opens[k];
 		coll->streams[i] = (uint8_t)(chip * TSR_MAX_QUEUES +
 					     x->opts[k].queue);
+		coll->sets[i] = (uint8_t)x->set_index;
+		x->set->running++;
 		coll->done[i] = false;
 		coll->fds[i] = -1;
 	}
@@ -225,7 +233,7 @@ static int submit_batch(struct exec *x)
  */
 static int begin_job(struct exec *x)
 {
-	struct accel_cmdbuf **cb = &x->chip->cb[x->batched];
+	struct accel_cmdbuf **cb = &x->set->cb[x->batched];
 	int ret = *cb ? ACCEL_OK : accel_cmdbuf_create(x->chip->dev, cb);
 
 	x->cb = *cb;
@@ -248,8 +256,37 @@ static int flush(struct exec *x)
 	return ret ? ret : begin_job(x);
 }
 
+/*
+ * The chip's command buffers for the call: a set whose jobs have all been
+ * seen to end, else a new one, else the next in turn (whose uploads then
+ * find their copies busy and take others).
+ */
+static int take_set(struct exec *x)
+{
+	struct comm_chip *chip = x->chip;
+	unsigned int k;
+
+	for (k = 0; k < chip->nsets && chip->sets[k]->running; k++)
+		;
+	if (k == chip->nsets && k < COLL_SETS) {
+		chip->sets[k] = calloc(1, sizeof(*chip->sets[k]));
+		if (!chip->sets[k])
+			return ACCEL_ERR_NO_MEMORY;
+		chip->nsets++;
+	} else if (k == chip->nsets) {
+		k = chip->next_set++ % COLL_SETS;
+	}
+	x->set = chip->sets[k];
+	x->set_index = k;
+	return ACCEL_OK;
+}
+
 static int begin_stream(struct exec *x, unsigned int stream)
 {
+	int ret = x->set ? ACCEL_OK : take_set(x);
+
+	if (ret)
+		return ret;
 	x->coll->written = true;
 	x->stream = stream;
 	x->stream_jobs = 0;
@@ -272,8 +309,8 @@ static int finish(struct exec *x, int ret)
 
 	if (!ret)
 		ret = submit_batch(x);
-	for (k = 0; k < COLL_BATCH && x->chip->cb[k]; k++)
-		accel_cmdbuf_reset(x->chip->cb[k]);
+	for (k = 0; x->set && k < COLL_BATCH && x->set->cb[k]; k++)
+		accel_cmdbuf_reset(x->set->cb[k]);
 	return ret;
 }
 

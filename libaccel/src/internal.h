@@ -13,6 +13,8 @@
 /* Retired command buffer copies a device keeps, and jobs each remembers. */
 #define ACCEL_CMD_POOL		16
 #define ACCEL_CMD_COPY_JOBS	8
+#define ACCEL_SYNCOBJ_POOL	256
+#define ACCEL_ENDED_SEQS	256
 
 struct accel_device {
 	int fd;
@@ -47,6 +49,21 @@ struct accel_device {
 		unsigned int njobs;
 	} cmd_pool[ACCEL_CMD_POOL];
 	unsigned int cmd_pooled;
+	/*
+	 * Syncobjs of destroyed jobs, for the next jobs' fences: a SUBMIT
+	 * replaces a binary syncobj's fence, so one can serve job after job
+	 * without a create and a destroy each (job.c).  Under @lock; the
+	 * kernel frees them with the file.
+	 */
+	uint32_t syncobjs[ACCEL_SYNCOBJ_POOL];
+	unsigned int syncobjs_free;
+	/*
+	 * The last jobs whose end accel_job_status() saw, by seq: an upload
+	 * that asks whether one may still run need not ask the driver
+	 * (accel_job_may_be_pending()).  Under @lock.
+	 */
+	uint64_t ended_seqs[ACCEL_ENDED_SEQS];
+	unsigned int ended_next;
 };
 
 struct accel_buffer {

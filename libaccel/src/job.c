@@ -214,6 +214,38 @@ static int buffer_list(struct accel_cmdbuf *cb, struct accel_buffer *trace,
 	return ACCEL_OK;
 }
 
+/* A syncobj for a job's fence: one a destroyed job left, or a new one. */
+static int syncobj_get(struct accel_device *dev, uint32_t *syncobj)
+{
+	bool pooled;
+
+	pthread_mutex_lock(&dev->lock);
+	pooled = dev->syncobjs_free > 0;
+	if (pooled)
+		*syncobj = dev->syncobjs[--dev->syncobjs_free];
+	pthread_mutex_unlock(&dev->lock);
+	if (!pooled && drmSyncobjCreate(dev->fd, 0, syncobj))
+		return accel_error_from_errno(errno);
+	return ACCEL_OK;
+}
+
+/*
+ * @syncobj's job is gone: its next SUBMIT replaces the fence it holds, so
+ * it may serve another job (a trace keeps a copy of a job's fence).
+ */
+static void syncobj_put(struct accel_device *dev, uint32_t syncobj)
+{
+	bool pooled;
+
+	pthread_mutex_lock(&dev->lock);
+	pooled = dev->syncobjs_free < ACCEL_SYNCOBJ_POOL;
+	if (pooled)
+		dev->syncobjs[dev->syncobjs_free++] = syncobj;
+	pthread_mutex_unlock(&dev->lock);
+	if (!pooled)
+		drmSyncobjDestroy(dev->fd, syncobj);
+}
+
 /*
  * One job on its way to the driver: the SUBMIT struct and everything it
  * points at, and what to undo if the job is not queued.
@@ -259,8 +291,8 @@ static int pending_prepare(struct accel_device *dev, struct accel_cmdbuf *cb,
 		ret = buffer_list(cb, p->trace, &p->bos);
 	if (!ret)
 		ret = deps_gather(dev, opts, &p->deps);
-	if (!ret && drmSyncobjCreate(dev->fd, 0, &p->job->syncobj))
-		ret = accel_error_from_errno(errno);
+	if (!ret)
+		ret = syncobj_get(dev, &p->job->syncobj);
 	if (ret)
 		return ret;
 	own = &p->deps.syncs[p->deps.count];
@@ -302,7 +334,7 @@ static void pending_release(struct accel_device *dev, struct pending *p)
 	accel_buffer_destroy(p->trace);
 	free(p->bos);
 	if (p->job && p->job->syncobj)
-		drmSyncobjDestroy(dev->fd, p->job->syncobj);
+		syncobj_put(dev, p->job->syncobj);
 	free(p->job);
 }
 
@@ -526,14 +558,30 @@ int accel_job_status(struct accel_job *job, struct accel_job_status *status)
 	pthread_mutex_lock(&job->dev->lock);
 	job->ended = true;
 	job->status = *status;
+	job->dev->ended_seqs[job->dev->ended_next++ % ACCEL_ENDED_SEQS] = job->seq;
 	pthread_mutex_unlock(&job->dev->lock);
 	return ACCEL_OK;
+}
+
+static bool seen_ended(struct accel_device *dev, uint64_t seq)
+{
+	bool seen = false;
+	unsigned int i;
+
+	pthread_mutex_lock(&dev->lock);
+	for (i = 0; i < ACCEL_ENDED_SEQS && !seen; i++)
+		seen = dev->ended_seqs[i] == seq;
+	pthread_mutex_unlock(&dev->lock);
+	return seen;
 }
 
 bool accel_job_may_be_pending(struct accel_device *dev, uint64_t seq)
 {
 	struct drm_tessera_job_status js = { .seq = seq };
 
+	/* A job whose end its caller has read (its collective's, say). */
+	if (seen_ended(dev, seq))
+		return false;
 	if (drmIoctl(dev->fd, DRM_IOCTL_TESSERA_JOB_STATUS, &js))
 		return true;
 	return js.state == DRM_TESSERA_JOB_PENDING;
@@ -552,6 +600,6 @@ void accel_job_destroy(struct accel_job *job)
 {
 	if (!job)
 		return;
-	drmSyncobjDestroy(job->dev->fd, job->syncobj);
+	syncobj_put(job->dev, job->syncobj);
 	free(job);
 }
