@@ -1878,8 +1878,52 @@ static bool keepalive(TsrLink *link, uint64_t now)
     return false;
 }
 
+/* @t moved on by @by, not past @now. */
+static void move_on(uint64_t *t, uint64_t by, uint64_t now)
+{
+    *t = *t + by < now ? *t + by : now;
+}
+
+/*
+ * A poll long after the deadline it was asked for: this end did not run
+ * meanwhile (its process starved on a busy host, or stopped), and what
+ * the peer sent may wait unread.  A silence this end could not hear is
+ * not the peer's, so it is not counted against it: the timers and the
+ * peer's last sign of life move on by the lateness (a peer is given up on
+ * after as long as this end ran without hearing it), the round trip being
+ * timed is not sampled, and nothing is resent before what waits has been
+ * read.  Returns whether it was so.
+ */
+static bool overslept(TsrLink *link, uint64_t now)
+{
+    uint64_t due = tsr_link_deadline(link), late;
+
+    if (due == UINT64_MAX || now - due <= link->cfg.retransmit_ns ||
+        now < due) {
+        return false;
+    }
+    late = now - due;
+    move_on(&link->progress_at, late, now);
+    move_on(&link->heard_at, late, now);
+    if (link->rto_deadline) {
+        link->rto_deadline += late;
+    }
+    if (link->probe_deadline) {
+        link->probe_deadline += late;
+    }
+    if (link->keepalive_deadline) {
+        link->keepalive_deadline += late;
+    }
+    link->rtt_timing = false;
+    return true;
+}
+
 void tsr_link_poll(TsrLink *link, uint64_t now)
 {
+    if (overslept(link, now)) {
+        pump(link, now);
+        return;
+    }
     if (link->train_deadline && now >= link->train_deadline &&
         link->state == TSR_ICI_STATE_TRAINING) {
         send_train(link, now);

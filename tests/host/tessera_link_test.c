@@ -1592,6 +1592,51 @@ TEST_F(link, nothing_is_queued_on_a_link_that_is_not_up)
 }
 
 /*
+ * On a host so busy that neither end runs for longer than a silent peer
+ * is given (both processes starved, or stopped and continued), neither
+ * takes the other for dead once it runs again: a silence it could not
+ * hear is not counted against its peer, whose frames wait unread, and
+ * nothing is resent for it.  One that runs again while its peer is
+ * still starved gives it as long as it would give a silent peer.
+ */
+TEST_F(link, an_end_that_did_not_run_does_not_give_up_on_its_peer_for_it)
+{
+	TsrLinkCounters a, b;
+	uint64_t t0;
+	int i;
+
+	self->ca.keepalive_ns = self->cb.keepalive_ns = 20 * RTO_NS;
+	ASSERT_TRUE(train(self));
+	ASSERT_TRUE(exchange(self, 20, 100000));
+	a = counters(&self->a);
+	b = counters(&self->b);
+	/* Both starved, a's frames on their way to b. */
+	self->b.stopped = true;
+	EXPECT_FALSE(transfer(self, 4, 0, 2));
+	ASSERT_LT(0, self->a.wire_len);
+	self->a.stopped = true;
+	self->now += 3 * dead_ns(&self->ca);
+	self->a.stopped = self->b.stopped = false;
+	ASSERT_TRUE(transfer(self, 0, 0, 100000));
+	/* Again, and b runs again only half a silent peer's time after a. */
+	self->a.stopped = self->b.stopped = true;
+	self->now += 3 * dead_ns(&self->ca);
+	self->a.stopped = false;
+	for (t0 = self->now; self->now - t0 < dead_ns(&self->ca) / 2; )
+		step(self);
+	self->b.stopped = false;
+	for (i = 0; i < 10000; i++)
+		step(self);
+	ASSERT_TRUE(exchange(self, 20, 100000));
+	EXPECT_TRUE(both_up(self));
+	EXPECT_TRUE(streams_match(self));
+	EXPECT_EQ(a.link_downs, counters(&self->a).link_downs);
+	EXPECT_EQ(b.link_downs, counters(&self->b).link_downs);
+	EXPECT_EQ(a.replays, counters(&self->a).replays);
+	EXPECT_EQ(b.replays, counters(&self->b).replays);
+}
+
+/*
  * A link with nothing to send still notices a peer that stops: with a
  * keepalive it probes a quiet peer and goes down when none of its probes
  * is answered within the time a silent peer is given; a live peer answers
