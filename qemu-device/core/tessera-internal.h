@@ -17,9 +17,14 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #include "tessera-core.h"
 #include "tessera-ici.h"
 
-/* Semaphores whose signals' modeled times the chip remembers. */
-#define TSR_SEM_TIMES 64
-/* Signals of one semaphore it remembers, the latest. */
+/*
+ * Semaphores whose signals' modeled times the chip remembers: more than a
+ * collective's rank 0 signals on a slice of 256 chips (one per rank, ~80
+ * more), so none is pushed out while in use, in whatever order the host
+ * signalled them first.
+ */
+#define TSR_SEM_TIMES 512
+/* Signals of one semaphore it remembers: the latest on the modeled clock. */
 #define TSR_SEM_HISTORY 8
 
 /* Entries of a job's page-walk cache. */
@@ -34,6 +39,12 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
  */
 #define TSR_ICI_WRITER TSR_MAX_QUEUES
 #define TSR_WRITERS (TSR_MAX_QUEUES + 1)
+
+/* A semaphore's signal: what it added, and when on the modeled clock. */
+typedef struct TsrSemSignal {
+    uint64_t add;
+    uint64_t cycle;
+} TsrSemSignal;
 
 typedef struct TsrQueue {
     uint64_t ring_base;
@@ -143,20 +154,24 @@ struct TsrCore {
     /*
      * The latest signals (SEM_SIGNAL, SEM_INC, remote increments) of
      * recently signalled semaphores, by (context, VA): what each added and
-     * when, on the modeled clock.  A wait ends no earlier than the modeled
-     * time its value was reached (tessera-sync.c).
+     * when, on the modeled clock, the latest on that clock kept, in its
+     * order.  A wait ends no earlier than the modeled time its value was
+     * reached (tessera-sync.c).
      */
     struct {
         uint32_t epoch;
         uint32_t context;
         uint64_t va;
-        unsigned int count;         /* signals recorded; the last kept */
-        struct {
-            uint64_t add;
-            uint64_t cycle;
-        } signal[TSR_SEM_HISTORY];
+        unsigned int count;         /* signals kept */
+        TsrSemSignal signal[TSR_SEM_HISTORY];
     } sem_times[TSR_SEM_TIMES];
     unsigned int sem_times_next;
+    /*
+     * Signals recorded so far: a wait that read its semaphore before one
+     * landed reads it again, so that the value it took and the signals it
+     * times it by agree.
+     */
+    uint64_t sem_signals;
     /*
      * The queues waiting on a semaphore (tessera-sync.c), each on its own
      * condition: a signal wakes those of its context waiting on the

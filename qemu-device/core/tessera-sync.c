@@ -81,13 +81,20 @@ static int sem_time_find(TsrCore *core, uint32_t epoch, uint32_t context,
     return -1;
 }
 
+static bool signal_before(uint64_t cycle, uint64_t add, uint64_t cycle2,
+                          uint64_t add2)
+{
+    return cycle < cycle2 || (cycle == cycle2 && add < add2);
+}
+
 void tsr_sem_time_record_locked(TsrCore *core, uint32_t context,
                                 uint64_t va, bool set, uint64_t add,
                                 uint64_t cycle)
 {
     uint32_t epoch = current_epoch(core);
     int i = sem_time_find(core, epoch, context, va);
-    unsigned int k;
+    unsigned int k, n;
+    TsrSemSignal *s;
 
     if (i < 0) {
         i = core->sem_times_next++ % TSR_SEM_TIMES;
@@ -100,9 +107,27 @@ void tsr_sem_time_record_locked(TsrCore *core, uint32_t context,
         /* What came before no longer counts. */
         core->sem_times[i].count = 0;
     }
-    k = core->sem_times[i].count++ % TSR_SEM_HISTORY;
-    core->sem_times[i].signal[k].add = add;
-    core->sem_times[i].signal[k].cycle = cycle;
+    __atomic_add_fetch(&core->sem_signals, 1, __ATOMIC_RELEASE);
+    /*
+     * In modeled order (ties by what they added), the earliest dropped
+     * when full: which ones are kept does not depend on the order the
+     * host recorded them in.
+     */
+    n = core->sem_times[i].count;
+    s = core->sem_times[i].signal;
+    if (n == TSR_SEM_HISTORY) {
+        if (signal_before(cycle, add, s[0].cycle, s[0].add)) {
+            return;
+        }
+        memmove(&s[0], &s[1], --n * sizeof(s[0]));
+    }
+    for (k = n; k > 0 && signal_before(cycle, add, s[k - 1].cycle,
+                                       s[k - 1].add); k--) {
+        s[k] = s[k - 1];
+    }
+    s[k].add = add;
+    s[k].cycle = cycle;
+    core->sem_times[i].count = n + 1;
 }
 
 /*
@@ -111,51 +136,49 @@ void tsr_sem_time_record_locked(TsrCore *core, uint32_t context,
  * the earliest after which the value, less every later signal's addition,
  * is still @target or more.  0 if signals not remembered (or the CPU's
  * writes) made it so.  Host threads may run the signals in any order; the
- * answer does not depend on it.
+ * answer does not depend on it.  False if a signal was recorded since
+ * @signals (core->sem_signals before @value was read): @value may not
+ * count it, and the answer would time the value by it.
  */
-static uint64_t sem_time_reached(TsrCore *core, uint32_t context, uint64_t va,
-                                 uint64_t value, uint64_t target)
+static bool sem_time_reached(TsrCore *core, uint32_t context, uint64_t va,
+                             uint64_t signals, uint64_t value,
+                             uint64_t target, uint64_t *when)
 {
     uint32_t epoch = current_epoch(core);
-    uint64_t add[TSR_SEM_HISTORY], cycle[TSR_SEM_HISTORY], later = 0, when;
-    unsigned int n = 0, first, j, k;
+    TsrSemSignal s[TSR_SEM_HISTORY];
+    uint64_t later = 0;
+    unsigned int n = 0, k;
     int i;
 
     pthread_mutex_lock(&core->sem_lock);
+    if (core->sem_signals != signals) {
+        pthread_mutex_unlock(&core->sem_lock);
+        return false;
+    }
     i = sem_time_find(core, epoch, context, va);
     if (i >= 0) {
-        n = core->sem_times[i].count < TSR_SEM_HISTORY ?
-            core->sem_times[i].count : TSR_SEM_HISTORY;
-        first = core->sem_times[i].count - n;
-        /* By modeled time: an insertion sort of at most eight. */
-        for (j = 0; j < n; j++) {
-            unsigned int s = (first + j) % TSR_SEM_HISTORY;
-            uint64_t a = core->sem_times[i].signal[s].add;
-            uint64_t c = core->sem_times[i].signal[s].cycle;
-
-            for (k = j; k > 0 && cycle[k - 1] > c; k--) {
-                add[k] = add[k - 1];
-                cycle[k] = cycle[k - 1];
-            }
-            add[k] = a;
-            cycle[k] = c;
-        }
+        n = core->sem_times[i].count;
+        memcpy(s, core->sem_times[i].signal, n * sizeof(s[0]));
     }
     pthread_mutex_unlock(&core->sem_lock);
+    *when = 0;
     if (!n) {
-        return 0;
+        return true;
     }
     /* After the last signal the value is @value, at least @target. */
-    when = cycle[n - 1];
+    *when = s[n - 1].cycle;
     for (k = n - 1; k > 0; k--) {
-        later = add[k] > UINT64_MAX - later ? UINT64_MAX : later + add[k];
+        later = s[k].add > UINT64_MAX - later ? UINT64_MAX : later + s[k].add;
         if (later > value || value - later < target) {
-            return when;
+            return true;
         }
-        when = cycle[k - 1];
+        *when = s[k - 1].cycle;
     }
-    later = add[0] > UINT64_MAX - later ? UINT64_MAX : later + add[0];
-    return later > value || value - later < target ? when : 0;
+    later = s[0].add > UINT64_MAX - later ? UINT64_MAX : later + s[0].add;
+    if (later <= value && value - later >= target) {
+        *when = 0;
+    }
+    return true;
 }
 
 uint32_t tsr_cmd_sem_update(TsrMem *mem, const struct tsr_cmd_sem *c,
@@ -246,8 +269,8 @@ static uint32_t sem_wait_loop(TsrMem *mem, uint64_t va, uint64_t value,
                        TSR_SEM_POLL_MIN_NS;
     uint64_t poll_max = core->sem_poll_ns ? core->sem_poll_ns :
                         TSR_SEM_POLL_MAX_NS;
+    uint64_t v, signals, signalled;
     uint32_t err;
-    uint64_t v;
 
     for (;;) {
         if (abort_va) {
@@ -261,14 +284,16 @@ static uint32_t sem_wait_loop(TsrMem *mem, uint64_t va, uint64_t value,
         if (links && core->ici && tsr_ici_links_down(core->ici)) {
             return TSR_ERR_LINK_DOWN;
         }
+        signals = __atomic_load_n(&core->sem_signals, __ATOMIC_ACQUIRE);
         if (tsr_mem_read(mem, va, &v, sizeof(v))) {
             return mem->error;
         }
         if (le64toh(v) >= value) {
             /* Signals from other queues end the wait at their own time. */
-            uint64_t signalled = sem_time_reached(core, mem->context, va,
-                                                  le64toh(v), value);
-
+            if (!sem_time_reached(core, mem->context, va, signals,
+                                  le64toh(v), value, &signalled)) {
+                continue;   /* one landed since the read: read again */
+            }
             if (signalled > tsr_cost_now(cost)) {
                 cost->other += signalled - tsr_cost_now(cost);
             }

@@ -54,6 +54,7 @@ struct test_chip {
     pthread_mutex_t hold_lock;
     pthread_cond_t hold_cond;
     uint64_t hold_addr;                 /* 0: none */
+    bool hold_after;                    /* once its bytes have moved */
     bool held;
     bool released;
     /* Where ICI port bytes go (tests/host/tessera_ici_test.c). */
@@ -62,14 +63,23 @@ struct test_chip {
     void *ici_ctx;
 };
 
-/* The next transfer at bus address @addr waits for chip_release(). */
-static inline void chip_hold(struct test_chip *c, uint64_t addr)
+/*
+ * The next transfer at bus address @addr waits for chip_release(), before
+ * its bytes move, or with @after once they have; later ones go through.
+ */
+static inline void chip_hold_at(struct test_chip *c, uint64_t addr, bool after)
 {
     pthread_mutex_lock(&c->hold_lock);
     c->held = false;
     c->released = false;
+    c->hold_after = after;
     __atomic_store_n(&c->hold_addr, addr, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&c->hold_lock);
+}
+
+static inline void chip_hold(struct test_chip *c, uint64_t addr)
+{
+    chip_hold_at(c, addr, false);
 }
 
 /* Wait until the chip is inside the held transfer. */
@@ -91,13 +101,15 @@ static inline void chip_release(struct test_chip *c)
     pthread_mutex_unlock(&c->hold_lock);
 }
 
-static inline void chip_dma_hold(struct test_chip *c, uint64_t addr)
+static inline void chip_dma_hold(struct test_chip *c, uint64_t addr,
+                                 bool after)
 {
     if (__atomic_load_n(&c->hold_addr, __ATOMIC_ACQUIRE) != addr) {
         return;
     }
     pthread_mutex_lock(&c->hold_lock);
-    if (c->hold_addr && addr == c->hold_addr) {
+    if (c->hold_addr && addr == c->hold_addr && c->hold_after == after) {
+        __atomic_store_n(&c->hold_addr, 0, __ATOMIC_RELEASE);
         c->held = true;
         pthread_cond_broadcast(&c->hold_cond);
         while (!c->released) {
@@ -121,8 +133,9 @@ static inline int chip_dma_read(void *opaque, uint64_t addr, void *buf, size_t l
         c->pt_reads++;
     }
     __atomic_add_fetch(&c->dma_reads, 1, __ATOMIC_SEQ_CST);
-    chip_dma_hold(c, addr);
+    chip_dma_hold(c, addr, false);
     memcpy(buf, c->sysmem + addr, len);
+    chip_dma_hold(c, addr, true);
     return 0;
 }
 
@@ -137,8 +150,9 @@ static inline int chip_dma_write(void *opaque, uint64_t addr, const void *buf,
     if (addr > SYSMEM_SIZE || len > SYSMEM_SIZE - addr) {
         return -1;
     }
-    chip_dma_hold(c, addr);
+    chip_dma_hold(c, addr, false);
     memcpy(c->sysmem + addr, buf, len);
+    chip_dma_hold(c, addr, true);
     return 0;
 }
 

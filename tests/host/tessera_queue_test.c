@@ -594,6 +594,124 @@ TEST_F(q, a_wait_ends_when_its_value_was_reached_not_at_the_latest_signal)
 	EXPECT_LE(s->end_cycle, w5->end_cycle);
 }
 
+/*
+ * One program on a fresh chip: queue 1 signals early, then once more after
+ * a 1 MiB fill; queue 0 waits for the first signal.  With @between, the
+ * second signal lands while the waiter has read the semaphore (1) but not
+ * yet ended its wait; else after the wait.  The wait's record in *@w, the
+ * second signaller's in *@s.
+ */
+static void wait_beside_a_later_signal(bool between, struct tsr_completion *w,
+				       struct tsr_completion *s)
+{
+	struct test_chip *c = chip_new("v4");
+	uint64_t sem = chip_buffer(c, 1, 4096);
+	uint64_t big = chip_buffer(c, 1, 1 << 20);
+	struct tsr_cmd_sem inc = {
+		HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem), sem, 1 };
+	struct tsr_cmd_sem wait = {
+		HDR(TSR_OP_SEM_WAIT, struct tsr_cmd_sem), sem, 1 };
+	struct {
+		struct tsr_cmd_dma fill;
+		struct tsr_cmd_sem inc;
+	} late = {
+		{ HDR(TSR_OP_DMA_FILL, struct tsr_cmd_dma), .src = 7, .dst = big,
+		  .size = { 1 << 20, 1, 1 } },
+		inc,
+	};
+	struct runner waiter = { c, 0 };
+	struct tsr_completion *wc, *sc;
+	pthread_t t;
+
+	chip_run_on(c, 1, &inc, sizeof(inc));
+	wc = chip_queue_job(c, 0, 1, &wait, sizeof(wait), 1);
+	sc = chip_queue_job(c, 1, 1, &late, sizeof(late), 2);
+	if (between) {
+		chip_hold_at(c, sem, true);
+		pthread_create(&t, NULL, run_queue, &waiter);
+		chip_wait_held(c);
+		tsr_core_queue_run(c->core, 1);
+		chip_release(c);
+		pthread_join(t, NULL);
+	} else {
+		tsr_core_queue_run(c->core, 0);
+		tsr_core_queue_run(c->core, 1);
+	}
+	*w = *wc;
+	*s = *sc;
+	chip_free(c);
+}
+
+/*
+ * Design decision 7: a wait ends at the signal that reached its value,
+ * even when the host lands a later signal between the wait's reading the
+ * semaphore and its looking up when the value was reached.
+ */
+TEST(a_signal_landing_while_a_wait_ends_does_not_move_the_wait)
+{
+	struct tsr_completion w[2], s[2];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		wait_beside_a_later_signal(i, &w[i], &s[i]);
+		ASSERT_EQ(TSR_JOB_STATUS_DONE, w[i].status);
+		ASSERT_EQ(TSR_JOB_STATUS_DONE, s[i].status);
+		/* The wait ended long before the second signal. */
+		EXPECT_GT(s[i].end_cycle - 1000, w[i].end_cycle);
+	}
+	EXPECT_EQ(w[0].end_cycle, w[1].end_cycle);
+	EXPECT_EQ(s[0].end_cycle, s[1].end_cycle);
+}
+
+/*
+ * The chip remembers a semaphore's latest signals on the modeled clock,
+ * not the host's: one late signal and 9 early ones (it keeps 8) give the
+ * same wait whichever queue ran first.
+ */
+TEST(the_signals_remembered_are_the_latest_on_the_modeled_clock)
+{
+	struct tsr_completion *w[2], *late[2];
+	struct test_chip *c[2];
+	int i, k;
+
+	for (i = 0; i < 2; i++) {
+		uint64_t sem, big;
+		struct tsr_cmd_sem incs[9], wait;
+		struct {
+			struct tsr_cmd_dma fill;
+			struct tsr_cmd_sem inc;
+		} slow;
+
+		c[i] = chip_new("v4");
+		sem = chip_buffer(c[i], 1, 4096);
+		big = chip_buffer(c[i], 1, 1 << 20);
+		for (k = 0; k < 9; k++)
+			incs[k] = (struct tsr_cmd_sem){
+				HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem), sem, 1 };
+		slow.fill = (struct tsr_cmd_dma){
+			HDR(TSR_OP_DMA_FILL, struct tsr_cmd_dma), .src = 7,
+			.dst = big, .size = { 1 << 20, 1, 1 } };
+		slow.inc = incs[0];
+		wait = (struct tsr_cmd_sem){
+			HDR(TSR_OP_SEM_WAIT, struct tsr_cmd_sem), sem, 10 };
+		/* The late signal first in host order, then the 9 early ones. */
+		if (i) {
+			late[i] = chip_run_on(c[i], 2, &slow, sizeof(slow));
+			chip_run_on(c[i], 1, incs, sizeof(incs));
+		} else {
+			chip_run_on(c[i], 1, incs, sizeof(incs));
+			late[i] = chip_run_on(c[i], 2, &slow, sizeof(slow));
+		}
+		w[i] = chip_run_on(c[i], 0, &wait, sizeof(wait));
+		ASSERT_EQ(TSR_JOB_STATUS_DONE, w[i]->status);
+		/* 10 was reached by the late signal only. */
+		EXPECT_LE(late[i]->end_cycle, w[i]->end_cycle);
+	}
+	EXPECT_EQ(w[0]->end_cycle, w[1]->end_cycle);
+	chip_free(c[0]);
+	chip_free(c[1]);
+}
+
 TEST_F(q, a_queue_reset_aborts_a_waiting_job)
 {
 	uint64_t sem = chip_buffer(self->c, 1, 4096);
