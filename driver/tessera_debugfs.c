@@ -19,6 +19,9 @@
  *                      trap for the debug kernel's KASAN)
  *   timeout_wait_free  the next N timeouts of a finished job let the free
  *                      worker run before they use the job (the same trap)
+ *   hangcheck          0: a job that outlives the timeout is left on its
+ *                      ring, for tests that keep a job started until they
+ *                      reset the chip (i915's enable_hangcheck)
  *   fault_*            the chip's debug fault-injection block, when present
  *   ici                the ICI block's and each port's registers
  *   ici<p>/control     write 1 to retrain port p, 2 to take it down
@@ -488,6 +491,7 @@ void tessera_debugfs_init(struct tessera_device *tdev)
 				&tdev->inject_submit_wait_done);
 	debugfs_create_atomic_t("timeout_wait_free", 0600, root,
 				&tdev->inject_timeout_wait_free);
+	debugfs_create_bool("hangcheck", 0600, root, &tdev->hangcheck);
 
 	if (tdev->ici.ports)
 		tessera_debugfs_ici_init(tdev, debug);

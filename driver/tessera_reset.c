@@ -162,13 +162,16 @@ static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
 
 /*
  * The timed-out @job finished, but its interrupt never came: retire it
- * without a reset.  The scheduler is stopped so that it cannot free the
- * job, which the reap signals, before it is back on the pending list.
+ * without a reset.  Or it has not, but hang checks are off (debugfs
+ * hangcheck): leave it running.  Either way the job goes back to the
+ * scheduler, which re-arms the timer.  The scheduler is stopped so that it
+ * cannot free the job, which the reap signals, before it is back on the
+ * pending list.
  */
-static bool tessera_timeout_lost_irq(struct tessera_job *job)
+static bool tessera_timeout_no_hang(struct tessera_job *job)
 {
 	struct tessera_queue *q = job->q;
-	bool done;
+	bool done, keep;
 
 	drm_sched_wqueue_stop(&q->sched);
 	tessera_queue_reap(q, true);
@@ -185,10 +188,12 @@ static bool tessera_timeout_lost_irq(struct tessera_job *job)
 		tessera_count(q->tdev, TESSERA_CNT_LOST_IRQS);
 		drm_dbg(&q->tdev->drm, "queue %u: job %llu of context %u finished without an interrupt\n",
 			q->index, job->seq, job->ctx->id);
-		tessera_sched_requeue(job);
 	}
+	keep = done || !READ_ONCE(q->tdev->hangcheck);
+	if (keep)
+		tessera_sched_requeue(job);
 	drm_sched_wqueue_start(&q->sched);
-	return done;
+	return keep;
 }
 
 /**
@@ -222,7 +227,7 @@ enum drm_gpu_sched_stat tessera_job_timedout(struct tessera_job *job)
 		goto out;
 	}
 
-	if (tessera_timeout_lost_irq(job))
+	if (tessera_timeout_no_hang(job))
 		goto out;
 
 	/* User space can make jobs time out at will: keep the log readable. */
@@ -329,6 +334,7 @@ void tessera_reset_done(struct tessera_device *tdev)
 
 void tessera_reset_init(struct tessera_device *tdev)
 {
+	tdev->hangcheck = true;
 	INIT_WORK(&tdev->chip_reset_work, tessera_chip_reset_work);
 	INIT_WORK(&tdev->pci_reset_work, tessera_pci_reset_work);
 	init_completion(&tdev->pci_quiet);

@@ -49,6 +49,9 @@ FIXTURE_SETUP(life)
 
 FIXTURE_TEARDOWN(life)
 {
+	/* A stuck job a failed test left behind ends, or times out. */
+	__atomic_store_n((uint64_t *)self->host.map, 1, __ATOMIC_SEQ_CST);
+	tsr_debugfs_write(self->pci, "hangcheck", 1);
 	close(self->fd);
 }
 
@@ -76,12 +79,21 @@ static int run(FIXTURE_DATA(life) *self, struct drm_tessera_job_status *st)
 	return ret ?: tsr_job_status(self->fd, seq, st);
 }
 
-/* A job that runs until host word 0 is set; returns once it has started. */
+/*
+ * A job that runs until host word 0 is set; returns once it has started.
+ * Hang checks are off until the fixture's teardown: the job stays started
+ * until the test resets the chip, however long the guest takes to get
+ * there (a loaded host can hold a vCPU for longer than job_timeout_ms, and
+ * a timeout would then fail the job as hung before the reset came).
+ */
 static int start_stuck_job(FIXTURE_DATA(life) *self, uint64_t *seq)
 {
 	uint32_t *words = self->host.map;
 	int ret;
 
+	ret = tsr_debugfs_write(self->pci, "hangcheck", 0);
+	if (ret)
+		return ret;
 	memset(self->host.map, 0, 4096);
 	tsr_emit_fill(&self->c, self->host.va + 192, 0x5747, 4);
 	tsr_emit_sem(&self->c, TSR_OP_SEM_WAIT, self->host.va, 1);
@@ -99,6 +111,42 @@ static int function_reset(FIXTURE_DATA(life) *self)
 
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/reset", self->pci);
 	return tsr_write_file(path, "1");
+}
+
+/* The driver's job timeout, from its module parameter. */
+static unsigned int driver_timeout_ms(void)
+{
+	long long ms = tsr_read_number("/sys/module/tessera/parameters/job_timeout_ms");
+
+	return ms > 0 ? ms : 0;
+}
+
+/*
+ * With hang checks off (debugfs hangcheck, as the tests below use it) a
+ * started job outlives the timeout on its ring; with them on again, the
+ * next timeout resets its queue.
+ */
+TEST_F(life, with_hangcheck_off_a_started_job_outlives_the_timeout)
+{
+	long long timeouts = tsr_sysfs_counter(self->pci, "timeouts");
+	unsigned int ms = driver_timeout_ms();
+	struct drm_tessera_job_status st;
+	uint64_t seq;
+
+	ASSERT_LT(0, ms);
+	ASSERT_LE(0, timeouts);
+	ASSERT_EQ(0, start_stuck_job(self, &seq));
+	/* Nothing to wait for: a timeout that does nothing. */
+	usleep(ms * 1000 * 3 / 2);
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_PENDING, st.state);
+	EXPECT_EQ(timeouts, tsr_sysfs_counter(self->pci, "timeouts"));
+
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "hangcheck", 1));
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
+	EXPECT_EQ(-ETIMEDOUT, st.fence_error);
+	EXPECT_EQ(timeouts + 1, tsr_sysfs_counter(self->pci, "timeouts"));
 }
 
 /*
