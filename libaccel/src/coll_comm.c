@@ -274,9 +274,11 @@ static void backoff(unsigned int *pause)
 
 /*
  * Why @chip's set-up cannot go on: a neighbour gave up
- * (ACCEL_ERR_PEER_ABORT), a port to a neighbour is down or cut
- * (ACCEL_ERR_LINK_DOWN; one training again may yet come up), the
- * deadline passed (ACCEL_ERR_TIMEOUT); ACCEL_OK if it can.
+ * (ACCEL_ERR_PEER_ABORT), a port to a neighbour is down, miswired or
+ * foreign (ACCEL_ERR_LINK_DOWN; one training again may yet come up, and
+ * one whose connection was lost resumes, or goes down past the link's
+ * deadline: Documentation/ici.md, "Ports over TCP"), the deadline passed
+ * (ACCEL_ERR_TIMEOUT); ACCEL_OK if it can.
  */
 static int setup_check(const struct accel_comm *comm,
 		       const struct comm_chip *chip, uint64_t deadline)
@@ -297,7 +299,8 @@ static int setup_check(const struct accel_comm *comm,
 				return ACCEL_ERR_PEER_ABORT;
 			if (!accel_link_get_info(chip->dev, port, &li) &&
 			    li.port.state != TSR_ICI_STATE_UP &&
-			    li.port.state != TSR_ICI_STATE_TRAINING)
+			    li.port.state != TSR_ICI_STATE_TRAINING &&
+			    li.port.state != TSR_ICI_STATE_DISCONNECTED)
 				ret = ACCEL_ERR_LINK_DOWN;
 		}
 	}

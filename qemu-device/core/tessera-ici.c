@@ -242,9 +242,24 @@ static uint64_t depart(IciPort *p, uint64_t ready,
 /* ------------------------------------------------------------ routing */
 
 /*
+ * Whether wired port @port carries messages, or will again: up, or its
+ * connection lost and not yet given up on (tsr_link_resuming(): a TCP
+ * connection cut and re-established within the link's deadline resumes
+ * where it was).  What goes by a resuming port waits for it: a write's
+ * chunks, a message in transit, an answer, a wait on the links.
+ */
+static bool port_live(TsrIci *ici, unsigned int port)
+{
+    TsrLink *link = ici->port[port].link;
+
+    return tsr_link_state(link) == TSR_ICI_STATE_UP ||
+           tsr_link_resuming(link);
+}
+
+/*
  * The port towards @dst (ties round a ring the minus way if @minus),
  * TSR_ROUTE_HERE, or TSR_ROUTE_NONE with *err set (NO_ROUTE, or
- * LINK_DOWN when the port is not up).
+ * LINK_DOWN when the port is neither up nor resuming: see port_live()).
  */
 static int route(TsrIci *ici, const uint8_t dst[3], bool minus,
                  uint32_t *err)
@@ -259,7 +274,7 @@ static int route(TsrIci *ici, const uint8_t dst[3], bool minus,
         *err = TSR_ERR_NO_ROUTE;
         return TSR_ROUTE_NONE;
     }
-    if (tsr_link_state(ici->port[port].link) != TSR_ICI_STATE_UP) {
+    if (!port_live(ici, port)) {
         *err = TSR_ERR_LINK_DOWN;
         return TSR_ROUTE_NONE;
     }
@@ -497,10 +512,10 @@ static void flush_answers(TsrIci *ici)
                                   a->dst);
 
         if (port >= 0 && (ici->wired & (1u << port)) &&
-            tsr_link_state(ici->port[port].link) == TSR_ICI_STATE_UP &&
+            port_live(ici, port) &&
             !send_msg(ici, port, TSR_ICI_MAX_DIMS, 0, a, NULL, NULL,
                       TSR_MAX_QUEUES)) {
-            return;
+            return;     /* no room, or its link resuming: it waits */
         }
         /* Sent, or its way is down: its requester fails with LINK_DOWN. */
         ici->pending_head = (ici->pending_head + 1) % ICI_PENDING_ANSWERS;
@@ -578,10 +593,10 @@ static void take_local(TsrIci *ici, IciPort *in, struct tsr_ici_msg *m,
 }
 
 /*
- * A write for a chip beyond a link that is not up: dropped, and its
- * requester told at once (LINK_DOWN, from this chip), so that it fails
- * now rather than at its answer timeout, and the link the write came by
- * goes on carrying everything else.
+ * A write for a chip beyond a link that is neither up nor resuming (see
+ * port_live()): dropped, and its requester told at once (LINK_DOWN, from
+ * this chip), so that it fails now rather than at its answer timeout, and
+ * the link the write came by goes on carrying everything else.
  */
 static void fail_in_transit(TsrIci *ici, const struct tsr_ici_msg *m)
 {
@@ -646,11 +661,14 @@ static bool deliver(void *opaque, unsigned int vc, const void *payload,
     if (port < 0 || !(ici->wired & (1u << port))) {
         return true;    /* no such chip: dropped, its sender times out */
     }
-    if (tsr_link_state(ici->port[port].link) != TSR_ICI_STATE_UP) {
+    if (!port_live(ici, port)) {
         fail_in_transit(ici, &m);
         return true;
     }
-    /* In transit: on to the next chip, untouched. */
+    /*
+     * In transit: on to the next chip, untouched; held by the link it
+     * came by while the next has no room or is resuming.
+     */
     return send_msg(ici, port, in_dim, vc, &m,
                     (const uint8_t *)payload + sizeof(m), NULL,
                     TSR_MAX_QUEUES);
@@ -674,9 +692,14 @@ static void state_changed(void *opaque, uint32_t state)
     if (state == TSR_ICI_STATE_UP) {
         raise_causes(ici, TSR_ICI_IRQ_LINK_UP);
     } else if (state == TSR_ICI_STATE_DOWN ||
-               state == TSR_ICI_STATE_DISCONNECTED ||
+               (state == TSR_ICI_STATE_DISCONNECTED &&
+                !tsr_link_resuming(p->link)) ||
                state == TSR_ICI_STATE_MISWIRED ||
                state == TSR_ICI_STATE_FOREIGN) {
+        /*
+         * A lost connection that resumes is no news for the driver: the
+         * port goes DOWN, and says so, only if it is given up on.
+         */
         raise_causes(ici, TSR_ICI_IRQ_LINK_DOWN);
         /* Waits with SEM_WAIT_LINKS end now, not at their next look. */
         tsr_core_wake_waiters(ici->core);
@@ -1040,8 +1063,7 @@ bool tsr_ici_links_down(TsrIci *ici)
 
     pthread_mutex_lock(&ici->lock);
     for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
-        down |= ici->port[p].link &&
-                tsr_link_state(ici->port[p].link) != TSR_ICI_STATE_UP;
+        down |= ici->port[p].link && !port_live(ici, p);
     }
     pthread_mutex_unlock(&ici->lock);
     return down;

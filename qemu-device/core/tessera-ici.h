@@ -135,7 +135,7 @@ void tsr_ici_set_lender(TsrIci *ici, const TsrIciLender *lender,
  */
 void tsr_ici_reclaim(TsrIci *ici, unsigned int port);
 
-/* Whether a wired port's link is not up (SEM_WAIT_LINKS). */
+/* Whether a wired port is neither up nor resuming (SEM_WAIT_LINKS). */
 bool tsr_ici_links_down(TsrIci *ici);
 
 /* The ICI register block; call without the core's lock held. */

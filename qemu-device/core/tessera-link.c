@@ -324,6 +324,12 @@ struct TsrLink {
     uint64_t epoch;
     /* Taken down by tsr_link_down(): not revived by the peer's training. */
     bool held_down;
+    /*
+     * Its connection was lost while its streams were kept: it waits for
+     * the connection and then resumes, unless the peer stays silent past
+     * the deadline (tsr_link_resuming()).
+     */
+    bool resuming;
     /* This training has heard a valid TRAIN from the peer. */
     bool peer_seen;
     bool peer_known;
@@ -403,6 +409,10 @@ static void set_state(TsrLink *link, uint32_t state)
         return;
     }
     link->state = state;
+    if (state != TSR_ICI_STATE_DISCONNECTED &&
+        state != TSR_ICI_STATE_TRAINING) {
+        link->resuming = false;     /* back up, or given up on */
+    }
     if (link->ops->state_changed) {
         link->ops->state_changed(link->opaque, state);
     }
@@ -1496,6 +1506,8 @@ void tsr_link_connected(TsrLink *link, uint64_t now)
 
 void tsr_link_disconnected(TsrLink *link)
 {
+    /* Told before the state changes, for its user's state_changed(). */
+    link->resuming = link->trained;
     link->peer_seen = false;
     link->rlen = 0;
     link->wlen = 0;
@@ -1524,6 +1536,22 @@ void tsr_link_down(TsrLink *link)
 uint32_t tsr_link_state(const TsrLink *link)
 {
     return link->state;
+}
+
+bool tsr_link_resuming(const TsrLink *link)
+{
+    return link->resuming;
+}
+
+/*
+ * When a link whose connection was lost gives up on its peer: as the
+ * keepalive does, once the peer has been silent for as long as a silent
+ * peer is given (its last frame heard before the connection went, or the
+ * lateness of a starved end added, see overslept()).
+ */
+static uint64_t resume_deadline(const TsrLink *link)
+{
+    return link->resuming ? link->heard_at + link->give_up_ns : UINT64_MAX;
 }
 
 uint64_t tsr_link_epoch(const TsrLink *link)
@@ -1924,6 +1952,11 @@ void tsr_link_poll(TsrLink *link, uint64_t now)
         pump(link, now);
         return;
     }
+    if (now >= resume_deadline(link)) {
+        link->cnt.timeouts++;
+        go_down(link);
+        return;
+    }
     if (link->train_deadline && now >= link->train_deadline &&
         link->state == TSR_ICI_STATE_TRAINING) {
         send_train(link, now);
@@ -1983,6 +2016,9 @@ uint64_t tsr_link_deadline(const TsrLink *link)
     }
     if (link->wlen && link->hold_until && link->hold_until < d) {
         d = link->hold_until;
+    }
+    if (resume_deadline(link) < d) {
+        d = resume_deadline(link);
     }
     return d;
 }

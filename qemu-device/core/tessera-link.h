@@ -188,13 +188,25 @@ bool tsr_link_intact(const TsrLink *link);
 
 /* The byte stream is there (socket connected): train. */
 void tsr_link_connected(TsrLink *link, uint64_t now);
-/* The byte stream is gone; frames in flight stay for the next training. */
+/*
+ * The byte stream is gone; frames in flight stay for the next training.
+ * A link that had trained resumes when the stream is back
+ * (tsr_link_resuming()), unless its peer has by then been silent for as
+ * long as a silent peer is given: it then goes down (by tsr_link_poll(),
+ * by tsr_link_deadline()), afresh, as for a peer that stopped.
+ */
 void tsr_link_disconnected(TsrLink *link);
 /* Train again, keeping what is in flight (the port's RETRAIN control). */
 void tsr_link_retrain(TsrLink *link, uint64_t now);
 /* Take the link down until retrained (the port's DOWN control). */
 void tsr_link_down(TsrLink *link);
 uint32_t tsr_link_state(const TsrLink *link);
+/*
+ * Whether the link lost its connection with its streams kept, and waits
+ * to resume them (DISCONNECTED, then TRAINING again) within its deadline:
+ * what its user sends meanwhile should wait, not fail.
+ */
+bool tsr_link_resuming(const TsrLink *link);
 /*
  * How many times the link's streams have started afresh: taken down, or
  * trained FRESH with a peer that lost its state, which an end that is up
