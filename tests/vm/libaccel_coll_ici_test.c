@@ -1102,6 +1102,24 @@ TEST_F_TIMEOUT(coll, modeled_cycles_do_not_hang_on_how_late_a_process_came,
 	}
 }
 
+/*
+ * The launcher gives a slice's chips two queues per dimension, so the
+ * pincer runs a colour per dimension: three on a 3-D slice without -d
+ * queues=6 (tessera-vm's default there).
+ */
+TEST_F(coll, the_pincer_runs_a_colour_per_dimension_of_the_slice)
+{
+	struct accel_device_info info;
+	unsigned int d, dims = 0;
+
+	ASSERT_EQ(ACCEL_OK, accel_device_get_info(self->dev[0], &info));
+	for (d = 0; d < ARRAY_SIZE(info.topology); d++)
+		dims += info.topology[d] > 1;
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 19, ACCEL_COLL_PINCER));
+	EXPECT_EQ(dims, accel_comm_colours(self->comm))
+		TH_LOG("%u queues on chip 0", info.num_queues);
+}
+
 TEST_F(coll, the_one_colour_baseline_gives_the_same_bits)
 {
 	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 2, ACCEL_COLL_ONE_COLOUR));
