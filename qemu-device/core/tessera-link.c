@@ -367,6 +367,8 @@ struct TsrLink {
     uint64_t heard_at;
     uint64_t keepalive_deadline;    /* 0: not armed */
     uint64_t train_deadline;        /* 0: not training */
+    /* When a late poll last did nothing (overslept()); 0: never. */
+    uint64_t overslept_at;
 
     /* Receiving. */
     uint32_t rcv_next;
@@ -1920,14 +1922,16 @@ static void move_on(uint64_t *t, uint64_t by, uint64_t now)
  * peer's last sign of life move on by the lateness (a peer is given up on
  * after as long as this end ran without hearing it), the round trip being
  * timed is not sampled, and nothing is resent before what waits has been
- * read.  Returns whether it was so.
+ * read.  Returns whether it was so; never for a deadline that was due by
+ * the last such poll, so that on a host where every poll is late the
+ * timers still run, on this end's time.
  */
 static bool overslept(TsrLink *link, uint64_t now)
 {
     uint64_t due = tsr_link_deadline(link), late;
 
-    if (due == UINT64_MAX || now - due <= link->cfg.retransmit_ns ||
-        now < due) {
+    if (due == UINT64_MAX || now < due ||
+        now - due <= link->cfg.retransmit_ns || due <= link->overslept_at) {
         return false;
     }
     late = now - due;
@@ -1943,6 +1947,7 @@ static bool overslept(TsrLink *link, uint64_t now)
         link->keepalive_deadline += late;
     }
     link->rtt_timing = false;
+    link->overslept_at = now;
     return true;
 }
 

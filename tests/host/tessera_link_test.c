@@ -1618,6 +1618,8 @@ TEST_F(link, an_end_that_did_not_run_does_not_give_up_on_its_peer_for_it)
 	self->now += 3 * dead_ns(&self->ca);
 	self->a.stopped = self->b.stopped = false;
 	ASSERT_TRUE(transfer(self, 0, 0, 100000));
+	for (i = 0; i < 100; i++)
+		step(self);
 	/* Again, and b runs again only half a silent peer's time after a. */
 	self->a.stopped = self->b.stopped = true;
 	self->now += 3 * dead_ns(&self->ca);
@@ -1634,6 +1636,32 @@ TEST_F(link, an_end_that_did_not_run_does_not_give_up_on_its_peer_for_it)
 	EXPECT_EQ(b.link_downs, counters(&self->b).link_downs);
 	EXPECT_EQ(a.replays, counters(&self->a).replays);
 	EXPECT_EQ(b.replays, counters(&self->b).replays);
+}
+
+/*
+ * On a host where every poll of both ends comes late, the timers still
+ * run, on the ends' own time: a link whose first TRAINs were lost trains,
+ * and a peer that stops is still given up on.
+ */
+TEST_F(link, ends_whose_every_poll_is_late_still_train_and_give_up)
+{
+	uint64_t took;
+	int i;
+
+	self->ca.keepalive_ns = self->cb.keepalive_ns = 20 * RTO_NS;
+	self->step_ns = 3 * RTO_NS;
+	self->a.blackhole = self->b.blackhole = true;
+	start(self);
+	self->a.blackhole = self->b.blackhole = false;
+	for (i = 0; i < 1000 && !both_up(self); i++)
+		step(self);
+	ASSERT_TRUE(both_up(self));
+	ASSERT_TRUE(exchange(self, 20, 100000));
+	EXPECT_TRUE(streams_match(self));
+	self->b.stopped = true;
+	took = until_a_down(self, 10 * dead_ns(&self->ca));
+	EXPECT_EQ(TSR_ICI_STATE_DOWN, tsr_link_state(self->a.link));
+	EXPECT_GE(3 * dead_ns(&self->ca), took);
 }
 
 /*
