@@ -175,9 +175,7 @@ $(QEMU_FIRMWARE)/.stamp: $(DEPS_STAMP)
 module: $(TESSERA_KO)
 
 $(TESSERA_KO): $(DEPS_STAMP) FORCE
-	@mkdir -p $(KMOD_DIR)
-	@cp -as --remove-destination $(REPO)/Kbuild $(REPO)/driver $(REPO)/uapi $(REPO)/include $(KMOD_DIR)/
-	@find $(KMOD_DIR) -xtype l -delete
+	@mk/link-tree $(KMOD_DIR) Kbuild driver uapi include
 	@$(MAKE) -s -C $(KDIR) M=$(KMOD_DIR) W=1 KCFLAGS=-Werror modules
 
 # ---------------------------------------------------------------- debug kernel
@@ -195,15 +193,13 @@ $(DEBUG_KERNEL_STAMP): $(DEPS_STAMP) mk/debug-kernel mk/debug-kernel.config mk/v
 debug-module: $(TESSERA_DEBUG_KO) $(PLANT_KO)
 
 $(TESSERA_DEBUG_KO): $(DEBUG_KERNEL_STAMP) FORCE
-	@mkdir -p $(KMOD_DEBUG_DIR)
-	@cp -as --remove-destination $(REPO)/Kbuild $(REPO)/driver $(REPO)/uapi $(REPO)/include $(KMOD_DEBUG_DIR)/
-	@find $(KMOD_DEBUG_DIR) -xtype l -delete
+	@mk/debug-kernel-links $(DEBUG_KERNEL)
+	@mk/link-tree $(KMOD_DEBUG_DIR) Kbuild driver uapi include
 	@$(MAKE) -s -C $(DEBUG_KBUILD) M=$(KMOD_DEBUG_DIR) W=1 modules
 
 $(PLANT_KO): $(DEBUG_KERNEL_STAMP) tests/debug/Kbuild tests/debug/tessera_plant.c
-	@mkdir -p $(PLANT_DIR)
-	@cp -s --remove-destination $(REPO)/tests/debug/Kbuild $(REPO)/tests/debug/tessera_plant.c \
-		$(PLANT_DIR)/
+	@mk/debug-kernel-links $(DEBUG_KERNEL)
+	@mk/link-tree -C tests/debug $(PLANT_DIR) Kbuild tessera_plant.c
 	@$(MAKE) -s -C $(DEBUG_KBUILD) M=$(PLANT_DIR) W=1 KCFLAGS=-Werror modules
 
 # ---------------------------------------------------------------- libaccel
@@ -479,9 +475,7 @@ lint: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
 	@echo "lint: sparse on the driver"
 	@# A tree of its own: relinking build/kmod would change the module
 	@# that the checks running beside lint compare the guest's against.
-	@mkdir -p $(B)/kmod-sparse
-	@cp -as --remove-destination $(REPO)/Kbuild $(REPO)/driver $(REPO)/uapi $(REPO)/include $(B)/kmod-sparse/
-	@find $(B)/kmod-sparse -xtype l -delete
+	@mk/link-tree $(B)/kmod-sparse Kbuild driver uapi include
 	@$(MAKE) -s -C $(KDIR) M=$(B)/kmod-sparse C=2 CHECK="sparse -Wno-unknown-attribute" \
 		modules 2>&1 | tee $(B)/sparse.log | grep -v '^  ' || true
 	@! grep -q ': \(warning\|error\):' $(B)/sparse.log
