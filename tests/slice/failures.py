@@ -25,8 +25,7 @@ arrived:
 - route: in one VM of a 2x2x2 mesh, a write whose route crosses a chip
   whose far link is down fails LINK_DOWN within 2 s, while writes to that
   chip and beside it, sent at the same moment, arrive within 2 s;
-- tcp-cut (not in make check until the chip rides out a reconnect,
-  nor is tcp-cut-long): on a 2x2 of two VMs linked over TCP (tessera-slice
+- tcp-cut: on a 2x2 of two VMs linked over TCP (tessera-slice
   --link-port, in a network namespace of the test's own), the TCP
   connections cut at both ends (ss -K) three times mid-collective and
   left to reconnect: every call exact, none failed, nothing charged, each
@@ -1069,11 +1068,8 @@ TESTS = {"baseline": test_baseline, "sigstop": test_sigstop,
 # make check's, in this order: the one that kills a VM comes after those
 # that share its slice.  The 2x2x2 of two VMs is make check-slices'.
 DEFAULT = ["baseline", "setup-hang", "setup-link-down", "sigstop",
-           "sigstop-waiting", "reset", "kill", "route"]
-# Not in make check yet, tcp-cut and tcp-cut-long: a job does not ride
-# out a TCP connection cut and mended within the link's deadline, and a
-# port cut for longer never goes down by itself (Documentation/ici.md,
-# "Ports over TCP", "Not yet"); both join DEFAULT when the chip does.
+           "sigstop-waiting", "reset", "kill", "route", "tcp-cut",
+           "tcp-cut-long"]
 
 
 def run(results, names=None):
