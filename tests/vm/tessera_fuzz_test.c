@@ -14,7 +14,9 @@
  * succeed, and what it returns must agree with what the fuzzer knows
  * (handles, addresses, window ids, sequence numbers, job states,
  * counters, the slice and its ports).  Jobs run
- * real commands, some malformed or faulting, two hang until the driver's
+ * real commands, some malformed or faulting, with extension chains, alone
+ * or in batches of up to eight (a batch that fails must name the job it
+ * refused, when one job was spoiled), two hang until the driver's
  * timeout, and a few chip resets and injected failures come through the
  * driver's debugfs.  A second thread looks up the handles the first one
  * creates and closes.  Afterwards a fresh file must still run a job, and
@@ -31,7 +33,8 @@
  * This file holds the tests; the fuzzer itself is in fuzz/, a file per
  * concern: mutate.c (randomness and mutations), call.c (issuing and
  * recording calls), ops.c (the table of calls), bo.c, syncobj.c, files.c
- * (reopening and PRIME), submit.c, info.c, ici.c (windows and ports),
+ * (reopening and PRIME), submit.c (SUBMIT and SUBMIT_BATCH), info.c, ici.c
+ * (windows and ports),
  * chaos.c (fault injection) and racer.c (the second thread).
  */
 #include <errno.h>

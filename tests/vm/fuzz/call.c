@@ -165,7 +165,7 @@ static bool excused(const struct fuzz *fz, enum fuzz_op op, const void *arg,
 	case ENOMEM:		/* real, or injected through debugfs */
 		return true;
 	case ECANCELED:		/* the context was banned after faults */
-		return op == OP_SUBMIT;
+		return op == OP_SUBMIT || op == OP_SUBMIT_BATCH;
 	default:
 		return false;
 	}

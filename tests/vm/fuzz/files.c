@@ -49,6 +49,7 @@ void open_file(struct fuzz *fz, struct fuzz_file *f)
 	    file_param(f, DRM_TESSERA_PARAM_ICI_PORTS, 0, &ports) ||
 	    file_param(f, DRM_TESSERA_PARAM_PORTS_WIRED, 0, &v))
 		goto fail;
+	f->traces = caps & TSR_CAP_TRACE;
 	f->ici_ports = caps & TSR_CAP_ICI ? ports : 0;
 	f->ports_wired = v;
 	for (i = 0; i < ARRAY_SIZE(f->coords); i++) {

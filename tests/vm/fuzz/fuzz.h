@@ -36,6 +36,10 @@
 #define FUZZ_MAX_REPORTS	20
 #define FUZZ_HANGS		2	/* jobs left to hang until their timeout */
 #define FUZZ_WINDOWS		4	/* windows a file keeps open between bursts */
+#define FUZZ_BATCH_JOBS		8	/* jobs of a SUBMIT_BATCH the fuzzer builds */
+#define FUZZ_JOB_BOS		16	/* buffers a job lists */
+#define FUZZ_JOB_SYNCS		4	/* in- and out-syncs of a job */
+#define FUZZ_JOB_EXTS		2	/* links of a job's extension chain */
 
 /* What the fuzzer does: the ioctls, mmap() and the rest. */
 enum fuzz_op {
@@ -43,6 +47,7 @@ enum fuzz_op {
 	OP_BO_CREATE,
 	OP_BO_INFO,
 	OP_SUBMIT,
+	OP_SUBMIT_BATCH,
 	OP_JOB_STATUS,
 	OP_WINDOW_OPEN,
 	OP_WINDOW_CLOSE,
@@ -101,6 +106,7 @@ struct fuzz_file {
 	__u32 context_id;
 	__u32 num_queues;
 	__u64 hbm_size;
+	bool traces;		/* the chip writes job traces (TSR_CAP_TRACE) */
 	__u32 ici_ports;	/* 0 on a chip without ICI */
 	__u32 ports_wired;
 	__u8 coords[3];		/* the chip's, in its slice */
@@ -213,6 +219,15 @@ struct fuzz {
 	struct fuzz_stats stats[OP_COUNT];
 	char extra[FUZZ_EXTRA];	/* what the current call points to */
 	/*
+	 * SUBMIT_BATCH's jobs, up to DRM_TESSERA_MAX_STRIDE bytes apart, and
+	 * each job's buffers, syncs and extension chain (SUBMIT's job uses
+	 * the first chain).
+	 */
+	__u8 jobs[(FUZZ_BATCH_JOBS + 1) * DRM_TESSERA_MAX_STRIDE];
+	struct drm_tessera_submit_bo job_bos[FUZZ_BATCH_JOBS][FUZZ_JOB_BOS];
+	struct drm_tessera_sync job_syncs[FUZZ_BATCH_JOBS][FUZZ_JOB_SYNCS];
+	struct drm_tessera_ext_trace ext[FUZZ_BATCH_JOBS][FUZZ_JOB_EXTS];
+	/*
 	 * Arguments, and the arrays they point to: long enough for the
 	 * largest valid count, and followed by an inaccessible page.
 	 */
@@ -322,6 +337,7 @@ void op_prime_fd_to_handle(struct fuzz *fz, struct fuzz_file *f);
 
 /* submit.c */
 void op_submit(struct fuzz *fz, struct fuzz_file *f);
+void op_submit_batch(struct fuzz *fz, struct fuzz_file *f);
 void op_job_status(struct fuzz *fz, struct fuzz_file *f);
 
 /* info.c */

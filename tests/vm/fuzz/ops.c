@@ -54,6 +54,16 @@ static const struct fuzz_field submit_fields[] = {
 	{ }
 };
 
+static const struct fuzz_field submit_batch_fields[] = {
+	FIELD(struct drm_tessera_submit_batch, extensions, FK_PTR),
+	FIELD(struct drm_tessera_submit_batch, flags, FK_VAL),
+	FIELD(struct drm_tessera_submit_batch, count, FK_VAL),
+	FIELD(struct drm_tessera_submit_batch, jobs, FK_PTR),
+	FIELD(struct drm_tessera_submit_batch, stride, FK_VAL),
+	FIELD(struct drm_tessera_submit_batch, error_index, FK_VAL),
+	{ }
+};
+
 static const struct fuzz_field job_status_fields[] = {
 	FIELD(struct drm_tessera_job_status, seq, FK_VAL),
 	FIELD(struct drm_tessera_job_status, flags, FK_VAL),
@@ -168,7 +178,8 @@ static const int info_errnos[] = { EINVAL, EFAULT, ENODEV, 0 };
 static const int bo_create_errnos[] = { EINVAL, EFAULT, ENODEV, ENOMEM, 0 };
 static const int bo_info_errnos[] = { EINVAL, EFAULT, ENOENT, ENOMEM, 0 };
 static const int submit_errnos[] = {
-	EINVAL, EFAULT, ENODEV, ENOMEM, ENOENT, EPERM, ECANCELED, E2BIG, 0
+	EINVAL, EFAULT, ENODEV, ENOMEM, ENOENT, EPERM, ECANCELED, E2BIG,
+	EOPNOTSUPP, 0
 };
 static const int job_status_errnos[] = { EINVAL, EFAULT, ENOENT, 0 };
 static const int window_open_errnos[] = {
@@ -216,6 +227,8 @@ const struct fuzz_op_desc fuzz_ops[OP_COUNT] = {
 		  bo_info_errnos, op_bo_info),
 	DRIVER_OP(SUBMIT, struct drm_tessera_submit, 8, submit_fields,
 		  submit_errnos, op_submit),
+	DRIVER_OP(SUBMIT_BATCH, struct drm_tessera_submit_batch, 4,
+		  submit_batch_fields, submit_errnos, op_submit_batch),
 	DRIVER_OP(JOB_STATUS, struct drm_tessera_job_status, 8,
 		  job_status_fields, job_status_errnos, op_job_status),
 	DRIVER_OP(WINDOW_OPEN, struct drm_tessera_window_open, 3,

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * SUBMIT: command streams of real commands, some malformed, some hanging
- * until the driver's timeout, some writing through the chip's windows;
- * and JOB_STATUS of the jobs a file made.
+ * SUBMIT and SUBMIT_BATCH: command streams of real commands, some
+ * malformed, some hanging until the driver's timeout, some writing through
+ * the chip's windows, with extension chains; batches of such jobs, with
+ * strides and counts at and past their limits, some jobs spoiled; and
+ * JOB_STATUS of the jobs a file made.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,24 +22,26 @@ struct fuzz_stream {
 	__u64 q[160];
 	unsigned int len;		/* qwords */
 	unsigned int hang;		/* qword of a wait that must block, or 0 */
-	unsigned int nlisted;		/* entries of fz->bos in use */
-	bool valid;			/* every entry of fz->bos is */
+	struct drm_tessera_submit_bo *bos;	/* the job's buffer list */
+	struct drm_tessera_sync *syncs;		/* and its syncs */
+	unsigned int nlisted;		/* entries of bos in use */
+	bool valid;			/* every entry of bos is */
 };
 
-/* List @bo in the job's buffers (fz->bos) with @flags. */
+/* List @bo in the job's buffers with @flags. */
 static void list_bo(struct fuzz *fz, struct fuzz_stream *s,
 		    const struct fuzz_bo *bo, __u32 flags)
 {
 	unsigned int i;
 
 	for (i = 0; i < s->nlisted; i++) {
-		if (fz->bos[i].handle == bo->handle) {
-			fz->bos[i].flags |= flags;
+		if (s->bos[i].handle == bo->handle) {
+			s->bos[i].flags |= flags;
 			return;
 		}
 	}
-	if (s->nlisted < 16)
-		fz->bos[s->nlisted++] = (struct drm_tessera_submit_bo) {
+	if (s->nlisted < FUZZ_JOB_BOS)
+		s->bos[s->nlisted++] = (struct drm_tessera_submit_bo) {
 			.handle = bo->handle, .flags = flags,
 		};
 }
@@ -320,22 +324,22 @@ static struct fuzz_bo *cmd_bo(struct fuzz *fz, struct fuzz_file *f)
 
 /* In-fences: syncobjs with a fence, at a point they have. */
 static unsigned int fill_in_syncs(struct fuzz *fz, struct fuzz_file *f,
-				  bool *valid)
+				  struct fuzz_stream *s)
 {
 	unsigned int i, n = one_in(fz, 3) ? 1 + below(fz, 3) : 0;
 
 	for (i = 0; i < n; i++) {
 		struct fuzz_syncobj *so = pick_syncobj(fz, f);
 
-		fz->syncs[i] = (struct drm_tessera_sync) {
+		s->syncs[i] = (struct drm_tessera_sync) {
 			.handle = so ? so->handle : stale_handle(fz, f),
 			.point = so && so->timeline ? 1 + below(fz, so->point) : 0,
 		};
 		if (!so || !so->fence)
-			*valid = false;
+			s->valid = false;
 		if (one_in(fz, 32)) {
-			fz->syncs[i].flags = fuzz_value(fz, 0);
-			*valid = false;
+			s->syncs[i].flags = fuzz_value(fz, 0);
+			s->valid = false;
 		}
 	}
 	return n;
@@ -349,12 +353,12 @@ static void describe_submit(struct fuzz *fz, const struct fuzz_stream *s,
 
 	for (i = 0; i < s->nlisted && n < FUZZ_EXTRA; i++)
 		n += snprintf(fz->extra + n, sizeof(fz->extra) - n, " %u:%x",
-			      fz->bos[i].handle, fz->bos[i].flags);
+			      s->bos[i].handle, s->bos[i].flags);
 	for (i = 0; i < nsyncs && n < FUZZ_EXTRA; i++)
 		n += snprintf(fz->extra + n, sizeof(fz->extra) - n,
-			      " %s %u@%llu", fz->syncs[i].flags ? "out" : "in",
-			      fz->syncs[i].handle,
-			      (unsigned long long)fz->syncs[i].point);
+			      " %s %u@%llu", s->syncs[i].flags ? "out" : "in",
+			      s->syncs[i].handle,
+			      (unsigned long long)s->syncs[i].point);
 	for (i = 0; i < s->len && i < 12 && n < FUZZ_EXTRA; i++)
 		n += snprintf(fz->extra + n, sizeof(fz->extra) - n, " %llx",
 			      (unsigned long long)s->q[i]);
@@ -364,12 +368,13 @@ static void describe_submit(struct fuzz *fz, const struct fuzz_stream *s,
 static void spoil_bo_list(struct fuzz *fz, struct fuzz_file *f,
 			  struct fuzz_stream *s)
 {
-	unsigned int i = s->nlisted < 16 ? s->nlisted++ : below(fz, 16);
+	unsigned int i = s->nlisted < FUZZ_JOB_BOS ? s->nlisted++ :
+			 below(fz, FUZZ_JOB_BOS);
 
-	fz->bos[i].handle = one_in(fz, 2) && s->nlisted > 1 ?
-			    fz->bos[0].handle : stale_handle(fz, f);
-	fz->bos[i].flags = one_in(fz, 2) ? fuzz_value(fz, DRM_TESSERA_BO_READ) :
-			   DRM_TESSERA_BO_WRITE;
+	s->bos[i].handle = one_in(fz, 2) && s->nlisted > 1 ?
+			   s->bos[0].handle : stale_handle(fz, f);
+	s->bos[i].flags = one_in(fz, 2) ? fuzz_value(fz, DRM_TESSERA_BO_READ) :
+			  DRM_TESSERA_BO_WRITE;
 	s->valid = false;
 }
 
@@ -399,19 +404,85 @@ static void submit_learn(struct fuzz *fz, struct fuzz_file *f,
 	}
 }
 
-void op_submit(struct fuzz *fz, struct fuzz_file *f)
+/*
+ * An extension chain for job @job's SUBMIT in fz->ext[@job], or 0: mostly
+ * a trace into one of the job's buffers, sometimes an unknown name, a
+ * non-zero pad, a bad trace, a chain that loops or leads nowhere.
+ */
+static __u64 extensions(struct fuzz *fz, struct fuzz_file *f,
+			struct fuzz_stream *s, unsigned int job)
 {
-	struct drm_tessera_submit *a = (void *)fz->arg;
-	struct fuzz_stream s = { .valid = true };
+	struct drm_tessera_ext_trace *t = fz->ext[job];
+	struct fuzz_bo *bo = pick_bo_role(fz, f, false);
+	__u32 min = sizeof(struct tsr_trace_header);
+
+	if (!one_in(fz, 8))
+		return 0;
+	memset(t, 0, FUZZ_JOB_EXTS * sizeof(*t));
+	t->base.name = DRM_TESSERA_EXT_TRACE;
+	if (bo && bo->size >= min && !bo->ro) {
+		t->handle = bo->handle;
+		t->size = min + 8 * below(fz, (bo->size - min) / 8 + 1);
+		t->offset = 8 * below(fz, (bo->size - t->size) / 8 + 1);
+		list_bo(fz, s, bo, DRM_TESSERA_BO_WRITE);
+		if (!f->traces)
+			s->valid = false;
+	} else {
+		t->handle = stale_handle(fz, f);
+		s->valid = false;
+	}
+	switch (below(fz, 12)) {
+	case 0:
+		t->base.name = one_in(fz, 2) ? 0 : DRM_TESSERA_EXT_TRACE + 1 +
+					       below(fz, 1000);
+		break;
+	case 1:
+		t->base.pad = 1 + below(fz, 0xffffffffu);
+		break;
+	case 2:		/* the same name twice: a chain that loops */
+		t->base.next = one_in(fz, 2) ? (uintptr_t)t : (uintptr_t)&t[1];
+		t[1] = t[0];
+		t[1].base.next = 0;
+		break;
+	case 3:
+		t->base.next = (uintptr_t)bad_pointer(fz);
+		break;
+	case 4:
+		t->size = fuzz_value(fz, t->size);
+		break;
+	case 5:
+		t->offset = fuzz_value(fz, t->offset);
+		break;
+	default:
+		return (uintptr_t)t;
+	}
+	s->valid = false;
+	return (uintptr_t)t;
+}
+
+/*
+ * A job of @f for SUBMIT (@job 0 with fz->bos and fz->syncs, whose ends
+ * touch an inaccessible page) or for SUBMIT_BATCH (@job with lists of its
+ * own), built into @a.  Return: whether the job is valid; false, with
+ * @a->cmdbuf_handle 0, when @f has no command buffer.
+ */
+static bool build_job(struct fuzz *fz, struct fuzz_file *f,
+		      struct drm_tessera_submit *a, unsigned int job,
+		      bool batch)
+{
+	struct fuzz_stream s = {
+		.valid = true,
+		.bos = batch ? fz->job_bos[job] : fz->bos,
+		.syncs = batch ? fz->job_syncs[job] : fz->syncs,
+	};
 	struct fuzz_bo *cmd = cmd_bo(fz, f);
 	struct fuzz_syncobj *out = pick_syncobj(fz, f);
 	unsigned int i, n = 1 + below(fz, 6), nsyncs;
-	bool valid;
-	int err;
 
+	memset(a, 0, sizeof(*a));
 	if (!cmd)
-		return;
-	if (fz->hangs < FUZZ_HANGS && one_in(fz, 1000)) {
+		return false;
+	if (!batch && fz->hangs < FUZZ_HANGS && one_in(fz, 1000)) {
 		emit_hang(fz, f, &s);
 	} else {
 		for (i = 0; i < n; i++)
@@ -423,35 +494,167 @@ void op_submit(struct fuzz *fz, struct fuzz_file *f)
 	}
 	if (one_in(fz, 8))
 		list_bo(fz, &s, cmd, DRM_TESSERA_BO_READ);
-	valid = s.valid;
-	nsyncs = fill_in_syncs(fz, f, &valid);
+	a->extensions = extensions(fz, f, &s, job);
+	nsyncs = fill_in_syncs(fz, f, &s);
 
-	memset(a, 0, sizeof(*a));
 	a->queue = below(fz, f->num_queues);
 	a->priority = below(fz, 3);
 	a->cmdbuf_handle = cmd->handle;
 	a->cmdbuf_offset = place_stream(fz, cmd, &s);
 	a->cmdbuf_size = s.len * 8;
 	a->bo_count = s.nlisted;
-	a->bos = (uintptr_t)fz->bos;
-	a->bo_stride = sizeof(fz->bos[0]);
+	a->bos = (uintptr_t)s.bos;
+	a->bo_stride = sizeof(s.bos[0]);
 	if (out && one_in(fz, 2))
-		fz->syncs[nsyncs++] = (struct drm_tessera_sync) {
+		s.syncs[nsyncs++] = (struct drm_tessera_sync) {
 			.handle = out->handle,
 			.flags = DRM_TESSERA_SYNC_SIGNAL,
 			.point = one_in(fz, 2) ? out->point + 1 + below(fz, 2) : 0,
 		};
 	a->sync_count = nsyncs;
-	a->syncs = (uintptr_t)fz->syncs;
-	a->sync_stride = sizeof(fz->syncs[0]);
+	a->syncs = (uintptr_t)s.syncs;
+	a->sync_stride = sizeof(s.syncs[0]);
+	if (!batch)
+		describe_submit(fz, &s, nsyncs);
+	return s.valid && s.len;
+}
+
+void op_submit(struct fuzz *fz, struct fuzz_file *f)
+{
+	struct drm_tessera_submit *a = (void *)fz->arg;
+	bool valid = build_job(fz, f, a, 0, false);
+	int err;
+
+	if (!a->cmdbuf_handle)
+		return;
 	if (mutate(fz, f, OP_SUBMIT, a))
 		valid = false;
-	describe_submit(fz, &s, nsyncs);
-	err = fuzz_ioctl(fz, f, OP_SUBMIT, a, valid && s.len);
+	err = fuzz_ioctl(fz, f, OP_SUBMIT, a, valid);
 	if (err == ECANCELED)
 		f->banned = true;
 	if (!err)
 		submit_learn(fz, f, a, fz->out_ok);
+}
+
+/* ------------------------------------------------------- SUBMIT_BATCH */
+
+/*
+ * The batch's stride: mostly the struct's size; now and then longer with
+ * zeros past the struct (valid) or a non-zero byte there in job @*bad
+ * (E2BIG), or shorter than the struct or beyond the limit (EINVAL).
+ * Return: whether it is valid; @*bad names the job it spoiled, or -1.
+ */
+static bool batch_stride(struct fuzz *fz, __u32 *stride, unsigned int count,
+			 int *bad)
+{
+	__u32 size = sizeof(struct drm_tessera_submit);
+
+	*bad = -1;
+	*stride = size;
+	switch (below(fz, 16)) {
+	case 0:
+	case 1:
+		*stride = size + 8 * (1 + below(fz, (DRM_TESSERA_MAX_STRIDE - size) / 8));
+		return true;
+	case 2:
+		*stride = size + 8 * (1 + below(fz, (DRM_TESSERA_MAX_STRIDE - size) / 8));
+		*bad = below(fz, count);
+		return false;
+	case 3:
+		*stride = one_in(fz, 2) ? below(fz, size) :
+			  DRM_TESSERA_MAX_STRIDE + 1 + below(fz, 4096);
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* What a batch that failed says: the job at fault, if it was one job. */
+static void batch_check_index(struct fuzz *fz,
+			      const struct drm_tessera_submit_batch *b,
+			      int err, int only_bad)
+{
+	if (b->error_index == DRM_TESSERA_BATCH_NO_INDEX) {
+		if (only_bad >= 0 && err != ENOMEM && err != ECANCELED)
+			violation(fz, "SUBMIT_BATCH of %u jobs failed (%s) naming no job; job %d was the one spoiled",
+				  b->count, strerror(err), only_bad);
+		return;
+	}
+	if (b->error_index >= b->count)
+		violation(fz, "SUBMIT_BATCH of %u jobs failed (%s) naming job %u",
+			  b->count, strerror(err), b->error_index);
+	else if (only_bad >= 0 && (int)b->error_index != only_bad &&
+		 err != ENOMEM && err != ECANCELED)
+		violation(fz, "SUBMIT_BATCH failed (%s) naming job %u, but only job %d was spoiled",
+			  strerror(err), b->error_index, only_bad);
+}
+
+void op_submit_batch(struct fuzz *fz, struct fuzz_file *f)
+{
+	static const struct drm_tessera_extension batch_ext = {
+		.name = DRM_TESSERA_EXT_TRACE,
+	};
+	struct drm_tessera_submit_batch *b = (void *)fz->arg;
+	unsigned int i, count = 1 + below(fz, FUZZ_BATCH_JOBS);
+	int bad_tail, only_bad = -1, nbad = 0, err;
+	__u32 stride, step;
+	bool valid = batch_stride(fz, &stride, count, &bad_tail);
+
+	/* Where the jobs go: a stride the driver refuses still places them. */
+	step = stride < sizeof(struct drm_tessera_submit) ||
+	       stride > DRM_TESSERA_MAX_STRIDE ? sizeof(struct drm_tessera_submit) :
+						 stride;
+	memset(fz->jobs, 0, sizeof(fz->jobs));
+	for (i = 0; i < count; i++) {
+		struct drm_tessera_submit *a = (void *)(fz->jobs + i * step);
+		bool ok = build_job(fz, f, a, i, true);
+
+		if (!a->cmdbuf_handle)
+			return;
+		if (one_in(fz, 4) && mutate(fz, f, OP_SUBMIT, a))
+			ok = false;
+		if ((int)i == bad_tail) {
+			fz->jobs[i * step + sizeof(*a) + below(fz, step - sizeof(*a))] =
+				1 + below(fz, 255);
+			ok = false;
+		}
+		if (!ok) {
+			only_bad = nbad++ ? -1 : (int)i;
+			valid = false;
+		}
+	}
+
+	memset(b, 0, sizeof(*b));
+	b->count = count;
+	b->jobs = (uintptr_t)fz->jobs;
+	b->stride = stride;
+	if (one_in(fz, 32)) {
+		b->count = one_in(fz, 2) ? 0 : DRM_TESSERA_MAX_BATCH + 1 +
+					       below(fz, 1000);
+		valid = false;
+	}
+	if (one_in(fz, 32)) {		/* the batch's own chain knows no name */
+		b->extensions = (uintptr_t)&batch_ext;
+		valid = false;
+	}
+	/* With the batch's own fields right, a failure names the job spoiled. */
+	if (b->count != count || b->extensions || step != stride)
+		only_bad = -1;
+	if (mutate(fz, f, OP_SUBMIT_BATCH, b)) {
+		valid = false;
+		only_bad = -1;
+	}
+	snprintf(fz->extra, sizeof(fz->extra), "%u jobs, stride %u%s",
+		 count, stride, only_bad >= 0 ? ", one spoiled" : "");
+	err = fuzz_ioctl(fz, f, OP_SUBMIT_BATCH, b, valid);
+	if (err == ECANCELED)
+		f->banned = true;
+	if (err && fz->out_ok)
+		batch_check_index(fz, b, err, only_bad);
+	/* Queued, whatever the copy back of the batch's own fields did. */
+	for (i = 0; !err && i < b->count; i++)
+		submit_learn(fz, f, (void *)(fz->jobs + i * b->stride),
+			     fz->out_ok);
 }
 
 /* ---------------------------------------------------------- job status */
