@@ -576,8 +576,8 @@ static void batch_check_index(struct fuzz *fz,
 {
 	if (b->error_index == DRM_TESSERA_BATCH_NO_INDEX) {
 		if (only_bad >= 0 && err != ENOMEM && err != ECANCELED)
-			violation(fz, "SUBMIT_BATCH of %u jobs failed (%s) naming no job; job %d was the one spoiled",
-				  b->count, strerror(err), only_bad);
+			violation(fz, "SUBMIT_BATCH failed (%s) naming no job; job %d was spoiled",
+				  strerror(err), only_bad);
 		return;
 	}
 	if (b->error_index >= b->count)
