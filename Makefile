@@ -461,16 +461,33 @@ TEST_LINT_FILES := $(filter-out tests/host/tessera_chip.h,\
 PY_LINT_FILES := tests/run-checks $(wildcard tests/*/*.py tools/*.py) \
 	$(shell grep -ls '^\#!.*python' tools/tessera-*)
 
+# Each file's checkpatch verdict is kept (build/lint/FILE.FLAVOUR) until the
+# file, the checker or this Makefile changes: a warm make check re-reads only
+# what was edited.  A file that fails keeps no verdict and is read again.
+LINT_OK := $(B)/lint
+KERNEL_LINT_OK := $(KERNEL_LINT_FILES:%=$(LINT_OK)/%.kernel)
+QEMU_LINT_OK := $(QEMU_LINT_FILES:%=$(LINT_OK)/%.qemu)
+TEST_LINT_OK := $(TEST_LINT_FILES:%=$(LINT_OK)/%.tests)
+
+$(LINT_OK)/%.kernel: % $(DEPS_STAMP) Makefile
+	@perl $(KERNEL_CHECKPATCH) --strict --no-tree --quiet --show-types -f $<
+	@mkdir -p $(@D) && touch $@
+
+$(LINT_OK)/%.qemu: % $(QEMU_BUILD)/build.ninja Makefile
+	@cd $(QEMU_SRC) && perl $(QEMU_CHECKPATCH) --no-tree --terse -f $(REPO)/$<
+	@mkdir -p $(@D) && touch $@
+
+$(LINT_OK)/%.tests: % mk/lint-tests $(DEPS_STAMP) Makefile
+	@mk/lint-tests $(KERNEL_CHECKPATCH) $<
+	@mkdir -p $(@D) && touch $@
+
 lint: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
 	@echo "lint: kernel checkpatch --strict on driver/, uapi/ and include/tessera/"
-	@perl $(KERNEL_CHECKPATCH) --strict --no-tree --quiet --show-types \
-		-f $(KERNEL_LINT_FILES)
+	@$(MAKE) -s $(KERNEL_LINT_OK)
 	@echo "lint: QEMU checkpatch on qemu-device/"
-	@cd $(QEMU_SRC) && for f in $(QEMU_LINT_FILES); do \
-		perl $(QEMU_CHECKPATCH) --no-tree --terse -f $(REPO)/$$f || exit 1; \
-	done
+	@$(MAKE) -s $(QEMU_LINT_OK)
 	@echo "lint: the tests' C (kernel checkpatch, as kselftests) and Python (pyflakes)"
-	@mk/lint-tests $(KERNEL_CHECKPATCH) $(TEST_LINT_FILES)
+	@$(MAKE) -s $(TEST_LINT_OK)
 	@pyflakes3 $(PY_LINT_FILES)
 	@echo "lint: sparse on the driver"
 	@# A tree of its own: relinking build/kmod would change the module
@@ -490,7 +507,7 @@ lint-patch: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
 # ---------------------------------------------------------------- clean
 clean:
 	rm -rf $(B)/obj $(B)/lib $(B)/bin $(B)/bench $(B)/tests $(B)/kmod $(B)/guest $(B)/logs $(B)/man \
-		$(B)/kmod-debug $(B)/kmod-plant $(B)/kmod-sparse
+		$(B)/kmod-debug $(B)/kmod-plant $(B)/kmod-sparse $(B)/lint
 	-ninja -C $(QEMU_BUILD) -t clean >/dev/null 2>&1
 
 distclean:
