@@ -101,9 +101,12 @@ class Agent:
             if time.monotonic() >= deadline:
                 raise OSError(f"the guest's agent did not answer in "
                               f"{timeout:g} s")
-            self.sock.sendall(b"\n")
+            # Until the guest reads its port, QEMU leaves the pings in the
+            # socket, which then fills: a ping that cannot go yet is not
+            # an agent that went away.
             self.sock.settimeout(AGENT_PING_S)
             try:
+                self.sock.sendall(b"\n")
                 got = got[-EXEC_END_MAX:] + self.recv()
             except socket.timeout:
                 continue
