@@ -1056,17 +1056,24 @@ bool tsr_ici_port_peer(TsrIci *ici, unsigned int port, uint32_t *state,
     return known;
 }
 
-bool tsr_ici_links_down(TsrIci *ici)
+bool tsr_ici_links_down(TsrIci *ici, uint64_t *epochs)
 {
+    uint64_t sum = 0;
     bool down = false;
     unsigned int p;
 
     pthread_mutex_lock(&ici->lock);
     for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
-        down |= ici->port[p].link && !port_live(ici, p);
+        if (ici->port[p].link) {
+            down |= !port_live(ici, p);
+            sum += tsr_link_epoch(ici->port[p].link);
+        }
     }
     pthread_mutex_unlock(&ici->lock);
-    return down;
+    if (*epochs == UINT64_MAX) {
+        *epochs = sum;
+    }
+    return down || sum != *epochs;
 }
 
 void tsr_ici_set_transport(TsrIci *ici, unsigned int port,

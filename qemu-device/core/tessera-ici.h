@@ -135,8 +135,13 @@ void tsr_ici_set_lender(TsrIci *ici, const TsrIciLender *lender,
  */
 void tsr_ici_reclaim(TsrIci *ici, unsigned int port);
 
-/* Whether a wired port is neither up nor resuming (SEM_WAIT_LINKS). */
-bool tsr_ici_links_down(TsrIci *ici);
+/*
+ * Whether a wired port is neither up nor resuming, or a link's streams
+ * started afresh since the first call, which set *@epochs (UINT64_MAX
+ * before it): its peer then lost what it was sending (a chip reset, a
+ * QEMU restarted), and a wait with SEM_WAIT_LINKS would never end.
+ */
+bool tsr_ici_links_down(TsrIci *ici, uint64_t *epochs);
 
 /* The ICI register block; call without the core's lock held. */
 uint32_t tsr_ici_reg_read(TsrIci *ici, uint32_t offset);

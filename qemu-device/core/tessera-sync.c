@@ -269,7 +269,7 @@ static uint32_t sem_wait_loop(TsrMem *mem, uint64_t va, uint64_t value,
                        TSR_SEM_POLL_MIN_NS;
     uint64_t poll_max = core->sem_poll_ns ? core->sem_poll_ns :
                         TSR_SEM_POLL_MAX_NS;
-    uint64_t v, signals, signalled;
+    uint64_t v, signals, signalled, epochs = UINT64_MAX;
     uint32_t err;
 
     for (;;) {
@@ -281,7 +281,7 @@ static uint32_t sem_wait_loop(TsrMem *mem, uint64_t va, uint64_t value,
                 return TSR_ERR_PEER_ABORT;
             }
         }
-        if (links && core->ici && tsr_ici_links_down(core->ici)) {
+        if (links && core->ici && tsr_ici_links_down(core->ici, &epochs)) {
             return TSR_ERR_LINK_DOWN;
         }
         signals = __atomic_load_n(&core->sem_signals, __ATOMIC_ACQUIRE);
