@@ -376,7 +376,14 @@ $(LICENSE_WORDS): $(LICENSES)
 	mv $@.tmp $@
 
 # ---------------------------------------------------------------- tools
-tools: $(TOOLS)
+# Programs the host-side tools run (tools/tessera-vm: the host's TSC rate).
+HOST_HELPERS := $(patsubst tools/host/%.c,$(B)/libexec/%,$(wildcard tools/host/*.c))
+
+tools: $(TOOLS) $(HOST_HELPERS)
+
+$(B)/libexec/%: tools/host/%.c
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -o $@ $<
 
 .SECONDEXPANSION:
 $(TOOLS): $(B)/bin/%: tools/%/$$*.c $$(wildcard tools/$$*/*.[ch]) tools/include/tessera-cli.h \
