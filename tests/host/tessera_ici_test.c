@@ -1884,4 +1884,46 @@ TEST(a_wait_on_the_links_ends_when_one_goes_down)
 	slice_free(s);
 }
 
+/*
+ * A wait on the links also ends when one of them starts afresh while it
+ * waits, though none went down: the neighbour restarted, and what it was
+ * sending, which the wait may be for, is lost.
+ */
+TEST(a_wait_on_the_links_ends_when_one_starts_afresh)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0];
+	struct tsr_cmd_sem_wait_abort w = {
+		.hdr = HDR(TSR_OP_SEM_WAIT_ABORT, struct tsr_cmd_sem_wait_abort),
+		.va = s->win[0], .value = 1, .abort_va = s->win[0] + 8,
+	};
+	struct tsr_cmd_sem inc = {
+		.hdr = HDR(TSR_OP_SEM_INC, struct tsr_cmd_sem),
+		.va = s->win[0], .value = 1,
+	};
+	struct runner r = { a, 0 };
+	struct tsr_completion *rec;
+	pthread_t th;
+
+	ASSERT_TRUE(wait_up(s));
+	w.hdr.flags = TSR_SEM_WAIT_LINKS;
+	rec = chip_queue_job(a, 0, 1, &w, sizeof(w), 33);
+	ASSERT_EQ(0, pthread_create(&th, NULL, run_queue, &r));
+	ASSERT_LE(0, chip_until_sem_sleeping(a, 0, 5000));
+	restart_from_chip_1(_metadata, s);
+	/* Woken, the wait looks at the links before the semaphore. */
+	EXPECT_EQ(TSR_ERR_NONE, chip_run_on(a, 1, &inc, sizeof(inc))->error);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(TSR_ERR_LINK_DOWN, rec->error);
+	/* A wait begun after the restart is not ended by it. */
+	*(uint64_t *)host_ptr(a, s->win[0]) = 0;
+	rec = chip_queue_job(a, 0, 1, &w, sizeof(w), 34);
+	ASSERT_EQ(0, pthread_create(&th, NULL, run_queue, &r));
+	ASSERT_LE(0, chip_until_sem_sleeping(a, 0, 5000));
+	EXPECT_EQ(TSR_ERR_NONE, chip_run_on(a, 1, &inc, sizeof(inc))->error);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(TSR_ERR_NONE, rec->error);
+	slice_free(s);
+}
+
 TEST_HARNESS_MAIN
