@@ -885,8 +885,11 @@ enum tsr_ici_state {
  * the credits of both virtual channels.
  */
 #define TSR_ICI_FRAME_MAGIC		0x4954	/* "TI" */
-/* 3: ACK and NAK frames carry a SACK bitmap (selective repeat). */
-#define TSR_ICI_VERSION			3
+/*
+ * 3: ACK and NAK frames carry a SACK bitmap (selective repeat).
+ * 4: a WRITE chunk carries its number in its request (struct tsr_ici_msg).
+ */
+#define TSR_ICI_VERSION			4
 #define TSR_ICI_MAX_PAYLOAD		32768
 /* Virtual channels: a frame switches to 1 once it has crossed a dateline. */
 #define TSR_ICI_VCS			2
@@ -1159,8 +1162,12 @@ struct tsr_ici_window {
 /*
  * Chip-to-chip messages, each the payload of one link DATA frame: a
  * struct tsr_ici_msg and @len data bytes.  A remote write travels as WRITE
- * chunks, the last flagged LAST (and SEM when it adds to the semaphore);
- * the target answers once, or at the first chunk it refuses.
+ * chunks numbered from 0 in @status, the last flagged LAST (and SEM when
+ * it adds to the semaphore); the target answers once, or at the first
+ * chunk it refuses.  The chunks of a request take one route, so they
+ * arrive in order: a chunk whose number is not the one the target expects
+ * next is a write cut on its way (a link that started afresh lost what it
+ * held), refused LINK_DOWN with nothing of it or after it written.
  */
 enum tsr_ici_msg_type {
 	TSR_ICI_MSG_WRITE = 1,
@@ -1179,7 +1186,8 @@ enum tsr_ici_msg_type {
  * @dst: the receiving chip's coordinates
  * @req: the sender's number for the request (an ANSWER repeats it)
  * @window: WRITE: the target window
- * @status: ANSWER: TSR_ERR_NONE or TSR_ERR_REMOTE_ACCESS
+ * @status: ANSWER: TSR_ERR_NONE, TSR_ERR_REMOTE_ACCESS or TSR_ERR_LINK_DOWN;
+ *	WRITE: the chunk's number in its request, from 0
  * @len: data bytes after the header
  * @key: WRITE: the window's key
  * @offset: WRITE: where this chunk's data goes in the window

@@ -55,6 +55,15 @@
  * that; a hostile peer that asks more loses its answers and times out.
  */
 #define ICI_PENDING_ANSWERS (256 * ICI_REQS)
+/*
+ * Requests whose next chunk a target awaits: every request a slice of 256
+ * chips can have out to it at once, as ICI_PENDING_ANSWERS.  More (a
+ * hostile peer's requests never finished) evict one, which then fails at
+ * its next chunk: conservatively, never silently.
+ */
+#define ICI_STREAMS (256 * ICI_REQS)
+/* Twice the slots, so that a probe stays short however full. */
+#define ICI_STREAM_SLOTS (2 * ICI_STREAMS)
 /* Cycles the queue spends handing an ICI_WRITE to its ICI DMA. */
 #define TSR_ICI_ISSUE_CYCLES 10
 /* How long a waiting sender sleeps before checking for an abort again. */
@@ -89,6 +98,13 @@ typedef struct IciPort {
     unsigned int lend_waiters[TSR_ICI_VCS];
     uint32_t transport;     /* enum tsr_ici_transport */
 } IciPort;
+
+/* A request being written here: the number of the chunk it sends next. */
+typedef struct IciStream {
+    uint64_t id;            /* request_id() */
+    uint32_t next;
+    bool used;
+} IciStream;
 
 typedef struct IciReq {
     bool busy;
@@ -135,6 +151,12 @@ struct TsrIci {
      */
     uint64_t failed[ICI_REQS];
     unsigned int failed_next;
+    /*
+     * The requests of several chunks this chip is the target of, between
+     * their first chunk and their last (open addressing, linear probing).
+     */
+    IciStream *streams;
+    unsigned int nstreams;
     uint32_t violations;
     uint32_t viol_source;
     uint32_t viol_window;
@@ -361,6 +383,112 @@ static void remember_failed(TsrIci *ici, const struct tsr_ici_msg *m)
     ici->failed[ici->failed_next++ % ICI_REQS] = request_id(m);
 }
 
+static unsigned int stream_home(uint64_t id)
+{
+    return (id * 0x9e3779b97f4a7c15ull) >> 32 & (ICI_STREAM_SLOTS - 1);
+}
+
+static unsigned int stream_next(unsigned int i)
+{
+    return (i + 1) & (ICI_STREAM_SLOTS - 1);
+}
+
+/* The slot of request @id in the table, or the free slot it would take. */
+static IciStream *stream_slot(TsrIci *ici, uint64_t id)
+{
+    unsigned int i = stream_home(id);
+
+    while (ici->streams[i].used && ici->streams[i].id != id) {
+        i = stream_next(i);
+    }
+    return &ici->streams[i];
+}
+
+/* Forget @e, moving up the entries that probed past it. */
+static void stream_drop(TsrIci *ici, IciStream *e)
+{
+    unsigned int hole = e - ici->streams, i = hole;
+
+    e->used = false;
+    ici->nstreams--;
+    for (i = stream_next(i); ici->streams[i].used; i = stream_next(i)) {
+        unsigned int home = stream_home(ici->streams[i].id);
+
+        /* It may fill the hole unless its home lies after the hole. */
+        if (((i - home) & (ICI_STREAM_SLOTS - 1)) >=
+            ((i - hole) & (ICI_STREAM_SLOTS - 1))) {
+            ici->streams[hole] = ici->streams[i];
+            ici->streams[i].used = false;
+            hole = i;
+        }
+    }
+}
+
+/* Make room for one more: forget the first request found from @id's home. */
+static void stream_evict(TsrIci *ici, uint64_t id)
+{
+    unsigned int i = stream_home(id);
+
+    while (!ici->streams[i].used) {
+        i = stream_next(i);
+    }
+    stream_drop(ici, &ici->streams[i]);
+}
+
+/* Forget @m's request, refused whole. */
+static void stream_forget(TsrIci *ici, const struct tsr_ici_msg *m)
+{
+    IciStream *e = stream_slot(ici, request_id(m));
+
+    if (e->used) {
+        stream_drop(ici, e);
+    }
+}
+
+/*
+ * Whether chunk @m of its request is the one expected next here (see
+ * struct tsr_ici_msg): a first chunk starts the request afresh, any other
+ * must follow the last one taken.  Keeps the table: a request leaves it
+ * at its last chunk or at a gap, and is failed then by the caller.
+ */
+static bool chunk_in_order(TsrIci *ici, const struct tsr_ici_msg *m)
+{
+    uint64_t id = request_id(m);
+    IciStream *e = stream_slot(ici, id);
+    bool last = m->flags & TSR_ICI_MSG_LAST;
+
+    if (m->status == 0) {
+        if (last) {
+            if (e->used) {
+                stream_drop(ici, e);
+            }
+            return true;
+        }
+        if (!e->used) {
+            if (ici->nstreams == ICI_STREAMS) {
+                stream_evict(ici, id);
+                e = stream_slot(ici, id);
+            }
+            *e = (IciStream){ .id = id, .used = true };
+            ici->nstreams++;
+        }
+        e->next = 1;
+        return true;
+    }
+    if (!e->used || e->next != m->status) {
+        if (e->used) {
+            stream_drop(ici, e);
+        }
+        return false;
+    }
+    if (last) {
+        stream_drop(ici, e);
+    } else {
+        e->next++;
+    }
+    return true;
+}
+
 /*
  * Refuse a write: count the request once, latch who and why, interrupt.
  * Its later chunks are refused without a count.
@@ -579,7 +707,16 @@ static void take_local(TsrIci *ici, IciPort *in, struct tsr_ici_msg *m,
     if (failed_before(ici, m)) {
         return;         /* answered at its first refused chunk */
     }
-    err = apply_write(ici, m, data);
+    if (!chunk_in_order(ici, m)) {
+        /* Cut on its way: what follows the gap must not land either. */
+        remember_failed(ici, m);
+        err = TSR_ERR_LINK_DOWN;
+    } else {
+        err = apply_write(ici, m, data);
+        if (err) {
+            stream_forget(ici, m);
+        }
+    }
     if (!err && !(m->flags & TSR_ICI_MSG_LAST)) {
         return;
     }
@@ -660,6 +797,9 @@ static bool deliver(void *opaque, unsigned int vc, const void *payload,
     }
     if (port < 0 || !(ici->wired & (1u << port))) {
         return true;    /* no such chip: dropped, its sender times out */
+    }
+    if (m.type == TSR_ICI_MSG_WRITE && failed_before(ici, &m)) {
+        return true;    /* failed on its way here: the rest goes no further */
     }
     if (!port_live(ici, port)) {
         fail_in_transit(ici, &m);
@@ -796,13 +936,14 @@ TsrIci *tsr_ici_new(TsrCore *core, const TsrSlice *slice)
         pthread_cond_init(&ici->port[p].room, NULL);
     }
     ici->pending = calloc(ICI_PENDING_ANSWERS, sizeof(*ici->pending));
+    ici->streams = calloc(ICI_STREAM_SLOTS, sizeof(*ici->streams));
     for (p = 0; p < TSR_MAX_QUEUES; p++) {
         ici->stage[p] = tsr_link_buf_new();
         if (!ici->stage[p]) {
             break;
         }
     }
-    if (!ici->pending || p < TSR_MAX_QUEUES) {
+    if (!ici->pending || !ici->streams || p < TSR_MAX_QUEUES) {
         tsr_ici_free(ici);
         return NULL;
     }
@@ -834,6 +975,7 @@ void tsr_ici_free(TsrIci *ici)
     pthread_cond_destroy(&ici->cond);
     pthread_mutex_destroy(&ici->lock);
     free(ici->pending);
+    free(ici->streams);
     free(ici);
 }
 
@@ -875,6 +1017,9 @@ void tsr_ici_reset(TsrIci *ici)
     ici->ports_changed = 0;
     ici->violations = 0;
     ici->viol_source = ici->viol_window = ici->viol_reason = 0;
+    /* The rest of a write begun before the reset lands nothing. */
+    memset(ici->streams, 0, ICI_STREAM_SLOTS * sizeof(*ici->streams));
+    ici->nstreams = 0;
     pthread_cond_broadcast(&ici->cond);
     pthread_mutex_unlock(&ici->lock);
 }
@@ -1624,6 +1769,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
 {
     TsrIci *ici = mem->core->ici;
     uint64_t total, row, done, start, left, va;
+    uint32_t chunk = 0;
     TsrLinkBuf **stage = &ici->stage[mem->queue];
     uint8_t *data;
     uint32_t err = write_check(c, &total);
@@ -1692,6 +1838,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
 
             n = n < TSR_ICI_MSG_MAX_DATA ? n : TSR_ICI_MSG_MAX_DATA;
             m.len = n;
+            m.status = chunk++;
             m.offset = c->offset + row * c->dst_stride + done;
             m.arrival = start;
             if (done + n == c->row_bytes && row + 1 >= c->rows) {

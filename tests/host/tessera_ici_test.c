@@ -1475,31 +1475,38 @@ TEST(transit_to_a_dead_link_fails_the_writer_fast_and_the_first_link_goes_on)
 }
 
 /*
- * Chip 1 gives up on its link to chip 0 and is retrained, afresh, while
- * chip 0's end, which never goes down, follows it: a neighbour stopped
- * (SIGSTOP) and, continued, retrained.  What chip 0 sent meanwhile, held
- * on the frozen wire, reaches chip 1 while it is down and is dropped.
+ * Chip @k gives up on its link to chip @k - 1 and is retrained, afresh,
+ * while chip @k - 1's end, which never goes down, follows it: a neighbour
+ * stopped (SIGSTOP) and, continued, retrained.  What chip @k - 1 sent
+ * meanwhile, held on the frozen wire, reaches chip @k while it is down
+ * and is dropped.
  */
-static void restart_from_chip_1(struct __test_metadata *_metadata,
-				struct slice *s)
+static void restart_from_chip(struct __test_metadata *_metadata,
+			      struct slice *s, unsigned int k)
 {
-	struct wire *ab = s->wires[0][TSR_ICI_PORT(0, 0)];
+	struct wire *in = s->wires[k - 1][TSR_ICI_PORT(0, 0)];
 	uint32_t port = TSR_ICI_PORT_BASE(TSR_ICI_PORT(0, 1));
 	size_t left = 1;
 	int i;
 
-	wr(s->chip[1], port + TSR_IREG_CONTROL, TSR_ICI_CTRL_DOWN);
-	ab->frozen = false;
+	wr(s->chip[k], port + TSR_IREG_CONTROL, TSR_ICI_CTRL_DOWN);
+	in->frozen = false;
 	for (i = 0; i < 20000 && left; i++) {
 		usleep(100);
-		pthread_mutex_lock(&ab->lock);
-		left = ab->len;
-		pthread_mutex_unlock(&ab->lock);
+		pthread_mutex_lock(&in->lock);
+		left = in->len;
+		pthread_mutex_unlock(&in->lock);
 	}
-	wr(s->chip[1], port + TSR_IREG_CONTROL, TSR_ICI_CTRL_RETRAIN);
+	wr(s->chip[k], port + TSR_IREG_CONTROL, TSR_ICI_CTRL_RETRAIN);
 	ASSERT_TRUE(wait_up(s));
-	ASSERT_EQ(0, port_counter(s->chip[0], TSR_ICI_PORT(0, 0),
+	ASSERT_EQ(0, port_counter(s->chip[k - 1], TSR_ICI_PORT(0, 0),
 				  TSR_ICI_CNT_LINK_DOWNS));
+}
+
+static void restart_from_chip_1(struct __test_metadata *_metadata,
+				struct slice *s)
+{
+	restart_from_chip(_metadata, s, 1);
 }
 
 /*
@@ -1539,6 +1546,117 @@ TEST(a_write_does_not_go_on_over_a_link_that_started_afresh)
 	EXPECT_EQ(0, *(uint64_t *)(win + (6 << 20)));
 	EXPECT_EQ(0, win[TSR_ICI_MSG_MAX_DATA]);
 	EXPECT_EQ(0, win[4 * TSR_ICI_MSG_MAX_DATA - 1]);
+	slice_free(s);
+}
+
+/*
+ * A write through a chip whose next link starts afresh between two of its
+ * chunks: that chip drops the chunks it held for the old link, unknown to
+ * the writer, whose own first link never changed, and forwards the rest.
+ * The target sees a gap in the chunks' numbers: it writes nothing more of
+ * the request, adds no semaphore, and answers LINK_DOWN, so that a write
+ * cut on its way is never signalled as whole.
+ */
+TEST(a_write_through_a_chip_whose_next_link_started_afresh_fails_and_adds_no_semaphore)
+{
+	struct slice *s = slice_new(3, false);
+	struct test_chip *a = s->chip[0], *t = s->chip[2];
+	uint8_t dst[3] = { 2, 0, 0 };
+	struct tsr_cmd_ici_write c = ici_write(dst, s->src[0], 0, 1,
+					       4 * TSR_ICI_MSG_MAX_DATA);
+	uint8_t *win = host_ptr(t, s->win[2]);
+	struct runner r = { a, 0 };
+	struct tsr_completion *rec;
+	pthread_t th;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	fill(host_ptr(a, s->src[0]), 4 * TSR_ICI_MSG_MAX_DATA, 3);
+	c.hdr.flags = TSR_ICI_WRITE_SEM;
+	c.sem_offset = 6 << 20;
+	c.sem_add = 1;
+	/* Two chunks wait on chip 1's link onward while it restarts. */
+	s->wires[1][TSR_ICI_PORT(0, 0)]->frozen = true;
+	chip_hold(a, s->src[0] + 2 * TSR_ICI_MSG_MAX_DATA);
+	rec = chip_queue_job(a, 0, 1, &c, sizeof(c), 13);
+	ASSERT_EQ(0, pthread_create(&th, NULL, run_queue, &r));
+	chip_wait_held(a);
+	restart_from_chip(_metadata, s, 2);
+	chip_release(a);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(TSR_ERR_LINK_DOWN, rec->error);
+	EXPECT_EQ(0, *(uint64_t *)(win + (6 << 20)));
+	EXPECT_EQ(0, win[2 * TSR_ICI_MSG_MAX_DATA]);
+	EXPECT_EQ(0, win[4 * TSR_ICI_MSG_MAX_DATA - 1]);
+	/* The links carry on: the same write again lands whole. */
+	EXPECT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
+	EXPECT_EQ(1, *(uint64_t *)(win + (6 << 20)));
+	EXPECT_EQ(0, memcmp(win, host_ptr(a, s->src[0]),
+			    4 * TSR_ICI_MSG_MAX_DATA));
+	slice_free(s);
+}
+
+/*
+ * A write through a chip whose link onward goes down and comes back
+ * between two of its chunks: the chunks that found it down fail the
+ * request there (LINK_DOWN to the writer), and that chip forwards nothing
+ * more of it once the link is back, so the target, which saw none of it,
+ * neither writes the last chunk nor adds the semaphore.
+ */
+TEST(a_write_through_a_chip_whose_next_link_went_down_and_came_back_lands_no_semaphore)
+{
+	struct slice *s = slice_new(3, false);
+	struct test_chip *a = s->chip[0], *t = s->chip[2];
+	uint8_t dst[3] = { 2, 0, 0 };
+	struct tsr_cmd_ici_write c = ici_write(dst, s->src[0], 0, 1,
+					       4 * TSR_ICI_MSG_MAX_DATA);
+	struct tsr_cmd_ici_write after = ici_write(dst, s->src[0], 1 << 20, 1,
+						   4096);
+	uint32_t onward = TSR_ICI_PORT_BASE(TSR_ICI_PORT(0, 0));
+	struct wire *in = s->wires[0][TSR_ICI_PORT(0, 0)];
+	uint8_t *win = host_ptr(t, s->win[2]);
+	struct runner r = { a, 0 };
+	struct tsr_completion *rec;
+	uint64_t heard;
+	size_t left = 1;
+	pthread_t th;
+	int i;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	fill(host_ptr(a, s->src[0]), 4 * TSR_ICI_MSG_MAX_DATA, 3);
+	c.hdr.flags = TSR_ICI_WRITE_SEM;
+	c.sem_offset = 6 << 20;
+	c.sem_add = 1;
+	/* Three chunks wait on the writer's link while chip 1's goes down. */
+	in->frozen = true;
+	chip_hold(a, s->src[0] + 3 * TSR_ICI_MSG_MAX_DATA);
+	rec = chip_queue_job(a, 0, 1, &c, sizeof(c), 14);
+	ASSERT_EQ(0, pthread_create(&th, NULL, run_queue, &r));
+	chip_wait_held(a);
+	wr(s->chip[1], onward + TSR_IREG_CONTROL, TSR_ICI_CTRL_DOWN);
+	in->frozen = false;
+	for (i = 0; i < 20000 && left; i++) {
+		usleep(100);
+		pthread_mutex_lock(&in->lock);
+		left = in->len;
+		pthread_mutex_unlock(&in->lock);
+	}
+	wr(s->chip[1], onward + TSR_IREG_CONTROL, TSR_ICI_CTRL_RETRAIN);
+	ASSERT_TRUE(wait_up(s));
+	heard = port_counter(t, TSR_ICI_PORT(0, 1), TSR_ICI_CNT_BYTES_RX);
+	/* The last chunk goes, after the refusal came back. */
+	chip_release(a);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(TSR_ERR_LINK_DOWN, rec->error);
+	/* A write behind it by the same way tells when it has gone by. */
+	EXPECT_EQ(TSR_ERR_NONE, chip_run(a, &after, sizeof(after))->error);
+	EXPECT_EQ(0, *(uint64_t *)(win + (6 << 20)));
+	EXPECT_EQ(0, win[3 * TSR_ICI_MSG_MAX_DATA]);
+	EXPECT_EQ(0, win[4 * TSR_ICI_MSG_MAX_DATA - 1]);
+	/* Chip 1 did not carry it on: only the second write reached chip 2. */
+	EXPECT_GT(heard + TSR_ICI_MSG_MAX_DATA,
+		  port_counter(t, TSR_ICI_PORT(0, 1), TSR_ICI_CNT_BYTES_RX));
 	slice_free(s);
 }
 
@@ -1794,6 +1912,57 @@ TEST(a_wild_arrival_is_clamped_and_counted)
 	EXPECT_EQ(TSR_ICI_MSG_ANSWER, s->heard[0].type);
 	EXPECT_EQ(7, s->heard[0].req);
 	EXPECT_EQ(TSR_ERR_NONE, s->heard[0].status);
+	slice_free(s);
+}
+
+/*
+ * A neighbour's chunks out of order (its chunk 2 after chunk 0), or a
+ * request whose first chunk is not chunk 0: the first gap fails the
+ * request LINK_DOWN, and nothing from it on lands, its semaphore neither.
+ */
+TEST(chunks_out_of_order_from_a_liar_are_refused_whole)
+{
+	struct slice *s = slice_with_liar();
+	struct test_chip *a = s->chip[0];
+	uint8_t *win = host_ptr(a, s->win[0]);
+	struct tsr_ici_msg m = {
+		.type = TSR_ICI_MSG_WRITE, .src = { 1, 0, 0 }, .req = 5,
+		.key = KEY, .len = 8, .req_end = 32, .flags = TSR_ICI_MSG_SEM,
+		.sem_offset = 64, .sem_add = 1,
+	};
+	uint64_t data = 0x1122334455667788ull;
+	unsigned int i;
+
+	ASSERT_TRUE(wait_up(s));
+	open_window(s, 0, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_EQ(0, liar_send(s, m, &data));
+	m.status = 2;
+	m.offset = 16;
+	ASSERT_EQ(0, liar_send(s, m, &data));
+	m.status = 3;
+	m.offset = 24;
+	m.flags |= TSR_ICI_MSG_LAST;
+	ASSERT_EQ(0, liar_send(s, m, &data));
+	/* Another request starting at its chunk 1, alone. */
+	m.req = 6;
+	m.status = 1;
+	m.offset = 32;
+	m.req_end = 40;
+	ASSERT_EQ(0, liar_send(s, m, &data));
+	for (i = 0; i < 20000 && s->nheard < 2; i++)
+		usleep(100);
+	ASSERT_EQ(2, s->nheard);
+	EXPECT_EQ(5, s->heard[0].req);
+	EXPECT_EQ(TSR_ERR_LINK_DOWN, s->heard[0].status);
+	EXPECT_EQ(6, s->heard[1].req);
+	EXPECT_EQ(TSR_ERR_LINK_DOWN, s->heard[1].status);
+	EXPECT_EQ(data, *(uint64_t *)win);
+	EXPECT_EQ(0, *(uint64_t *)(win + 16));
+	EXPECT_EQ(0, *(uint64_t *)(win + 24));
+	EXPECT_EQ(0, *(uint64_t *)(win + 32));
+	EXPECT_EQ(0, *(uint64_t *)(win + 64));
+	/* Not the window's doing: no violation counted. */
+	EXPECT_EQ(0, rd(a, TSR_REG_ICI_VIOLATIONS));
 	slice_free(s);
 }
 
