@@ -262,7 +262,8 @@ $(CONSUMERS) &: tests/install/consumer.c tests/install/Makefile $(LIBACCEL_SO) $
 tests: $(HOST_TESTS) $(VM_TESTS) $(B)/tests/vm/run-tests $(BENCHES) $(GUEST_BENCHES) \
 	$(GUEST_PROGS) $(SLICE_PROGS) $(CONSUMERS) $(TUTORIAL)
 
-$(CORE_TESTS): $(B)/tests/host/%: tests/host/%.c tests/host/tessera_chip.h $(CORE_SRCS) \
+$(CORE_TESTS): $(B)/tests/host/%: tests/host/%.c tests/host/tessera_chip.h \
+		tests/host/ici_slice.h $(CORE_SRCS) \
 		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) $(CORE_LIBS)

@@ -10,17 +10,9 @@
  *
  * Copyright (C) 2026 The Tessera Authors
  */
-#include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "kselftest_harness.h"
-#include "tessera_chip.h"
-#include "tessera-ici.h"
+#include "ici_slice.h"
 
-#define MAX_CHIPS	3
-#define WIRE_CAP	(4u << 20)
-#define KEY		0x5eed5eed12345678ull
 #define WIN_SIZE	(4u << 20)
 #define SEM_OFFSET	(3u << 20)
 /* How long a short cut lasts: well inside the link's 0.955 s. */
@@ -28,164 +20,40 @@
 /* A write of this many chunks. */
 #define CHUNKS		8
 
-struct wire {
-	pthread_mutex_t lock;
-	uint8_t *buf;
-	size_t len;
-	unsigned int to_chip, to_port;
-	/* Carries nothing for now: what is written waits on it. */
-	volatile bool frozen;
-};
-
 /* Chips along x, chip i's +x port linked to chip i + 1's -x port. */
-struct line {
-	struct test_chip *chip[MAX_CHIPS];
-	unsigned int n;
-	/* wires[chip][port]: what that port sends. */
-	struct wire *wires[MAX_CHIPS][TSR_ICI_MAX_PORTS];
-	/* Held while bytes move, so that a cut falls between deliveries. */
-	pthread_mutex_t carry;
-	pthread_t pump;
-	volatile bool stop;
-	/* Per chip: the window table, a window, a source. */
-	uint64_t table[MAX_CHIPS], win[MAX_CHIPS], src[MAX_CHIPS];
-};
-
-static size_t line_out(struct test_chip *c, unsigned int port,
-		       const void *buf, size_t len)
+static struct slice *line_new(unsigned int n)
 {
-	struct line *l = c->ici_ctx;
-	struct wire *w;
+	struct slice *l = slice_alloc(n);
 	unsigned int i;
 
-	for (i = 0; i < l->n && l->chip[i] != c; i++)
-		;
-	w = l->wires[i][port];
-	pthread_mutex_lock(&w->lock);
-	if (len > WIRE_CAP - w->len)
-		len = WIRE_CAP - w->len;
-	memcpy(w->buf + w->len, buf, len);
-	w->len += len;
-	pthread_mutex_unlock(&w->lock);
-	return len;
-}
-
-static TsrIci *ici(struct line *l, unsigned int i)
-{
-	return tsr_core_ici(l->chip[i]->core);
-}
-
-static void *pump(void *arg)
-{
-	struct line *l = arg;
-	uint8_t *tmp = malloc(WIRE_CAP);
-
-	while (!l->stop) {
-		unsigned int i, p;
-
-		for (i = 0; i < l->n; i++) {
-			for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
-				struct wire *w = l->wires[i][p];
-				size_t n;
-
-				if (!w || w->frozen)
-					continue;
-				pthread_mutex_lock(&l->carry);
-				pthread_mutex_lock(&w->lock);
-				n = w->len;
-				memcpy(tmp, w->buf, n);
-				w->len = 0;
-				pthread_mutex_unlock(&w->lock);
-				if (n)
-					tsr_ici_receive(ici(l, w->to_chip),
-							w->to_port, tmp, n);
-				pthread_mutex_unlock(&l->carry);
-				if (n)
-					tsr_ici_writable(ici(l, i), p);
-			}
-			tsr_ici_poll(ici(l, i));
-		}
-		sched_yield();
-	}
-	free(tmp);
-	return NULL;
-}
-
-static struct wire *wire_new(unsigned int to_chip, unsigned int to_port)
-{
-	struct wire *w = calloc(1, sizeof(*w));
-
-	w->buf = malloc(WIRE_CAP);
-	pthread_mutex_init(&w->lock, NULL);
-	w->to_chip = to_chip;
-	w->to_port = to_port;
-	return w;
-}
-
-static struct line *line_new(unsigned int n)
-{
-	struct line *l = calloc(1, sizeof(*l));
-	unsigned int i;
-
-	l->n = n;
-	pthread_mutex_init(&l->carry, NULL);
 	for (i = 0; i < n; i++) {
 		TsrSlice sl = {
 			.slice_id = 5,
 			.topo = { .dims = { n, 1, 1 } },
 			.coords = { i, 0, 0 },
 		};
-		struct test_chip *c = chip_new("v4");
 
-		c->ici_out = line_out;
-		c->ici_ctx = l;
-		l->chip[i] = c;
-		tsr_ici_set_slice(ici(l, i), &sl);
-		l->table[i] = chip_buffer(c, 1, 4096);
-		l->win[i] = chip_buffer(c, 1, WIN_SIZE);
-		l->src[i] = chip_buffer(c, 1, WIN_SIZE);
+		slice_add_chip(l, i, &sl, WIN_SIZE);
 	}
-	for (i = 0; i + 1 < n; i++) {
-		l->wires[i][TSR_ICI_PORT(0, 0)] = wire_new(i + 1,
-							   TSR_ICI_PORT(0, 1));
-		l->wires[i + 1][TSR_ICI_PORT(0, 1)] = wire_new(i,
-							       TSR_ICI_PORT(0, 0));
-		tsr_ici_attach(ici(l, i), TSR_ICI_PORT(0, 0));
-		tsr_ici_attach(ici(l, i + 1), TSR_ICI_PORT(0, 1));
-	}
-	pthread_create(&l->pump, NULL, pump, l);
-	for (i = 0; i + 1 < n; i++) {
-		tsr_ici_connected(ici(l, i), TSR_ICI_PORT(0, 0));
-		tsr_ici_connected(ici(l, i + 1), TSR_ICI_PORT(0, 1));
-	}
+	for (i = 0; i + 1 < n; i++)
+		slice_join(l, i, TSR_ICI_PORT(0, 0), i + 1, TSR_ICI_PORT(0, 1));
+	slice_start(l, TSR_ICI_TRANSPORT_SOCKET);
 	return l;
 }
 
-static void line_free(struct line *l)
+static void line_free(struct slice *l)
 {
-	unsigned int i, p;
-
-	l->stop = true;
-	pthread_join(l->pump, NULL);
-	for (i = 0; i < l->n; i++) {
-		chip_free(l->chip[i]);
-		for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
-			if (l->wires[i][p]) {
-				free(l->wires[i][p]->buf);
-				free(l->wires[i][p]);
-			}
-		}
-	}
+	slice_stop(l);
 	free(l);
 }
 
-static uint32_t port_state(struct line *l, unsigned int i, unsigned int port)
+static uint32_t port_state(struct slice *l, unsigned int i, unsigned int port)
 {
-	return tsr_ici_port_state(ici(l, i), port);
+	return tsr_ici_port_state(slice_ici(l, i), port);
 }
 
 /* Port @port of chip @i in @state, or the last state seen after @ms. */
-static uint32_t wait_state(struct line *l, unsigned int i, unsigned int port,
+static uint32_t wait_state(struct slice *l, unsigned int i, unsigned int port,
 			   uint32_t state, int ms)
 {
 	for (; ms > 0 && port_state(l, i, port) != state; ms--)
@@ -193,40 +61,20 @@ static uint32_t wait_state(struct line *l, unsigned int i, unsigned int port,
 	return port_state(l, i, port);
 }
 
-static bool all_up(struct line *l)
-{
-	unsigned int i;
-
-	for (i = 0; i + 1 < l->n; i++)
-		if (port_state(l, i, TSR_ICI_PORT(0, 0)) != TSR_ICI_STATE_UP ||
-		    port_state(l, i + 1, TSR_ICI_PORT(0, 1)) != TSR_ICI_STATE_UP)
-			return false;
-	return true;
-}
-
-static bool wait_up(struct line *l)
-{
-	int i;
-
-	for (i = 0; i < 20000 && !all_up(l); i++)
-		usleep(100);
-	return all_up(l);
-}
-
 /*
  * The connection of link @i (chip i to chip i + 1) is lost, as a TCP
  * connection reset by the network: both ends are told, and what either
  * wrote that the other has not read is gone.
  */
-static void cut(struct line *l, unsigned int i)
+static void cut(struct slice *l, unsigned int i)
 {
 	struct wire *w[2] = { l->wires[i][TSR_ICI_PORT(0, 0)],
 			      l->wires[i + 1][TSR_ICI_PORT(0, 1)] };
 	unsigned int k;
 
 	pthread_mutex_lock(&l->carry);
-	tsr_ici_disconnected(ici(l, i), TSR_ICI_PORT(0, 0));
-	tsr_ici_disconnected(ici(l, i + 1), TSR_ICI_PORT(0, 1));
+	tsr_ici_disconnected(slice_ici(l, i), TSR_ICI_PORT(0, 0));
+	tsr_ici_disconnected(slice_ici(l, i + 1), TSR_ICI_PORT(0, 1));
 	for (k = 0; k < 2; k++) {
 		pthread_mutex_lock(&w[k]->lock);
 		w[k]->len = 0;
@@ -237,34 +85,26 @@ static void cut(struct line *l, unsigned int i)
 }
 
 /* Link @i's connection is back (the client end reconnected). */
-static void mend(struct line *l, unsigned int i)
+static void mend(struct slice *l, unsigned int i)
 {
 	pthread_mutex_lock(&l->carry);
-	tsr_ici_connected(ici(l, i), TSR_ICI_PORT(0, 0));
-	tsr_ici_connected(ici(l, i + 1), TSR_ICI_PORT(0, 1));
+	tsr_ici_connected(slice_ici(l, i), TSR_ICI_PORT(0, 0));
+	tsr_ici_connected(slice_ici(l, i + 1), TSR_ICI_PORT(0, 1));
 	pthread_mutex_unlock(&l->carry);
 }
 
 /* Window 0 of chip @i: its whole window, writable, KEY. */
-static void open_window(struct line *l, unsigned int i)
+static void open_window(struct slice *l, unsigned int i)
 {
-	struct test_chip *c = l->chip[i];
-	struct tsr_ici_window *w = host_ptr(c, l->table[i]);
-
-	w[0] = (struct tsr_ici_window){
-		.flags = TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE,
-		.context = 1, .va = l->win[i], .size = WIN_SIZE, .key = KEY,
-	};
-	wr(c, TSR_REG_ICI_WINDOW_TABLE_LO, (uint32_t)l->table[i]);
-	wr(c, TSR_REG_ICI_WINDOW_TABLE_HI, 0);
-	wr(c, TSR_REG_ICI_WINDOW_COUNT, 1);
+	slice_open_window(l, i, WIN_SIZE,
+			  TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 }
 
 /*
  * Chip 0's write of @len bytes of its source to chip @to's window, adding
  * 1 to the semaphore at SEM_OFFSET there once they are in.
  */
-static struct tsr_cmd_ici_write write_to(struct line *l, unsigned int to,
+static struct tsr_cmd_ici_write write_to(struct slice *l, unsigned int to,
 					 uint32_t len)
 {
 	struct tsr_cmd_ici_write c = {
@@ -282,36 +122,27 @@ static struct tsr_cmd_ici_write write_to(struct line *l, unsigned int to,
 	return c;
 }
 
-static uint64_t sem_at(struct line *l, unsigned int i)
+static uint64_t sem_at(struct slice *l, unsigned int i)
 {
 	return __atomic_load_n((uint64_t *)host_ptr(l->chip[i],
 						    l->win[i] + SEM_OFFSET),
 			       __ATOMIC_ACQUIRE);
 }
 
-static bool landed(struct line *l, unsigned int to, uint32_t len)
+static bool landed(struct slice *l, unsigned int to, uint32_t len)
 {
 	return !memcmp(host_ptr(l->chip[to], l->win[to]),
 		       host_ptr(l->chip[0], l->src[0]), len);
 }
 
-static uint64_t link_downs(struct line *l, unsigned int i, unsigned int port)
+static uint64_t link_downs(struct slice *l, unsigned int i, unsigned int port)
 {
-	return rd(l->chip[i], TSR_ICI_PORT_BASE(port) +
-		  TSR_IREG_CNT_LO(TSR_ICI_CNT_LINK_DOWNS));
+	return port_counter(l->chip[i], port, TSR_ICI_CNT_LINK_DOWNS);
 }
 
-static bool irq_link_down(struct line *l, unsigned int i)
+static bool irq_link_down(struct slice *l, unsigned int i)
 {
 	return rd(l->chip[i], TSR_REG_ICI_IRQ_STATUS) & TSR_ICI_IRQ_LINK_DOWN;
-}
-
-static double since_ms(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1e3 + (t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
 /*
@@ -319,7 +150,7 @@ static double since_ms(const struct timespec *t0)
  * its semaphore landed once, and no end of link @i went down or told its
  * chip so.
  */
-static void rode_out(struct __test_metadata *_metadata, struct line *l,
+static void rode_out(struct __test_metadata *_metadata, struct slice *l,
 		     unsigned int i, unsigned int to,
 		     const struct tsr_completion *rec, uint32_t len)
 {
@@ -327,7 +158,7 @@ static void rode_out(struct __test_metadata *_metadata, struct line *l,
 	EXPECT_EQ(TSR_ERR_NONE, rec->error);
 	EXPECT_TRUE(landed(l, to, len));
 	EXPECT_EQ(1, sem_at(l, to));
-	EXPECT_TRUE(all_up(l));
+	EXPECT_TRUE(slice_up(l));
 	EXPECT_EQ(0, link_downs(l, i, TSR_ICI_PORT(0, 0)));
 	EXPECT_EQ(0, link_downs(l, i + 1, TSR_ICI_PORT(0, 1)));
 	EXPECT_FALSE(irq_link_down(l, i));
@@ -337,14 +168,14 @@ static void rode_out(struct __test_metadata *_metadata, struct line *l,
 /* The cut comes first: the write waits for its link and then goes. */
 TEST(a_write_started_while_its_link_is_cut_goes_once_it_is_back)
 {
-	struct line *l = line_new(2);
+	struct slice *l = line_new(2);
 	uint32_t len = CHUNKS * TSR_ICI_MSG_MAX_DATA;
 	struct tsr_cmd_ici_write c = write_to(l, 1, len);
 	struct runner r = { l->chip[0], 0 };
 	struct tsr_completion *rec;
 	pthread_t th;
 
-	ASSERT_TRUE(wait_up(l));
+	ASSERT_TRUE(slice_wait_up(l));
 	open_window(l, 1);
 	cut(l, 0);
 	rec = chip_queue_job(l->chip[0], 0, 1, &c, sizeof(c), 1);
@@ -363,14 +194,14 @@ TEST(a_write_started_while_its_link_is_cut_goes_once_it_is_back)
  */
 TEST(a_write_cut_between_its_chunks_lands_once)
 {
-	struct line *l = line_new(2);
+	struct slice *l = line_new(2);
 	uint32_t len = CHUNKS * TSR_ICI_MSG_MAX_DATA;
 	struct tsr_cmd_ici_write c = write_to(l, 1, len);
 	struct runner r = { l->chip[0], 0 };
 	struct tsr_completion *rec;
 	pthread_t th;
 
-	ASSERT_TRUE(wait_up(l));
+	ASSERT_TRUE(slice_wait_up(l));
 	open_window(l, 1);
 	/* Two chunks sent (perhaps still on the wire), the third read. */
 	chip_hold(l->chip[0], l->src[0] + 2 * TSR_ICI_MSG_MAX_DATA);
@@ -393,7 +224,7 @@ TEST(a_write_cut_between_its_chunks_lands_once)
  */
 TEST(a_write_cut_while_it_waits_for_its_answer_ends_well_once)
 {
-	struct line *l = line_new(2);
+	struct slice *l = line_new(2);
 	uint32_t len = CHUNKS * TSR_ICI_MSG_MAX_DATA;
 	struct tsr_cmd_ici_write c = write_to(l, 1, len);
 	struct runner r = { l->chip[0], 0 };
@@ -401,7 +232,7 @@ TEST(a_write_cut_while_it_waits_for_its_answer_ends_well_once)
 	pthread_t th;
 	int i;
 
-	ASSERT_TRUE(wait_up(l));
+	ASSERT_TRUE(slice_wait_up(l));
 	open_window(l, 1);
 	l->wires[1][TSR_ICI_PORT(0, 1)]->frozen = true;
 	rec = chip_queue_job(l->chip[0], 0, 1, &c, sizeof(c), 3);
@@ -421,14 +252,14 @@ TEST(a_write_cut_while_it_waits_for_its_answer_ends_well_once)
 /* A chip on the way holds a write for a link that is cut, and sends it on. */
 TEST(a_write_forwarded_towards_a_cut_link_goes_on_once_it_is_back)
 {
-	struct line *l = line_new(3);
+	struct slice *l = line_new(3);
 	uint32_t len = CHUNKS * TSR_ICI_MSG_MAX_DATA;
 	struct tsr_cmd_ici_write c = write_to(l, 2, len);
 	struct runner r = { l->chip[0], 0 };
 	struct tsr_completion *rec;
 	pthread_t th;
 
-	ASSERT_TRUE(wait_up(l));
+	ASSERT_TRUE(slice_wait_up(l));
 	open_window(l, 2);
 	cut(l, 1);
 	rec = chip_queue_job(l->chip[0], 0, 1, &c, sizeof(c), 4);
@@ -449,7 +280,7 @@ TEST(a_write_forwarded_towards_a_cut_link_goes_on_once_it_is_back)
  */
 TEST(a_wait_on_the_links_goes_on_across_a_cut_and_ends_past_the_deadline)
 {
-	struct line *l = line_new(2);
+	struct slice *l = line_new(2);
 	struct test_chip *b = l->chip[1];
 	struct tsr_cmd_sem_wait_abort w = {
 		.hdr = HDR(TSR_OP_SEM_WAIT_ABORT, struct tsr_cmd_sem_wait_abort),
@@ -462,7 +293,7 @@ TEST(a_wait_on_the_links_goes_on_across_a_cut_and_ends_past_the_deadline)
 	struct timespec t0;
 	pthread_t th;
 
-	ASSERT_TRUE(wait_up(l));
+	ASSERT_TRUE(slice_wait_up(l));
 	open_window(l, 1);
 	w.hdr.flags = TSR_SEM_WAIT_LINKS;
 	rec = chip_queue_job(b, 0, 1, &w, sizeof(w), 5);
@@ -472,7 +303,7 @@ TEST(a_wait_on_the_links_goes_on_across_a_cut_and_ends_past_the_deadline)
 	usleep(SHORT_CUT_US);
 	EXPECT_LE(0, chip_until_sem_sleeping(b, 0, 0));
 	mend(l, 0);
-	ASSERT_TRUE(wait_up(l));
+	ASSERT_TRUE(slice_wait_up(l));
 	EXPECT_EQ(TSR_ERR_NONE, chip_run(l->chip[0], &c, sizeof(c))->error);
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	EXPECT_EQ(TSR_ERR_NONE, rec->error);
@@ -502,13 +333,13 @@ TEST(a_wait_on_the_links_goes_on_across_a_cut_and_ends_past_the_deadline)
  */
 TEST(a_cut_past_the_deadline_takes_the_port_down_and_fails_the_write)
 {
-	struct line *l = line_new(2);
+	struct slice *l = line_new(2);
 	uint32_t len = CHUNKS * TSR_ICI_MSG_MAX_DATA;
 	struct tsr_cmd_ici_write c = write_to(l, 1, len);
 	struct tsr_completion *rec;
 	struct timespec t0;
 
-	ASSERT_TRUE(wait_up(l));
+	ASSERT_TRUE(slice_wait_up(l));
 	open_window(l, 1);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	cut(l, 0);
@@ -529,7 +360,7 @@ TEST(a_cut_past_the_deadline_takes_the_port_down_and_fails_the_write)
 	EXPECT_EQ(0, sem_at(l, 1));
 
 	mend(l, 0);
-	ASSERT_TRUE(wait_up(l));
+	ASSERT_TRUE(slice_wait_up(l));
 	EXPECT_EQ(TSR_ERR_NONE, chip_run(l->chip[0], &c, sizeof(c))->error);
 	EXPECT_TRUE(landed(l, 1, len));
 	EXPECT_EQ(1, sem_at(l, 1));

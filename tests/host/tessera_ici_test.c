@@ -15,31 +15,9 @@
 #include <string.h>
 
 #include "kselftest_harness.h"
-#include "tessera_chip.h"
-#include "tessera-ici.h"
-#include "tessera-ring.h"
+#include "ici_slice.h"
 
-#define MAX_CHIPS	4
-#define WIRE_CAP	(4u << 20)
-#define KEY		0x5eed5eed12345678ull
 #define HBM_VA		0x40000000ull
-
-struct wire {
-	pthread_mutex_t lock;
-	uint8_t *buf;
-	size_t len;
-	/* Where the bytes go. */
-	unsigned int to_chip, to_port;
-	/* Carries nothing: the chip beyond it stopped (SIGSTOP). */
-	volatile bool frozen;
-	/*
-	 * On the ring transport: a shared-memory ring (both its ends) that
-	 * lends its memory to the sending link, as a port's does; what is
-	 * committed there goes on the wire, and stays kept in the ring.
-	 */
-	TsrRing *ring, *ring_rx;
-	unsigned int lent;
-};
 
 /* Whose lender a chip's ports call. */
 struct lender_ctx {
@@ -47,13 +25,8 @@ struct lender_ctx {
 	unsigned int chip;
 };
 
-struct slice {
-	struct test_chip *chip[MAX_CHIPS];
-	unsigned int n;
-	/* wires[chip][port]: what that port sends. */
-	struct wire *wires[MAX_CHIPS][TSR_ICI_MAX_PORTS];
-	pthread_t pump;
-	volatile bool stop;
+/* This test's part of a slice (struct slice's test). */
+struct own {
 	/*
 	 * A liar: where chip[i] is NULL, a bare link layer speaks for chip i
 	 * (slice_with_liar()), under liar_lock; what it is sent is logged.
@@ -62,33 +35,12 @@ struct slice {
 	pthread_mutex_t liar_lock;
 	struct tsr_ici_msg heard[16];
 	unsigned int nheard;
-	/* Per chip: the window table, a window buffer, a source buffer. */
-	uint64_t table[MAX_CHIPS], win[MAX_CHIPS], src[MAX_CHIPS];
-	struct lender_ctx lender[MAX_CHIPS];
+	struct lender_ctx lender[SLICE_MAX_CHIPS];
 };
 
-static size_t slice_wire_put(struct wire *w, const void *buf, size_t len)
+static struct own *own(struct slice *s)
 {
-	if (!w)
-		return len;
-	pthread_mutex_lock(&w->lock);
-	if (len > WIRE_CAP - w->len)
-		len = WIRE_CAP - w->len;
-	memcpy(w->buf + w->len, buf, len);
-	w->len += len;
-	pthread_mutex_unlock(&w->lock);
-	return len;
-}
-
-static size_t slice_out(struct test_chip *c, unsigned int port,
-			const void *buf, size_t len)
-{
-	struct slice *s = c->ici_ctx;
-	unsigned int i;
-
-	for (i = 0; i < s->n && s->chip[i] != c; i++)
-		;
-	return slice_wire_put(s->wires[i][port], buf, len);
+	return s->test;
 }
 
 static uint64_t mono_ns(void)
@@ -101,99 +53,38 @@ static uint64_t mono_ns(void)
 
 static void liar_receive(struct slice *s, const void *buf, size_t len)
 {
-	pthread_mutex_lock(&s->liar_lock);
-	tsr_link_receive(s->liar, buf, len, mono_ns());
-	pthread_mutex_unlock(&s->liar_lock);
+	pthread_mutex_lock(&own(s)->liar_lock);
+	tsr_link_receive(own(s)->liar, buf, len, mono_ns());
+	pthread_mutex_unlock(&own(s)->liar_lock);
 }
 
 static void liar_poll(struct slice *s)
 {
 	uint64_t now = mono_ns();
 
-	pthread_mutex_lock(&s->liar_lock);
-	if (tsr_link_deadline(s->liar) <= now)
-		tsr_link_poll(s->liar, now);
-	pthread_mutex_unlock(&s->liar_lock);
+	pthread_mutex_lock(&own(s)->liar_lock);
+	if (tsr_link_deadline(own(s)->liar) <= now)
+		tsr_link_poll(own(s)->liar, now);
+	pthread_mutex_unlock(&own(s)->liar_lock);
 }
 
 static void liar_connected(struct slice *s)
 {
-	pthread_mutex_lock(&s->liar_lock);
-	tsr_link_connected(s->liar, mono_ns());
-	pthread_mutex_unlock(&s->liar_lock);
+	pthread_mutex_lock(&own(s)->liar_lock);
+	tsr_link_connected(own(s)->liar, mono_ns());
+	pthread_mutex_unlock(&own(s)->liar_lock);
 }
 
-static void *pump(void *arg)
+static bool liar_up(struct slice *s)
 {
-	struct slice *s = arg;
-	uint8_t *tmp = malloc(WIRE_CAP);
-
-	while (!s->stop) {
-		unsigned int i, p;
-
-		for (i = 0; i < s->n; i++) {
-			for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
-				struct wire *w = s->wires[i][p];
-				size_t n;
-
-				if (!w || w->frozen)
-					continue;
-				pthread_mutex_lock(&w->lock);
-				n = w->len;
-				memcpy(tmp, w->buf, n);
-				w->len = 0;
-				pthread_mutex_unlock(&w->lock);
-				if (n && s->chip[w->to_chip])
-					tsr_ici_receive(tsr_core_ici(s->chip[w->to_chip]->core),
-							w->to_port, tmp, n);
-				else if (n)
-					liar_receive(s, tmp, n);
-				if (n && s->chip[i])
-					tsr_ici_writable(tsr_core_ici(s->chip[i]->core), p);
-			}
-			if (s->chip[i])
-				tsr_ici_poll(tsr_core_ici(s->chip[i]->core));
-			else
-				liar_poll(s);
-		}
-		sched_yield();
-	}
-	free(tmp);
-	return NULL;
+	return tsr_link_state(own(s)->liar) == TSR_ICI_STATE_UP;
 }
 
-static void join(struct slice *s, unsigned int a, unsigned int pa,
-		 unsigned int b, unsigned int pb)
-{
-	struct wire *ab = calloc(1, sizeof(*ab)), *ba = calloc(1, sizeof(*ba));
-
-	ab->buf = malloc(WIRE_CAP);
-	ba->buf = malloc(WIRE_CAP);
-	pthread_mutex_init(&ab->lock, NULL);
-	pthread_mutex_init(&ba->lock, NULL);
-	ab->to_chip = b;
-	ab->to_port = pb;
-	ba->to_chip = a;
-	ba->to_port = pa;
-	s->wires[a][pa] = ab;
-	s->wires[b][pb] = ba;
-}
-
-/* Open window 0 of chip @i: @size bytes at s->win[i], writable, KEY. */
-static void open_window(struct slice *s, unsigned int i, uint64_t size,
-			uint32_t flags)
-{
-	struct test_chip *c = s->chip[i];
-	struct tsr_ici_window *w = host_ptr(c, s->table[i]);
-
-	w[0] = (struct tsr_ici_window){
-		.flags = flags, .context = 1, .va = s->win[i], .size = size,
-		.key = KEY,
-	};
-	wr(c, TSR_REG_ICI_WINDOW_TABLE_LO, (uint32_t)s->table[i]);
-	wr(c, TSR_REG_ICI_WINDOW_TABLE_HI, 0);
-	wr(c, TSR_REG_ICI_WINDOW_COUNT, 1);
-}
+static const struct slice_stranger liar_stranger = {
+	.receive = liar_receive,
+	.poll = liar_poll,
+	.up = liar_up,
+};
 
 static struct wire *lender_wire(void *opaque, unsigned int port)
 {
@@ -254,9 +145,9 @@ static void slice_lend_rings(struct slice *s)
 	unsigned int i, p;
 
 	for (i = 0; i < s->n; i++) {
-		s->lender[i] = (struct lender_ctx){ .s = s, .chip = i };
-		tsr_ici_set_lender(tsr_core_ici(s->chip[i]->core), &ring_lender,
-				   &s->lender[i]);
+		own(s)->lender[i] = (struct lender_ctx){ .s = s, .chip = i };
+		tsr_ici_set_lender(slice_ici(s, i), &ring_lender,
+				   &own(s)->lender[i]);
 		for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
 			struct wire *w = s->wires[i][p];
 			const char *why;
@@ -276,7 +167,7 @@ static unsigned int slice_lent(struct slice *s)
 {
 	unsigned int i, p, n = 0;
 
-	for (i = 0; i < MAX_CHIPS; i++)
+	for (i = 0; i < SLICE_MAX_CHIPS; i++)
 		for (p = 0; p < TSR_ICI_MAX_PORTS; p++)
 			if (s->wires[i][p])
 				n += s->wires[i][p]->lent;
@@ -291,25 +182,18 @@ static unsigned int slice_lent(struct slice *s)
 static struct slice *slice_new_on(unsigned int n, bool wrap,
 				  uint32_t transport)
 {
-	struct slice *s = calloc(1, sizeof(*s));
-	unsigned int i, p;
+	struct slice *s = slice_alloc(n);
+	unsigned int i;
 
-	s->n = n;
+	s->test = calloc(1, sizeof(struct own));
 	for (i = 0; i < n; i++) {
 		TsrSlice sl = {
 			.slice_id = 3,
 			.topo = { .dims = { n, 1, 1 }, .wrap = { wrap } },
 			.coords = { i, 0, 0 },
 		};
-		struct test_chip *c = chip_new("v4");
 
-		c->ici_out = slice_out;
-		c->ici_ctx = s;
-		s->chip[i] = c;
-		tsr_ici_set_slice(tsr_core_ici(c->core), &sl);
-		s->table[i] = chip_buffer(c, 1, 4096);
-		s->win[i] = chip_buffer(c, 1, 8 << 20);
-		s->src[i] = chip_buffer(c, 1, 8 << 20);
+		slice_add_chip(s, i, &sl, 8 << 20);
 	}
 	for (i = 0; i < n; i++) {
 		unsigned int next = (i + 1) % n;
@@ -317,26 +201,14 @@ static struct slice *slice_new_on(unsigned int n, bool wrap,
 		if (next == 0 && !wrap)
 			break;
 		if (n == 2 && wrap && i == 1)
-			join(s, 1, TSR_ICI_PORT(0, 0), 0, TSR_ICI_PORT(0, 1));
+			slice_join(s, 1, TSR_ICI_PORT(0, 0), 0, TSR_ICI_PORT(0, 1));
 		else
-			join(s, i, TSR_ICI_PORT(0, 0), next, TSR_ICI_PORT(0, 1));
+			slice_join(s, i, TSR_ICI_PORT(0, 0), next,
+				   TSR_ICI_PORT(0, 1));
 	}
 	if (transport == TSR_ICI_TRANSPORT_RING)
 		slice_lend_rings(s);
-	for (i = 0; i < n; i++)
-		for (p = 0; p < TSR_ICI_MAX_PORTS; p++)
-			if (s->wires[i][p])
-				tsr_ici_attach(tsr_core_ici(s->chip[i]->core), p);
-	pthread_create(&s->pump, NULL, pump, s);
-	for (i = 0; i < n; i++) {
-		for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
-			if (!s->wires[i][p])
-				continue;
-			tsr_ici_set_transport(tsr_core_ici(s->chip[i]->core), p,
-					      transport);
-			tsr_ici_connected(tsr_core_ici(s->chip[i]->core), p);
-		}
-	}
+	slice_start(s, transport);
 	return s;
 }
 
@@ -357,8 +229,8 @@ static bool liar_deliver(void *opaque, unsigned int vc, const void *payload,
 {
 	struct slice *s = opaque;
 
-	if (s->nheard < 16)
-		memcpy(&s->heard[s->nheard++], payload,
+	if (own(s)->nheard < 16)
+		memcpy(&own(s)->heard[own(s)->nheard++], payload,
 		       sizeof(struct tsr_ici_msg));
 	return true;
 }
@@ -375,7 +247,6 @@ static const TsrLinkOps liar_ops = {
  */
 static struct slice *slice_with_liar(void)
 {
-	struct slice *s = calloc(1, sizeof(*s));
 	TsrLinkConfig cfg = {
 		.self = { .slice_id = 3, .coords = { 1, 0, 0 },
 			  .port = TSR_ICI_PORT(0, 1) },
@@ -384,36 +255,25 @@ static struct slice *slice_with_liar(void)
 		.window = 32, .rx_slots = 8, .tx_slots = 16,
 		.retransmit_ns = 5000000, .retry_limit = 7,
 	};
+	struct slice *s = slice_alloc(3);
 	unsigned int i;
 
-	s->n = 3;
+	s->test = calloc(1, sizeof(struct own));
+	s->stranger = &liar_stranger;
 	for (i = 0; i < 3; i += 2) {
 		TsrSlice sl = {
 			.slice_id = 3,
 			.topo = { .dims = { 3, 1, 1 }, .wrap = { true } },
 			.coords = { i, 0, 0 },
 		};
-		struct test_chip *c = chip_new("v4");
 
-		c->ici_out = slice_out;
-		c->ici_ctx = s;
-		s->chip[i] = c;
-		tsr_ici_set_slice(tsr_core_ici(c->core), &sl);
-		s->table[i] = chip_buffer(c, 1, 4096);
-		s->win[i] = chip_buffer(c, 1, 8 << 20);
-		s->src[i] = chip_buffer(c, 1, 8 << 20);
+		slice_add_chip(s, i, &sl, 8 << 20);
 	}
-	join(s, 0, TSR_ICI_PORT(0, 0), 1, TSR_ICI_PORT(0, 1));
-	join(s, 2, TSR_ICI_PORT(0, 0), 0, TSR_ICI_PORT(0, 1));
-	tsr_ici_attach(tsr_core_ici(s->chip[0]->core), TSR_ICI_PORT(0, 0));
-	tsr_ici_attach(tsr_core_ici(s->chip[0]->core), TSR_ICI_PORT(0, 1));
-	tsr_ici_attach(tsr_core_ici(s->chip[2]->core), TSR_ICI_PORT(0, 0));
-	pthread_mutex_init(&s->liar_lock, NULL);
-	s->liar = tsr_link_new(&cfg, &liar_ops, s);
-	pthread_create(&s->pump, NULL, pump, s);
-	tsr_ici_connected(tsr_core_ici(s->chip[0]->core), TSR_ICI_PORT(0, 0));
-	tsr_ici_connected(tsr_core_ici(s->chip[0]->core), TSR_ICI_PORT(0, 1));
-	tsr_ici_connected(tsr_core_ici(s->chip[2]->core), TSR_ICI_PORT(0, 0));
+	slice_join(s, 0, TSR_ICI_PORT(0, 0), 1, TSR_ICI_PORT(0, 1));
+	slice_join(s, 2, TSR_ICI_PORT(0, 0), 0, TSR_ICI_PORT(0, 1));
+	pthread_mutex_init(&own(s)->liar_lock, NULL);
+	own(s)->liar = tsr_link_new(&cfg, &liar_ops, s);
+	slice_start(s, TSR_ICI_TRANSPORT_SOCKET);
 	liar_connected(s);
 	return s;
 }
@@ -427,54 +287,17 @@ static int liar_send(struct slice *s, struct tsr_ici_msg m, const void *data)
 	};
 	int ret;
 
-	pthread_mutex_lock(&s->liar_lock);
-	ret = tsr_link_sendv(s->liar, 0, iov, 2, mono_ns());
-	pthread_mutex_unlock(&s->liar_lock);
+	pthread_mutex_lock(&own(s)->liar_lock);
+	ret = tsr_link_sendv(own(s)->liar, 0, iov, 2, mono_ns());
+	pthread_mutex_unlock(&own(s)->liar_lock);
 	return ret;
-}
-
-static bool all_up(struct slice *s)
-{
-	unsigned int i, p;
-
-	for (i = 0; i < s->n; i++)
-		for (p = 0; p < TSR_ICI_MAX_PORTS; p++)
-			if (s->wires[i][p] && s->chip[i] &&
-			    tsr_ici_port_state(tsr_core_ici(s->chip[i]->core), p) !=
-			    TSR_ICI_STATE_UP)
-				return false;
-	return !s->liar || tsr_link_state(s->liar) == TSR_ICI_STATE_UP;
-}
-
-static bool wait_up(struct slice *s)
-{
-	int i;
-
-	for (i = 0; i < 20000 && !all_up(s); i++)
-		usleep(100);
-	return all_up(s);
 }
 
 static void slice_free(struct slice *s)
 {
-	unsigned int i, p;
-
-	s->stop = true;
-	pthread_join(s->pump, NULL);
-	for (i = 0; i < s->n; i++)
-		if (s->chip[i])
-			chip_free(s->chip[i]);
-	tsr_link_free(s->liar);
-	for (i = 0; i < MAX_CHIPS; i++) {
-		for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
-			if (s->wires[i][p]) {
-				tsr_ring_free(s->wires[i][p]->ring);
-				tsr_ring_free(s->wires[i][p]->ring_rx);
-				free(s->wires[i][p]->buf);
-				free(s->wires[i][p]);
-			}
-		}
-	}
+	slice_stop(s);
+	tsr_link_free(own(s)->liar);
+	free(s->test);
 	free(s);
 }
 
@@ -500,15 +323,6 @@ static void fill(uint8_t *p, size_t n, unsigned int seed)
 		p[i] = (uint8_t)(i * 31 + seed * 7 + (i >> 9));
 }
 
-static uint64_t port_counter(struct test_chip *c, unsigned int port,
-			     unsigned int i)
-{
-	uint64_t lo = rd(c, TSR_ICI_PORT_BASE(port) + TSR_IREG_CNT_LO(i));
-
-	return lo | (uint64_t)rd(c, TSR_ICI_PORT_BASE(port) +
-				 TSR_IREG_CNT_LO(i) + 4) << 32;
-}
-
 /*
  * A source in HBM goes to the link straight from HBM: bytes exact, the
  * reads counted as any HBM read is, and poisoned HBM still fails the
@@ -526,8 +340,8 @@ TEST(a_write_from_hbm_is_exact_counted_and_poison_fails_it)
 	uint64_t before;
 	TsrFaults f;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	chip_map(a, 1, va, 0, 4 << 20,
 		 TSR_PTE_READ | TSR_PTE_WRITE | TSR_PTE_HBM);
 	fill(a->hbm + 3, len, 4);
@@ -558,7 +372,7 @@ TEST(links_train_and_registers_tell_the_slice)
 	struct slice *s = slice_new(2, false);
 	struct test_chip *c0 = s->chip[0];
 
-	ASSERT_TRUE(wait_up(s));
+	ASSERT_TRUE(slice_wait_up(s));
 	EXPECT_EQ(3, rd(c0, TSR_REG_ICI_SLICE_ID));
 	EXPECT_EQ(0x010102, rd(c0, TSR_REG_ICI_DIMS));
 	EXPECT_EQ(1 << TSR_ICI_PORT(0, 0), rd(c0, TSR_REG_ICI_PORTS_WIRED));
@@ -581,8 +395,8 @@ TEST(a_strided_write_and_its_semaphore_land_exactly)
 	uint64_t *sem = (uint64_t *)(win + (6 << 20));
 	unsigned int r;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	fill(src, 4 << 20, 1);
 	*sem = 40;
 	/* 100 rows of 10000 bytes, 12000 apart at the source, 11000 there. */
@@ -632,11 +446,11 @@ TEST(two_chips_writing_to_each_other_at_once_both_finish)
 	pthread_t t[2];
 	unsigned int i;
 
-	ASSERT_TRUE(wait_up(s));
+	ASSERT_TRUE(slice_wait_up(s));
 	for (i = 0; i < 2; i++) {
 		uint8_t dst[3] = { !i, 0, 0 };
 
-		open_window(s, i, 8 << 20,
+		slice_open_window(s, i, 8 << 20,
 			    TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 		fill(host_ptr(s->chip[i], s->src[i]), 8 << 20, 10 + i);
 		x[i].chip = s->chip[i];
@@ -661,8 +475,8 @@ TEST(writes_cross_chips_that_only_forward)
 	uint8_t dst[3] = { 3, 0, 0 };
 	struct tsr_cmd_ici_write c;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 3, 4 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 3, 4 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	fill(host_ptr(a, s->src[0]), 1 << 20, 2);
 	c = ici_write(dst, s->src[0], 0, 1, 1 << 20);
 	ASSERT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
@@ -690,9 +504,9 @@ TEST(a_traced_write_names_its_first_port_its_target_and_its_bytes)
 	struct tsr_completion *comp;
 	unsigned int i;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
-	open_window(s, 3, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	slice_open_window(s, 3, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	c[2].hdr.flags = TSR_ICI_WRITE_SEM;
 	c[2].sem_offset = 4096;
 	c[2].sem_add = 1;
@@ -733,8 +547,8 @@ TEST(a_write_asked_to_go_the_minus_way_takes_the_other_link)
 	unsigned int plus = TSR_ICI_PORT(0, 0), minus = TSR_ICI_PORT(0, 1);
 	uint64_t plus0, minus0;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	fill(host_ptr(a, s->src[0]), 100000, 9);
 	plus0 = port_counter(a, plus, TSR_ICI_CNT_BYTES_TX);
 	minus0 = port_counter(a, minus, TSR_ICI_CNT_BYTES_TX);
@@ -775,8 +589,8 @@ TEST(what_a_window_does_not_allow_is_refused_and_nothing_written)
 		  TSR_ICI_VIOL_RANGE },
 	};
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	wr(b, TSR_REG_ICI_IRQ_ENABLE, TSR_ICI_IRQ_ALL);
 	fill(host_ptr(a, s->src[0]), 1 << 20, 3);
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -794,10 +608,10 @@ TEST(what_a_window_does_not_allow_is_refused_and_nothing_written)
 	}
 	EXPECT_EQ(0, rd(b, TSR_REG_ICI_VIOL_SOURCE));
 	/* A read-only window and a closed one. */
-	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_READ);
+	slice_open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_READ);
 	c = ici_write(dst, s->src[0], 0, 1, 50000);
 	EXPECT_EQ(TSR_ERR_REMOTE_ACCESS, chip_run(a, &c, sizeof(c))->error);
-	open_window(s, 1, 1 << 20, 0);
+	slice_open_window(s, 1, 1 << 20, 0);
 	EXPECT_EQ(TSR_ERR_REMOTE_ACCESS, chip_run(a, &c, sizeof(c))->error);
 	for (i = 0; i < (1 << 20); i++)
 		if (win[i])
@@ -822,8 +636,8 @@ TEST(a_write_refused_after_the_queue_went_on_fails_its_job_by_name)
 	struct tsr_completion *rec;
 	unsigned int i;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	fill(host_ptr(a, s->src[0]), 7 << 12, 9);
 	/* Seven writes of 4 KiB, each adding 1: more than four at once. */
 	for (i = 0; i < 7; i++) {
@@ -864,7 +678,7 @@ TEST(a_chip_outside_the_slice_has_no_route_and_a_down_link_fails_fast)
 	uint8_t nowhere[3] = { 2, 0, 0 }, b[3] = { 1, 0, 0 };
 	struct tsr_cmd_ici_write c = ici_write(nowhere, s->src[0], 0, 1, 64);
 
-	ASSERT_TRUE(wait_up(s));
+	ASSERT_TRUE(slice_wait_up(s));
 	EXPECT_EQ(TSR_ERR_NO_ROUTE, chip_run(a, &c, sizeof(c))->error);
 	wr(a, TSR_ICI_PORT_BASE(0) + TSR_IREG_CONTROL, TSR_ICI_CTRL_DOWN);
 	c = ici_write(b, s->src[0], 0, 1, 64);
@@ -872,9 +686,9 @@ TEST(a_chip_outside_the_slice_has_no_route_and_a_down_link_fails_fast)
 	EXPECT_EQ(TSR_ICI_STATE_DOWN, rd(a, TSR_ICI_PORT_BASE(0) + TSR_IREG_STATE));
 	EXPECT_EQ(1, port_counter(a, 0, TSR_ICI_CNT_LINK_DOWNS));
 	/* Retrained, the next write goes through. */
-	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	slice_open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	wr(a, TSR_ICI_PORT_BASE(0) + TSR_IREG_CONTROL, TSR_ICI_CTRL_RETRAIN);
-	ASSERT_TRUE(wait_up(s));
+	ASSERT_TRUE(slice_wait_up(s));
 	EXPECT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
 	slice_free(s);
 }
@@ -886,7 +700,7 @@ TEST(link_faults_need_a_socket_and_survive_a_chip_reset)
 	TsrIci *ici = tsr_core_ici(a->core);
 	TsrLinkFaults f = { .drop_ppm = 5, .seed = 11 }, now;
 
-	ASSERT_TRUE(wait_up(s));
+	ASSERT_TRUE(slice_wait_up(s));
 	/* Port 1 of chip (0) faces the edge of the line: no socket. */
 	EXPECT_EQ(-1, tsr_ici_set_faults(ici, 1, &f, TSR_LINK_FAULT_ALL));
 	EXPECT_EQ(-1, tsr_ici_get_faults(ici, 1, &now));
@@ -901,7 +715,7 @@ TEST(link_faults_need_a_socket_and_survive_a_chip_reset)
 	EXPECT_TRUE(tsr_ici_port_control(ici, 0, TSR_ICI_CTRL_DOWN));
 	EXPECT_EQ(TSR_ICI_STATE_DOWN, tsr_ici_port_state(ici, 0));
 	EXPECT_TRUE(tsr_ici_port_control(ici, 0, TSR_ICI_CTRL_RETRAIN));
-	EXPECT_TRUE(wait_up(s));
+	EXPECT_TRUE(slice_wait_up(s));
 	slice_free(s);
 }
 
@@ -935,8 +749,8 @@ static void faults_lose_nothing(struct __test_metadata *_metadata,
 	unsigned int p, round;
 	uint64_t crc = 0, seq = 0;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	for (p = 0; p < 2; p++) {
 		tsr_ici_set_faults(tsr_core_ici(a->core), p, &f,
 				   TSR_LINK_FAULT_ALL);
@@ -983,9 +797,9 @@ TEST(a_semaphore_only_write_and_a_write_to_itself)
 	struct tsr_cmd_ici_write c = ici_write(dst, 0, 0, 0, 0);
 	uint64_t *sem = host_ptr(b, s->win[1] + 64);
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
-	open_window(s, 0, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	slice_open_window(s, 0, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	c.hdr.flags = TSR_ICI_WRITE_SEM;
 	c.sem_offset = 64;
 	c.sem_add = 5;
@@ -1050,8 +864,8 @@ TEST(sixteen_mib_over_one_hop_takes_bytes_over_bandwidth_plus_latency)
 	double want, got;
 	unsigned int k;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	/*
 	 * Two 8 MiB writes (less the semaphore), one after the other, in one
 	 * job, from HBM (read far faster than the link carries it).
@@ -1100,8 +914,8 @@ TEST(resent_frames_hold_the_writers_stream_on_the_modeled_clock)
 	uint64_t clean, faulted;
 	double resend;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	chip_map(a, 1, HBM_VA, 0, 1 << 20,
 		 TSR_PTE_READ | TSR_PTE_WRITE | TSR_PTE_HBM);
 	rec = chip_run(a, &c, sizeof(c));
@@ -1143,8 +957,8 @@ TEST(a_link_shared_by_two_queues_serves_each_when_it_is_ready)
 	struct tsr_cmd_sem wait = sem_wait_for(sem, 1);
 	struct tsr_completion *l, *e, *w;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	/* Queue 0: 8 MiB of fill, then 4 MiB over the link. */
 	late.fill = (struct tsr_cmd_dma){
 		HDR(TSR_OP_DMA_FILL, struct tsr_cmd_dma), .src = 7, .dst = big,
@@ -1238,8 +1052,8 @@ static void run_program(struct __test_metadata *_metadata,
 	uint8_t dst[3] = { 2, 0, 0 };
 	unsigned int k;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	for (k = 0; k < 3; k++) {
 		const struct writer *w = &writers[order[k]];
 		struct tsr_cmd_ici_write c = ici_write(dst, s->src[w->chip],
@@ -1313,9 +1127,9 @@ TEST(writes_by_two_ports_of_one_queue_leave_side_by_side)
 	struct tsr_completion *rec;
 	double one, got;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 0, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
-	open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 0, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	slice_open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	chip_map(mid, 1, HBM_VA, 0, 4 << 20,
 		 TSR_PTE_READ | TSR_PTE_WRITE | TSR_PTE_HBM);
 	rec = chip_run(mid, two, sizeof(two));
@@ -1341,8 +1155,8 @@ TEST(an_increment_after_data_from_the_same_queue_arrives_after_it)
 	struct tsr_cmd_sem wait = sem_wait_for(s->win[1] + (6 << 20), 1);
 	struct tsr_completion *sent, *w;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	two[1].hdr.flags = TSR_ICI_WRITE_SEM;
 	two[1].sem_offset = 6 << 20;
 	two[1].sem_add = 1;
@@ -1373,8 +1187,8 @@ TEST(a_sem_wait_on_the_target_ends_no_earlier_than_the_data_arrives)
 	struct tsr_completion *rec;
 	uint64_t start, serialization;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	w = ici_write(dst, s->src[0], 0, 1, 4 << 20);
 	w.hdr.flags = TSR_ICI_WRITE_SEM;
 	w.sem_offset = 6 << 20;
@@ -1410,8 +1224,8 @@ TEST(a_remote_increment_wakes_the_queue_sleeping_on_it)
 	struct tsr_completion *w;
 	pthread_t t;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	tsr_core_set_sem_poll(b->core, 3600ull * 1000000000);
 	w = chip_queue_job(b, 0, 1, &wait, sizeof(wait), 1);
 	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &waiter));
@@ -1424,14 +1238,6 @@ TEST(a_remote_increment_wakes_the_queue_sleeping_on_it)
 	ASSERT_EQ(0, pthread_join(t, NULL));
 	EXPECT_EQ(TSR_JOB_STATUS_DONE, w->status);
 	slice_free(s);
-}
-
-static double since_ms(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1e3 + (t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
 /*
@@ -1449,9 +1255,9 @@ TEST(transit_to_a_dead_link_fails_the_writer_fast_and_the_first_link_goes_on)
 	struct timespec t0;
 	unsigned int i;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
-	open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	slice_open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	fill(host_ptr(a, s->src[0]), 4 << 20, 5);
 	wr(b, TSR_ICI_PORT_BASE(TSR_ICI_PORT(0, 0)) + TSR_IREG_CONTROL,
 	   TSR_ICI_CTRL_DOWN);
@@ -1486,19 +1292,12 @@ static void restart_from_chip(struct __test_metadata *_metadata,
 {
 	struct wire *in = s->wires[k - 1][TSR_ICI_PORT(0, 0)];
 	uint32_t port = TSR_ICI_PORT_BASE(TSR_ICI_PORT(0, 1));
-	size_t left = 1;
-	int i;
 
 	wr(s->chip[k], port + TSR_IREG_CONTROL, TSR_ICI_CTRL_DOWN);
 	in->frozen = false;
-	for (i = 0; i < 20000 && left; i++) {
-		usleep(100);
-		pthread_mutex_lock(&in->lock);
-		left = in->len;
-		pthread_mutex_unlock(&in->lock);
-	}
+	ASSERT_TRUE(slice_wire_drained(in));
 	wr(s->chip[k], port + TSR_IREG_CONTROL, TSR_ICI_CTRL_RETRAIN);
-	ASSERT_TRUE(wait_up(s));
+	ASSERT_TRUE(slice_wait_up(s));
 	ASSERT_EQ(0, port_counter(s->chip[k - 1], TSR_ICI_PORT(0, 0),
 				  TSR_ICI_CNT_LINK_DOWNS));
 }
@@ -1527,8 +1326,8 @@ TEST(a_write_does_not_go_on_over_a_link_that_started_afresh)
 	struct tsr_completion *rec;
 	pthread_t th;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	fill(host_ptr(a, s->src[0]), 4 * TSR_ICI_MSG_MAX_DATA, 3);
 	c.hdr.flags = TSR_ICI_WRITE_SEM;
 	c.sem_offset = 6 << 20;
@@ -1569,8 +1368,8 @@ TEST(a_write_through_a_chip_whose_next_link_started_afresh_fails_and_adds_no_sem
 	struct tsr_completion *rec;
 	pthread_t th;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	fill(host_ptr(a, s->src[0]), 4 * TSR_ICI_MSG_MAX_DATA, 3);
 	c.hdr.flags = TSR_ICI_WRITE_SEM;
 	c.sem_offset = 6 << 20;
@@ -1618,12 +1417,10 @@ TEST(a_write_through_a_chip_whose_next_link_went_down_and_came_back_lands_no_sem
 	struct runner r = { a, 0 };
 	struct tsr_completion *rec;
 	uint64_t heard;
-	size_t left = 1;
 	pthread_t th;
-	int i;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	fill(host_ptr(a, s->src[0]), 4 * TSR_ICI_MSG_MAX_DATA, 3);
 	c.hdr.flags = TSR_ICI_WRITE_SEM;
 	c.sem_offset = 6 << 20;
@@ -1636,14 +1433,9 @@ TEST(a_write_through_a_chip_whose_next_link_went_down_and_came_back_lands_no_sem
 	chip_wait_held(a);
 	wr(s->chip[1], onward + TSR_IREG_CONTROL, TSR_ICI_CTRL_DOWN);
 	in->frozen = false;
-	for (i = 0; i < 20000 && left; i++) {
-		usleep(100);
-		pthread_mutex_lock(&in->lock);
-		left = in->len;
-		pthread_mutex_unlock(&in->lock);
-	}
+	ASSERT_TRUE(slice_wire_drained(in));
 	wr(s->chip[1], onward + TSR_IREG_CONTROL, TSR_ICI_CTRL_RETRAIN);
-	ASSERT_TRUE(wait_up(s));
+	ASSERT_TRUE(slice_wait_up(s));
 	heard = port_counter(t, TSR_ICI_PORT(0, 1), TSR_ICI_CNT_BYTES_RX);
 	/* The last chunk goes, after the refusal came back. */
 	chip_release(a);
@@ -1680,9 +1472,9 @@ TEST(a_write_sent_before_its_link_started_afresh_fails_without_its_answer)
 	struct timespec t0;
 	pthread_t th;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 0, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
-	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 0, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	slice_open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	c[0].hdr.flags = TSR_ICI_WRITE_SEM;
 	c[0].sem_offset = 1 << 19;
 	c[0].sem_add = 1;
@@ -1752,9 +1544,9 @@ TEST(a_queue_reset_stops_an_ici_write_within_a_chunk)
 {
 	struct slice *s = slice_new(2, false);
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 0, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
-	open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 0, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	slice_open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	check_write_stops_at_reset(_metadata, s, 1);
 	check_write_stops_at_reset(_metadata, s, 0);
 	slice_free(s);
@@ -1773,8 +1565,8 @@ TEST(an_ici_write_whose_source_wraps_fails_bad_stride_before_reading)
 	struct tsr_cmd_ici_write c;
 	struct tsr_completion *rec;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	memset(host_ptr(a, s->src[0]), 0x77, 4096);
 	c = ici_write(dst, s->src[0] + 4000, 0, 3, 8);
 	c.src_stride = ~0ull;
@@ -1818,8 +1610,8 @@ TEST(forged_answers_are_ignored_and_counted)
 	pthread_t th;
 	int i;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 2, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 2, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	s->wires[0][TSR_ICI_PORT(0, 1)]->frozen = true;
 	s->wires[2][TSR_ICI_PORT(0, 0)]->frozen = true;
 	rec = chip_queue_job(a, 0, 1, &w, sizeof(w), 9);
@@ -1857,8 +1649,8 @@ TEST(a_forged_refusal_does_not_drop_a_real_request)
 	};
 	uint8_t junk[16] = { 0xee };
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 0, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 0, 1 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	ASSERT_EQ(0, liar_send(s, forged, junk));
 	fill(host_ptr(c, s->src[2]), 64 << 10, 3);
 	w.hdr.flags = TSR_ICI_WRITE_SEM;
@@ -1895,8 +1687,8 @@ TEST(a_wild_arrival_is_clamped_and_counted)
 	struct tsr_completion *rec;
 	int i;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 0, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 0, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	ASSERT_EQ(0, liar_send(s, m, &data));
 	rec = chip_run(a, &wait, sizeof(wait));
 	EXPECT_EQ(TSR_ERR_NONE, rec->error);
@@ -1906,12 +1698,12 @@ TEST(a_wild_arrival_is_clamped_and_counted)
 	EXPECT_EQ(1, port_counter(a, TSR_ICI_PORT(0, 0),
 				  TSR_ICI_CNT_PROTOCOL_ERRORS));
 	/* The write was answered, to the neighbour, as any other. */
-	for (i = 0; i < 10000 && !s->nheard; i++)
+	for (i = 0; i < 10000 && !own(s)->nheard; i++)
 		usleep(100);
-	ASSERT_EQ(1, s->nheard);
-	EXPECT_EQ(TSR_ICI_MSG_ANSWER, s->heard[0].type);
-	EXPECT_EQ(7, s->heard[0].req);
-	EXPECT_EQ(TSR_ERR_NONE, s->heard[0].status);
+	ASSERT_EQ(1, own(s)->nheard);
+	EXPECT_EQ(TSR_ICI_MSG_ANSWER, own(s)->heard[0].type);
+	EXPECT_EQ(7, own(s)->heard[0].req);
+	EXPECT_EQ(TSR_ERR_NONE, own(s)->heard[0].status);
 	slice_free(s);
 }
 
@@ -1933,8 +1725,8 @@ TEST(chunks_out_of_order_from_a_liar_are_refused_whole)
 	uint64_t data = 0x1122334455667788ull;
 	unsigned int i;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 0, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 0, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	ASSERT_EQ(0, liar_send(s, m, &data));
 	m.status = 2;
 	m.offset = 16;
@@ -1949,13 +1741,13 @@ TEST(chunks_out_of_order_from_a_liar_are_refused_whole)
 	m.offset = 32;
 	m.req_end = 40;
 	ASSERT_EQ(0, liar_send(s, m, &data));
-	for (i = 0; i < 20000 && s->nheard < 2; i++)
+	for (i = 0; i < 20000 && own(s)->nheard < 2; i++)
 		usleep(100);
-	ASSERT_EQ(2, s->nheard);
-	EXPECT_EQ(5, s->heard[0].req);
-	EXPECT_EQ(TSR_ERR_LINK_DOWN, s->heard[0].status);
-	EXPECT_EQ(6, s->heard[1].req);
-	EXPECT_EQ(TSR_ERR_LINK_DOWN, s->heard[1].status);
+	ASSERT_EQ(2, own(s)->nheard);
+	EXPECT_EQ(5, own(s)->heard[0].req);
+	EXPECT_EQ(TSR_ERR_LINK_DOWN, own(s)->heard[0].status);
+	EXPECT_EQ(6, own(s)->heard[1].req);
+	EXPECT_EQ(TSR_ERR_LINK_DOWN, own(s)->heard[1].status);
 	EXPECT_EQ(data, *(uint64_t *)win);
 	EXPECT_EQ(0, *(uint64_t *)(win + 16));
 	EXPECT_EQ(0, *(uint64_t *)(win + 24));
@@ -1983,8 +1775,8 @@ TEST(a_storm_of_refused_requests_raises_one_interrupt_until_cleared)
 	uint64_t data = 0;
 	unsigned int i;
 
-	ASSERT_TRUE(wait_up(s));
-	open_window(s, 0, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 0, 4096, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
 	wr(a, TSR_REG_ICI_IRQ_ENABLE, TSR_ICI_IRQ_REMOTE_ACCESS);
 	for (i = 0; i < 40; i++) {
 		m.req = 100 + i;
@@ -2027,7 +1819,7 @@ TEST(a_wait_on_the_links_ends_when_one_goes_down)
 	struct timespec t0;
 	pthread_t th;
 
-	ASSERT_TRUE(wait_up(s));
+	ASSERT_TRUE(slice_wait_up(s));
 	w.hdr.flags = 0x8000;
 	EXPECT_EQ(TSR_ERR_BAD_FLAGS, chip_run(b, &w, sizeof(w))->error);
 	w.hdr.flags = TSR_SEM_WAIT_LINKS;
@@ -2074,7 +1866,7 @@ TEST(a_wait_on_the_links_ends_when_one_starts_afresh)
 	struct tsr_completion *rec;
 	pthread_t th;
 
-	ASSERT_TRUE(wait_up(s));
+	ASSERT_TRUE(slice_wait_up(s));
 	w.hdr.flags = TSR_SEM_WAIT_LINKS;
 	rec = chip_queue_job(a, 0, 1, &w, sizeof(w), 33);
 	ASSERT_EQ(0, pthread_create(&th, NULL, run_queue, &r));
