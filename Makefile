@@ -52,10 +52,13 @@ QEMU_FIRMWARE := $(B)/qemu/firmware
 QEMU_CONFIGURE := --python=$(PYTHON) --target-list=x86_64-softmmu \
 	--without-default-features --without-default-devices \
 	--with-devices-x86_64=tessera --disable-docs --disable-user \
-	--disable-install-blobs --enable-trace-backends=log --enable-attr --enable-virtfs \
-	--extra-cflags=-I$(REPO)/uapi
-# The flags QEMU was configured with; a change configures it again.
-QEMU_CONFIG_FLAGS := $(QEMU_BUILD)/configure-flags
+	--disable-install-blobs --enable-trace-backends=log --enable-attr --enable-virtfs
+# The flags QEMU was configured with, and its folders: meson writes their
+# absolute paths into its build folder (include folders, its Python, the
+# depfiles), so a change of either configures QEMU again, and a build
+# folder configured for other folders (in a copy of the tree) afresh.
+QEMU_CONFIG_FLAGS := $(B)/qemu/configure-flags
+QEMU_CONFIG_RECORD := $(QEMU_SRC) $(QEMU_BUILD) $(QEMU_CONFIGURE)
 
 KMOD_DIR := $(B)/kmod
 TESSERA_KO := $(KMOD_DIR)/driver/tessera.ko
@@ -150,10 +153,14 @@ qemu: $(QEMU_BIN) $(QEMU_FIRMWARE)/.stamp
 
 $(QEMU_CONFIG_FLAGS): FORCE
 	@mkdir -p $(@D)
-	@echo '$(QEMU_CONFIGURE)' | cmp -s - $@ || echo '$(QEMU_CONFIGURE)' > $@
+	@echo '$(QEMU_CONFIG_RECORD)' | cmp -s - $@ || echo '$(QEMU_CONFIG_RECORD)' > $@
 
 $(QEMU_BUILD)/build.ninja: $(DEPS_STAMP) mk/qemu-overlay $(QEMU_CONFIG_FLAGS)
 	mk/qemu-overlay $(QEMU_SRC) $(REPO)
+	@if [ -f $(QEMU_BUILD)/meson-info/meson-info.json ] && ! grep -qF \
+		'"build": "$(QEMU_BUILD)"' $(QEMU_BUILD)/meson-info/meson-info.json; then \
+		echo "$(QEMU_BUILD) was configured elsewhere: configuring it afresh"; \
+		rm -rf $(QEMU_BUILD); fi
 	mkdir -p $(QEMU_BUILD)
 	cd $(QEMU_BUILD) && $(QEMU_SRC)/configure $(QEMU_CONFIGURE) > configure.log 2>&1 || \
 		{ tail -n 30 configure.log; exit 1; }
