@@ -1308,6 +1308,49 @@ static void restart_from_chip_1(struct __test_metadata *_metadata,
 	restart_from_chip(_metadata, s, 1);
 }
 
+/* Four chunks and a semaphore increment, from chip 0 to chip @target. */
+static struct tsr_cmd_ici_write sem_write(struct slice *s, uint8_t target)
+{
+	uint8_t dst[3] = { target, 0, 0 };
+	struct tsr_cmd_ici_write c = ici_write(dst, s->src[0], 0, 1,
+					       4 * TSR_ICI_MSG_MAX_DATA);
+
+	c.hdr.flags = TSR_ICI_WRITE_SEM;
+	c.sem_offset = 6 << 20;
+	c.sem_add = 1;
+	return c;
+}
+
+/*
+ * Chip 0 runs sem_write() to chip @target; the link into @target starts
+ * afresh (restart_from_chip()) while chip 0 is held before its chunk
+ * @chunk, the chunks before it waiting on that link's frozen wire.
+ */
+static struct tsr_completion *write_across_a_restart(
+	struct __test_metadata *_metadata, struct slice *s,
+	unsigned int target, unsigned int chunk, uint64_t seq)
+{
+	struct test_chip *a = s->chip[0];
+	struct tsr_cmd_ici_write c = sem_write(s, target);
+	struct runner r = { a, 0 };
+	struct tsr_completion *rec;
+	pthread_t th;
+
+	slice_open_window(s, target, 8 << 20,
+			  TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	fill(host_ptr(a, s->src[0]), 4 * TSR_ICI_MSG_MAX_DATA, 3);
+	s->wires[target - 1][TSR_ICI_PORT(0, 0)]->frozen = true;
+	chip_hold(a, s->src[0] + chunk * TSR_ICI_MSG_MAX_DATA);
+	rec = chip_queue_job(a, 0, 1, &c, sizeof(c), seq);
+	if (pthread_create(&th, NULL, run_queue, &r))
+		return NULL;
+	chip_wait_held(a);
+	restart_from_chip(_metadata, s, target);
+	chip_release(a);
+	pthread_join(th, NULL);
+	return rec;
+}
+
 /*
  * A write whose first link starts afresh between two of its chunks ends
  * with LINK_DOWN: the chunks before went with the old streams, and the
@@ -1317,30 +1360,12 @@ static void restart_from_chip_1(struct __test_metadata *_metadata,
 TEST(a_write_does_not_go_on_over_a_link_that_started_afresh)
 {
 	struct slice *s = slice_new(2, false);
-	struct test_chip *a = s->chip[0], *b = s->chip[1];
-	uint8_t dst[3] = { 1, 0, 0 };
-	struct tsr_cmd_ici_write c = ici_write(dst, s->src[0], 0, 1,
-					       4 * TSR_ICI_MSG_MAX_DATA);
-	uint8_t *win = host_ptr(b, s->win[1]);
-	struct runner r = { a, 0 };
+	uint8_t *win = host_ptr(s->chip[1], s->win[1]);
 	struct tsr_completion *rec;
-	pthread_t th;
 
 	ASSERT_TRUE(slice_wait_up(s));
-	slice_open_window(s, 1, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
-	fill(host_ptr(a, s->src[0]), 4 * TSR_ICI_MSG_MAX_DATA, 3);
-	c.hdr.flags = TSR_ICI_WRITE_SEM;
-	c.sem_offset = 6 << 20;
-	c.sem_add = 1;
-	/* Its first chunk sent, it reads the second while the link restarts. */
-	s->wires[0][TSR_ICI_PORT(0, 0)]->frozen = true;
-	chip_hold(a, s->src[0] + TSR_ICI_MSG_MAX_DATA);
-	rec = chip_queue_job(a, 0, 1, &c, sizeof(c), 11);
-	ASSERT_EQ(0, pthread_create(&th, NULL, run_queue, &r));
-	chip_wait_held(a);
-	restart_from_chip_1(_metadata, s);
-	chip_release(a);
-	ASSERT_EQ(0, pthread_join(th, NULL));
+	rec = write_across_a_restart(_metadata, s, 1, 1, 11);
+	ASSERT_NE(NULL, rec);
 	EXPECT_EQ(TSR_ERR_LINK_DOWN, rec->error);
 	EXPECT_EQ(0, *(uint64_t *)(win + (6 << 20)));
 	EXPECT_EQ(0, win[TSR_ICI_MSG_MAX_DATA]);
@@ -1359,30 +1384,14 @@ TEST(a_write_does_not_go_on_over_a_link_that_started_afresh)
 TEST(a_write_through_a_chip_whose_next_link_started_afresh_fails_and_adds_no_semaphore)
 {
 	struct slice *s = slice_new(3, false);
-	struct test_chip *a = s->chip[0], *t = s->chip[2];
-	uint8_t dst[3] = { 2, 0, 0 };
-	struct tsr_cmd_ici_write c = ici_write(dst, s->src[0], 0, 1,
-					       4 * TSR_ICI_MSG_MAX_DATA);
-	uint8_t *win = host_ptr(t, s->win[2]);
-	struct runner r = { a, 0 };
+	struct test_chip *a = s->chip[0];
+	uint8_t *win = host_ptr(s->chip[2], s->win[2]);
+	struct tsr_cmd_ici_write c = sem_write(s, 2);
 	struct tsr_completion *rec;
-	pthread_t th;
 
 	ASSERT_TRUE(slice_wait_up(s));
-	slice_open_window(s, 2, 8 << 20, TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
-	fill(host_ptr(a, s->src[0]), 4 * TSR_ICI_MSG_MAX_DATA, 3);
-	c.hdr.flags = TSR_ICI_WRITE_SEM;
-	c.sem_offset = 6 << 20;
-	c.sem_add = 1;
-	/* Two chunks wait on chip 1's link onward while it restarts. */
-	s->wires[1][TSR_ICI_PORT(0, 0)]->frozen = true;
-	chip_hold(a, s->src[0] + 2 * TSR_ICI_MSG_MAX_DATA);
-	rec = chip_queue_job(a, 0, 1, &c, sizeof(c), 13);
-	ASSERT_EQ(0, pthread_create(&th, NULL, run_queue, &r));
-	chip_wait_held(a);
-	restart_from_chip(_metadata, s, 2);
-	chip_release(a);
-	ASSERT_EQ(0, pthread_join(th, NULL));
+	rec = write_across_a_restart(_metadata, s, 2, 2, 13);
+	ASSERT_NE(NULL, rec);
 	EXPECT_EQ(TSR_ERR_LINK_DOWN, rec->error);
 	EXPECT_EQ(0, *(uint64_t *)(win + (6 << 20)));
 	EXPECT_EQ(0, win[2 * TSR_ICI_MSG_MAX_DATA]);
