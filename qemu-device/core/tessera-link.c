@@ -229,6 +229,11 @@ struct TsrLinkBuf {
      */
     bool lent;
     uint64_t pos;
+    /*
+     * In the replay ring: when it was sent, while its round trip may
+     * still be measured (sent once, not yet acknowledged); else 0.
+     */
+    uint64_t sent_at;
     uint8_t data[TSR_ICI_MAX_PAYLOAD];
 };
 
@@ -361,6 +366,12 @@ struct TsrLink {
     uint64_t rtt_start;
     uint64_t srtt;                  /* 0: no sample yet */
     uint64_t rttvar;
+    /*
+     * The longest round trip of each of the last two periods of
+     * give_up_ns, the newer first; the newer began at rtt_max_since.
+     */
+    uint64_t rtt_max[2];
+    uint64_t rtt_max_since;
     /* A valid frame came from the peer since the last probe. */
     bool heard;
     /* When a valid frame last came from the peer; the keepalive's timer. */
@@ -456,29 +467,85 @@ static bool rate_hit(const TsrLink *link, uint32_t ppm, uint32_t seq,
 }
 
 /*
+ * The longest round trip measured within the last one or two periods of
+ * give_up_ns at @now (a windowed maximum, as BBR keeps of its bandwidth).
+ */
+static uint64_t rtt_max(const TsrLink *link, uint64_t now)
+{
+    uint64_t age = now - link->rtt_max_since;
+
+    if (age >= 2 * link->give_up_ns) {
+        return 0;
+    }
+    if (age >= link->give_up_ns) {
+        return link->rtt_max[0];
+    }
+    return link->rtt_max[0] > link->rtt_max[1] ? link->rtt_max[0] :
+                                                 link->rtt_max[1];
+}
+
+/*
  * The retransmit interval, as TCP computes it (RFC 6298): the smoothed
  * round trip plus four times its variation, so that a peer whose host is
- * busy is not taken for a lossy one; at least the configured interval and
- * at most TSR_LINK_BACKOFF_MAX doublings of it; doubled for each timeout in
- * a row, up to that maximum.
+ * busy is not taken for a lossy one; and at least a quarter more than the
+ * longest round trip of the last second or so (rtt_max()).  The variation
+ * forgets a stall of the peer within a few samples, a few round trips of
+ * a running peer, while a busy host stalls it again and again: with the
+ * interval back at its floor the next stall fired it (0.4-1.3% of the
+ * frames resent on unfaulted links).  At least the configured interval
+ * and at most TSR_LINK_BACKOFF_MAX doublings of it; doubled for each
+ * timeout in a row, up to that maximum.
  */
-static uint64_t rto(const TsrLink *link)
+static uint64_t rto(const TsrLink *link, uint64_t now)
 {
     uint64_t min = link->cfg.retransmit_ns;
     uint64_t max = min << TSR_LINK_BACKOFF_MAX;
     uint64_t t = link->srtt + 4 * link->rttvar;
+    uint64_t longest = rtt_max(link, now);
     unsigned int shift = link->retries < TSR_LINK_BACKOFF_MAX ?
                          link->retries : TSR_LINK_BACKOFF_MAX;
 
+    longest += longest / 4;
+    t = t < longest ? longest : t;
     t = t < min ? min : t > max ? max : t;
     t <<= shift;
     return t < max ? t : max;
 }
 
 /*
- * A round trip of @r ns was measured (RFC 6298, 2.2 and 2.3).  Only now
- * does the backoff end (Karn): an acknowledgement after a timeout may
- * answer either copy, and says nothing of the round trip.
+ * Ring frame @p is acknowledged (or SACKed) at @now: if for the first
+ * time, was its round trip the longest of the period?  Every frame sent once
+ * is measured, not only the one timed: the frame timed is often the
+ * oldest in flight, which a timeout resends, and the longest round trips
+ * (a stall of the peer longer than the interval) would never be seen.
+ * Not a frame sent before a late poll (overslept()): its time includes
+ * this end's own.
+ */
+static void rtt_max_sample(TsrLink *link, TsrLinkBuf *p, uint64_t now)
+{
+    uint64_t age = now - link->rtt_max_since, r = now - p->sent_at;
+
+    if (!p->sent_at || p->sent_at < link->overslept_at) {
+        return;
+    }
+    p->sent_at = 0;
+    if (age >= 2 * link->give_up_ns) {
+        link->rtt_max[0] = link->rtt_max[1] = 0;
+        link->rtt_max_since = now;
+    } else if (age >= link->give_up_ns) {
+        link->rtt_max[1] = link->rtt_max[0];
+        link->rtt_max[0] = 0;
+        link->rtt_max_since += link->give_up_ns;
+    }
+    if (r > link->rtt_max[0]) {
+        link->rtt_max[0] = r;
+    }
+}
+
+/*
+ * A round trip of @r ns was measured (RFC 6298, 2.2 and 2.3).  Timed
+ * frames are never ones sent twice (Karn): an acknowledgement after a
+ * resend may answer either copy.
  */
 static void rtt_sample(TsrLink *link, uint64_t r)
 {
@@ -524,7 +591,7 @@ static uint64_t give_up_ns(const TsrLinkConfig *cfg)
 /* When a timer armed at @now fires: an interval on, or when we give up. */
 static uint64_t timer_at(const TsrLink *link, uint64_t now)
 {
-    uint64_t at = now + rto(link);
+    uint64_t at = now + rto(link, now);
     uint64_t end = link->progress_at + link->give_up_ns;
 
     return at < end ? at : end;
@@ -778,6 +845,7 @@ static bool data_leaves(TsrLink *link, uint32_t seq, TsrLinkBuf *p,
 {
     bool first = !seq_lt(seq, link->snd_max);
 
+    p->sent_at = first && now >= link->hold_until ? now : 0;
     if (first) {
         link->snd_max = seq + 1;
         if (!link->rtt_timing && now >= link->hold_until) {
@@ -926,6 +994,8 @@ static void unlend(TsrLink *link, uint32_t from, uint32_t to)
 /* The peer has everything before @ack; false if it cannot. */
 static bool take_ack(TsrLink *link, uint32_t ack, uint64_t now)
 {
+    uint32_t seq;
+
     if (!seq_le(ack, link->snd_max)) {
         link->cnt.protocol_errors++;
         return false;
@@ -936,8 +1006,16 @@ static bool take_ack(TsrLink *link, uint32_t ack, uint64_t now)
     if (link->rtt_timing && seq_lt(link->rtt_seq, ack)) {
         rtt_sample(link, now - link->rtt_start);
     }
+    for (seq = link->snd_una; seq_lt(seq, ack); seq++) {
+        rtt_max_sample(link, *ring_slot(link, seq), now);
+    }
     unlend(link, link->snd_una, ack);
     link->snd_una = ack;
+    /*
+     * The peer took something new: whatever timed out got through, so
+     * the backoff ends, sample or not (RFC 6298, 5.7 allows it).
+     */
+    link->retries = 0;
     if (seq_lt(link->snd_nxt, ack)) {
         link->snd_nxt = ack;
     }
@@ -971,6 +1049,7 @@ static uint32_t take_sack(TsrLink *link, uint32_t ack, uint32_t sack,
             continue;
         }
         (*ring_slot(link, seq))->mark |= MARK_SACKED;
+        rtt_max_sample(link, *ring_slot(link, seq), now);
         if (link->rtt_timing && link->rtt_seq == seq) {
             rtt_sample(link, now - link->rtt_start);
         }
@@ -1022,7 +1101,8 @@ static void take_credit(TsrLink *link, const struct tsr_ici_frame_hdr *h)
 
 /*
  * Resend everything unacknowledged that the peer is not known to hold,
- * oldest first (go-back-N, after a timeout or a retraining).  With nothing
+ * oldest first (go-back-N, after a retraining, from what the peer's TRAIN
+ * says it expects; a timeout resends less, resend_oldest()).  With nothing
  * unacknowledged (a timeout raced with the last acknowledgement) there is
  * nothing to time: a timer armed then would count timeouts that no
  * acknowledgement can end, and take a healthy link down.
@@ -1038,6 +1118,37 @@ static void go_back(TsrLink *link, uint64_t now)
     link->snd_nxt = link->snd_una;
     link->rto_deadline = link->snd_una == link->snd_end ? 0 :
                          timer_at(link, now);
+}
+
+/*
+ * The retransmit timer fired: resend the oldest unacknowledged frame
+ * alone.  A timeout cannot tell a lost frame (the last of a burst, a
+ * resend, lost answers) from a peer that did not run for an interval, and
+ * on a busy host it is mostly the latter: going back resent the whole
+ * window each time, where the peer's answer to this one frame says what
+ * it misses (its SACK, take_frame()).  Resends of the others had an
+ * interval to arrive: the answer may ask for them again.
+ */
+static void resend_oldest(TsrLink *link, uint64_t now)
+{
+    TsrLinkBuf *p;
+    uint32_t seq;
+
+    if (link->snd_una == link->snd_nxt) {
+        /* Raced with the last acknowledgement (see go_back()). */
+        link->rto_deadline = 0;
+        return;
+    }
+    for (seq = link->snd_una + 1; seq_lt(seq, link->snd_nxt); seq++) {
+        (*ring_slot(link, seq))->mark &= ~MARK_RESENT;
+    }
+    p = *ring_slot(link, link->snd_una);
+    if (!(p->mark & MARK_QUEUED)) {
+        p->mark |= MARK_QUEUED;
+        link->rxt_count++;
+    }
+    link->rxt_next = link->snd_una;
+    link->rto_deadline = timer_at(link, now);
 }
 
 static void reset_streams(TsrLink *link);
@@ -1347,7 +1458,16 @@ static void take_frame(TsrLink *link, const struct tsr_ici_frame_hdr *h,
             resend_missing(link, h->ack, high == h->ack ? high + 1 : high,
                            now);
         }
-    } else if (h->flags & TSR_ICI_FRAME_PROBE) {
+        return;
+    }
+    if (high != h->ack) {
+        /*
+         * An ACK with a SACK: what it does not hold below its highest was
+         * lost too (its NAK was, or it answers a timeout's resend).
+         */
+        resend_missing(link, h->ack, high, now);
+    }
+    if (h->flags & TSR_ICI_FRAME_PROBE) {
         /* A stalled peer asks for our credit again. */
         link->ack_due = true;
     }
@@ -1986,7 +2106,7 @@ void tsr_link_poll(TsrLink *link, uint64_t now)
         if (link->wlen) {
             link->rto_deadline = timer_at(link, now);
         } else {
-            go_back(link, now);
+            resend_oldest(link, now);
         }
     }
     if (link->probe_deadline && now >= link->probe_deadline &&

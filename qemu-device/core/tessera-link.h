@@ -19,10 +19,12 @@
  *   gap opens or a frame is corrupt;
  * - the sender keeps every unacknowledged frame in a replay buffer (or
  *   where it built it, in the memory a wire lends: tsr_link_lend()),
- *   resends on a NAK only the frames the peer misses, and goes back to
- *   the oldest when the retransmit timer fires; the timer adapts to the
- *   measured round trip (RFC 6298); a peer silent for as long as the retry
- *   limit takes at the configured interval takes the link down;
+ *   resends on a NAK or SACK only the frames the peer misses, and the
+ *   oldest alone when the retransmit timer fires (the answer says what
+ *   else is missing); the timer adapts to the measured round trip (RFC
+ *   6298) and stays above the longest of the last second or so; a peer
+ *   silent for as long as the retry limit takes at the configured
+ *   interval takes the link down;
  * - credits: a receiver whose user is slow holds frames and grants no
  *   more; the sender waits (a credit stall) and never overruns it.
  *

@@ -34,6 +34,13 @@ struct end {
 	bool blackhole;		/* the wire loses everything */
 	bool stopped;		/* neither reads, sends nor runs its timers */
 	/*
+	 * With stall_max_ns: runs for run_ns, then is stopped for
+	 * stall_min_ns to stall_max_ns at random, again and again (its
+	 * process starved on a busy host); until stall_turn, @stalls times.
+	 */
+	uint64_t run_ns, stall_min_ns, stall_max_ns, stall_turn;
+	unsigned int stalls;
+	/*
 	 * What is written at *clock reaches the peer up to jitter_ns later,
 	 * at random, in order: chunk i of the wire ends at byte
 	 * chunk_end[i] and is due at due[i].
@@ -447,11 +454,24 @@ static void carry(FIXTURE_DATA(link) *self, struct end *e)
 	tsr_link_flush(e->link, self->now);
 }
 
+/* @e stops or runs again, if its stalls say so. */
+static void stall(FIXTURE_DATA(link) *self, struct end *e)
+{
+	if (!e->stall_max_ns || self->now < e->stall_turn)
+		return;
+	e->stopped = !e->stopped;
+	e->stalls += e->stopped;
+	e->stall_turn = self->now + (e->stopped ? e->stall_min_ns +
+				     rnd(e) % (e->stall_max_ns - e->stall_min_ns) :
+				     e->run_ns);
+}
+
 /* One step of the simulation: carry both ways, then run due timers. */
 static void step(FIXTURE_DATA(link) *self)
 {
 	uint64_t d;
 
+	stall(self, &self->b);
 	carry(self, &self->a);
 	carry(self, &self->b);
 	self->now += self->step_ns;
@@ -885,6 +905,80 @@ TEST_F(link, a_frame_damaged_in_a_full_window_is_the_only_one_resent)
 	EXPECT_EQ(1, counters(&self->b).crc_errors);
 }
 
+/*
+ * The last frame of a burst is lost: no frame behind it shows the gap, so
+ * the retransmit timer finds it, and it alone is resent.  When the peer
+ * also stopped for longer than the interval, the timer fires first for
+ * frames that were not lost, and one more is resent: the oldest, whose
+ * answer says what the peer misses.  Never the burst.
+ */
+TEST_F(link, a_frame_lost_at_a_burst_s_end_costs_one_resend_or_two_behind_a_stall)
+{
+	TsrLinkFaults f = { .drop_next = 1 };
+	unsigned int stalled, i;
+	TsrLinkCounters before, a;
+	uint64_t t0;
+
+	self->a.small = true;
+	ASSERT_TRUE(train(self));
+	for (stalled = 0; stalled < 2; stalled++) {
+		before = counters(&self->a);
+		for (i = 0; i < 16; i++) {
+			if (i == 15)
+				inject(&self->a, &f);
+			ASSERT_TRUE(queue_next(self, 0));
+		}
+		ASSERT_EQ(15, frames_on_wire(&self->a));
+		self->b.stopped = stalled;
+		for (t0 = self->now; self->now - t0 < 5 * RTO_NS / 2; )
+			step(self);
+		self->b.stopped = false;
+		self->target[0] += 16;
+		ASSERT_TRUE(transfer(self, 0, 0, 100000));
+		EXPECT_TRUE(streams_match(self));
+		a = counters(&self->a);
+		EXPECT_EQ(1 + stalled, a.replays - before.replays)
+			TH_LOG("the peer %s", stalled ? "stalled" : "ran");
+		EXPECT_EQ(1 + stalled, a.timeouts - before.timeouts);
+		EXPECT_EQ(0, a.naks);
+	}
+	EXPECT_EQ(32, self->b.delivered);
+}
+
+/*
+ * A frame is lost, and so is the NAK that asks for it: the SACK of the
+ * peer's next ACK (frames came behind the gap) asks again, and the frame
+ * is resent without waiting for the retransmit timer.
+ */
+TEST_F(link, a_lost_nak_is_made_up_for_by_the_sack_of_the_next_ack)
+{
+	TsrLinkFaults drop = { .drop_next = 1 }, left;
+	TsrLinkCounters a;
+	unsigned int i;
+
+	self->a.small = true;
+	ASSERT_TRUE(train(self));
+	for (i = 0; i < 12; i++) {
+		if (i == 4)
+			inject(&self->a, &drop);
+		ASSERT_TRUE(queue_next(self, 0));
+	}
+	/* b's next frame is the NAK for the frame lost. */
+	inject(&self->b, &drop);
+	step(self);
+	tsr_link_get_faults(self->b.link, &left);
+	ASSERT_EQ(0, left.drop_next);
+	EXPECT_EQ(1, counters(&self->b).frames_tx - counters(&self->a).frames_rx);
+	self->target[0] += 12;
+	ASSERT_TRUE(transfer(self, 12, 0, 100000));
+	EXPECT_TRUE(streams_match(self));
+	a = counters(&self->a);
+	EXPECT_EQ(1, a.replays);
+	EXPECT_EQ(0, a.naks);
+	EXPECT_EQ(0, a.timeouts);
+	EXPECT_EQ(24, self->b.delivered);
+}
+
 TEST_F(link, random_drops_and_corruption_lose_nothing_and_repeat_exactly)
 {
 	TsrLinkFaults f = { .drop_ppm = 1000, .corrupt_ppm = 1000, .seed = 42 };
@@ -999,12 +1093,12 @@ TEST_F(link, lost_acks_are_covered_by_the_retransmit_timer)
 	a = counters(&self->a);
 	b = counters(&self->b);
 	/*
-	 * Each lost ACK costs a timeout, which resends all five frames:
-	 * nothing told a that b holds them.  They were duplicates there.
+	 * Each lost ACK costs a timeout, which resends the oldest frame
+	 * alone (a duplicate there), whose answer acknowledges all five.
 	 */
 	EXPECT_EQ(3, a.timeouts);
-	EXPECT_EQ(15, a.replays);
-	EXPECT_EQ(15, b.seq_errors);
+	EXPECT_EQ(3, a.replays);
+	EXPECT_EQ(3, b.seq_errors);
 	EXPECT_EQ(5, self->b.delivered);
 	EXPECT_EQ(TSR_ICI_STATE_UP, tsr_link_state(self->a.link));
 }
@@ -1210,6 +1304,54 @@ TEST_F(link, too_many_timeouts_take_the_link_down)
 	EXPECT_EQ(0, tsr_link_pending(self->a.link));
 	EXPECT_EQ(delivered + 1, self->b.delivered);
 	EXPECT_EQ(seq_errors, counters(&self->b).seq_errors);
+}
+
+/*
+ * Timeouts in a row double the retransmit interval (the peer's answers
+ * are lost); the first new acknowledgement ends the backoff, though it
+ * answers a resent frame and times no round trip: the next frame lost is
+ * resent one interval after it left, not eight.
+ */
+TEST_F(link, timeouts_in_a_row_back_off_and_a_fresh_ack_ends_the_backoff)
+{
+	TsrLinkFaults drop = { .drop_next = 1 };
+	uint8_t buf[32] = { 0 };
+	uint64_t last;
+	unsigned int n = 0, i;
+
+	ASSERT_TRUE(train(self));
+	self->b.blackhole = true;
+	ASSERT_EQ(0, tsr_link_send(self->a.link, 0, buf, sizeof(buf), self->now));
+	for (last = self->now; n < 3 && self->now - last < 100 * RTO_NS; ) {
+		step(self);
+		if (counters(&self->a).timeouts == n)
+			continue;
+		EXPECT_LE(RTO_NS << n, self->now - last) TH_LOG("timeout %u", n);
+		EXPECT_GE((RTO_NS << n) + 2000, self->now - last)
+			TH_LOG("timeout %u", n);
+		last = self->now;
+		n++;
+	}
+	ASSERT_EQ(3, n);
+	self->b.blackhole = false;
+	for (i = 0; i < 10000 && tsr_link_pending(self->a.link); i++)
+		step(self);
+	ASSERT_EQ(0, tsr_link_pending(self->a.link));
+	EXPECT_EQ(3, counters(&self->a).timeouts);
+
+	inject(&self->a, &drop);
+	ASSERT_EQ(0, tsr_link_send(self->a.link, 0, buf, sizeof(buf), self->now));
+	last = self->now;
+	while (counters(&self->a).timeouts == 3 &&
+	       self->now - last < 100 * RTO_NS)
+		step(self);
+	EXPECT_EQ(4, counters(&self->a).timeouts);
+	EXPECT_GE(RTO_NS + 2000, self->now - last);
+	for (i = 0; i < 10000 && tsr_link_pending(self->a.link); i++)
+		step(self);
+	EXPECT_EQ(0, tsr_link_pending(self->a.link));
+	EXPECT_EQ(2, self->b.delivered);
+	EXPECT_EQ(TSR_ICI_STATE_UP, tsr_link_state(self->a.link));
 }
 
 TEST_F(link, retraining_mid_stream_neither_loses_nor_repeats)
@@ -1529,6 +1671,81 @@ TEST_F(link, a_slow_peer_that_stops_takes_the_link_down_as_soon)
 	took = until_a_down(self, 10 * dead_ns(&self->ca));
 	EXPECT_EQ(TSR_ICI_STATE_DOWN, tsr_link_state(self->a.link));
 	EXPECT_GE(dead_ns(&self->ca) + JITTER_NS + self->step_ns, took);
+	EXPECT_GT(self->ca.retry_limit + 1,
+		  counters(&self->a).timeouts - before);
+	EXPECT_EQ(1, counters(&self->a).link_downs);
+}
+
+/*
+ * A link like the ICI's whose peer runs for a millisecond, then does not
+ * run for 2 to 20 ms, again and again (its QEMU starved on a busy host),
+ * and answers at once while it runs: a sends @count small payloads to it.
+ */
+static bool to_a_stalling_peer(FIXTURE_DATA(link) *self, unsigned int count)
+{
+	if (!self->b.stall_max_ns) {
+		self->ca.retransmit_ns = self->cb.retransmit_ns = 5000000;
+		self->ca.retry_limit = self->cb.retry_limit = 7;
+		self->step_ns = 50000;
+		self->a.small = true;
+		if (!train(self))
+			return false;
+		self->b.run_ns = 1000000;
+		self->b.stall_min_ns = 2000000;
+		self->b.stall_max_ns = 20000000;
+	}
+	return transfer(self, count, 0, 1000000);
+}
+
+/*
+ * Between the stalls the round trip is a step or two, and its variation
+ * soon forgets a stall: the retransmit interval must not, or the next
+ * stall fires it.  Once it has seen the stalls, nothing times out and
+ * nothing is resent.
+ */
+TEST_F(link, a_peer_that_stalls_again_and_again_is_not_taken_for_a_lossy_one)
+{
+	TsrLinkCounters warm, a;
+	uint64_t duplicates;
+	unsigned int stalls;
+
+	ASSERT_TRUE(to_a_stalling_peer(self, 20000));
+	warm = counters(&self->a);
+	duplicates = counters(&self->b).seq_errors;
+	stalls = self->b.stalls;
+	ASSERT_TRUE(to_a_stalling_peer(self, 20000));
+	EXPECT_TRUE(streams_match(self));
+	EXPECT_LT(30, self->b.stalls - stalls);
+	a = counters(&self->a);
+	EXPECT_EQ(warm.timeouts, a.timeouts);
+	EXPECT_EQ(warm.replays, a.replays);
+	EXPECT_EQ(duplicates, counters(&self->b).seq_errors);
+	EXPECT_EQ(0, a.link_downs);
+}
+
+/*
+ * However long the stalls made the retransmit interval, a peer that then
+ * stops for good is given up on within the time a silent peer is given,
+ * from its last answer.
+ */
+TEST_F(link, a_peer_that_stalled_and_then_stops_is_given_up_on_as_soon)
+{
+	uint64_t t0, before;
+	int i;
+
+	ASSERT_TRUE(to_a_stalling_peer(self, 20000));
+	self->b.stall_max_ns = 0;
+	self->b.stopped = false;
+	for (i = 0; i < 20; i++)
+		step(self);
+	before = counters(&self->a).timeouts;
+	t0 = self->now;
+	self->b.stopped = true;
+	EXPECT_FALSE(transfer(self, 100, 0, 10));
+	until_a_down(self, 10 * dead_ns(&self->ca));
+	EXPECT_EQ(TSR_ICI_STATE_DOWN, tsr_link_state(self->a.link));
+	EXPECT_GE(dead_ns(&self->ca) + self->step_ns, self->now - t0);
+	/* The stalls stretched the interval: fewer timeouts fit. */
 	EXPECT_GT(self->ca.retry_limit + 1,
 		  counters(&self->a).timeouts - before);
 	EXPECT_EQ(1, counters(&self->a).link_downs);
