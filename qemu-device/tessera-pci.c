@@ -292,9 +292,10 @@ static size_t tessera_ici_write(void *opaque, unsigned int port,
 
 /*
  * The port's ring lent to its link (TsrIciLender): frames built in it,
- * kept there until acknowledged.  All four run with the ICI lock held,
- * which tessera_ring_drop() takes (tsr_ici_reclaim()) before the ring
- * goes: a reservation is always committed into a ring still there.
+ * kept there until acknowledged.  All run with the ICI lock held, which
+ * tessera_ring_drop() takes (tsr_ici_reclaim(), which also waits for the
+ * chunks being read into a held frame) before the ring goes: a
+ * reservation is always committed, and filled, into a ring still there.
  */
 static uint8_t *tessera_ring_reserve(void *opaque, unsigned int port,
                                      size_t len)
@@ -310,21 +311,29 @@ static uint8_t *tessera_ring_reserve(void *opaque, unsigned int port,
     return at;
 }
 
+/*
+ * tessera_ring_written(), and the writer bottom half woken if that put
+ * the first byte in the port's buffer; out_lock held.
+ */
+static void tessera_ring_shown(TesseraPort *p)
+{
+    bool was_empty = fifo8_is_empty(&p->out);
+
+    tessera_ring_written(p);
+    if (was_empty && !fifo8_is_empty(&p->out)) {
+        qemu_bh_schedule(p->s->ici_bh);
+    }
+}
+
 static uint64_t tessera_ring_commit(void *opaque, unsigned int port,
                                     size_t len)
 {
-    TesseraState *s = opaque;
-    TesseraPort *p = &s->ports[port];
-    bool was_empty;
+    TesseraPort *p = &((TesseraState *)opaque)->ports[port];
     uint64_t pos;
 
     qemu_mutex_lock(&p->out_lock);
-    was_empty = fifo8_is_empty(&p->out);
     pos = tsr_ring_commit(p->tx, len, true);
-    tessera_ring_written(p);
-    if (was_empty && !fifo8_is_empty(&p->out)) {
-        qemu_bh_schedule(s->ici_bh);
-    }
+    tessera_ring_shown(p);
     qemu_mutex_unlock(&p->out_lock);
     return pos;
 }
@@ -353,11 +362,33 @@ static void tessera_ring_release(void *opaque, unsigned int port,
     qemu_mutex_unlock(&p->out_lock);
 }
 
+static void tessera_ring_hold(void *opaque, unsigned int port)
+{
+    TesseraPort *p = &((TesseraState *)opaque)->ports[port];
+
+    qemu_mutex_lock(&p->out_lock);
+    tsr_ring_hold(p->tx);
+    qemu_mutex_unlock(&p->out_lock);
+}
+
+/* The last one shows the peer what came meanwhile: ring if it sleeps. */
+static void tessera_ring_unhold(void *opaque, unsigned int port)
+{
+    TesseraPort *p = &((TesseraState *)opaque)->ports[port];
+
+    qemu_mutex_lock(&p->out_lock);
+    tsr_ring_unhold(p->tx);
+    tessera_ring_shown(p);
+    qemu_mutex_unlock(&p->out_lock);
+}
+
 static const TsrIciLender tessera_ring_lender = {
     .reserve = tessera_ring_reserve,
     .commit = tessera_ring_commit,
     .kept = tessera_ring_kept,
     .release = tessera_ring_release,
+    .hold = tessera_ring_hold,
+    .unhold = tessera_ring_unhold,
 };
 
 static void tessera_trace_command(void *opaque, unsigned int queue,

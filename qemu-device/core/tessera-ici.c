@@ -73,6 +73,13 @@
  * per wake-up, not one per acknowledgement.
  */
 #define ICI_LEND_BATCH 4
+/*
+ * The number a chunk whose source could not be read is sent under, its
+ * frame already committed (lend_chunk()): never the one its target
+ * awaits, so that its request is refused there from it on, landing none
+ * of it.
+ */
+#define ICI_CHUNK_UNREAD UINT32_MAX
 typedef struct IciPort {
     TsrLink *link;
     TsrIci *ici;
@@ -96,6 +103,13 @@ typedef struct IciPort {
      * lend_chunk()), woken once ICI_LEND_BATCH frames can go.
      */
     unsigned int lend_waiters[TSR_ICI_VCS];
+    /*
+     * Chunks being read into frames held in the transport's memory,
+     * outside the lock (lend_chunk()); tsr_ici_reclaim() waits for them
+     * on ici->cond.
+     */
+    unsigned int building;
+    bool reclaiming;
     uint32_t transport;     /* enum tsr_ici_transport */
 } IciPort;
 
@@ -1246,12 +1260,21 @@ void tsr_ici_set_lender(TsrIci *ici, const TsrIciLender *lender,
 void tsr_ici_reclaim(TsrIci *ici, unsigned int port)
 {
     TsrLink *link = port_link(ici, port);
+    IciPort *p;
 
-    if (link) {
-        pthread_mutex_lock(&ici->lock);
-        tsr_link_reclaim(link);
-        pthread_mutex_unlock(&ici->lock);
+    if (!link) {
+        return;
     }
+    p = &ici->port[port];
+    pthread_mutex_lock(&ici->lock);
+    /* A frame being filled is kept whole, and freed memory never written. */
+    p->reclaiming = true;
+    while (p->building) {
+        pthread_cond_wait(&ici->cond, &ici->lock);
+    }
+    p->reclaiming = false;
+    tsr_link_reclaim(link);
+    pthread_mutex_unlock(&ici->lock);
 }
 
 void tsr_ici_transport_error(TsrIci *ici, unsigned int port)
@@ -1678,30 +1701,75 @@ uint32_t tsr_ici_job_end(TsrMem *mem)
 }
 
 /*
- * Read a chunk's @n bytes at @va into @data, as long as the job is live:
- * a reset (or a disabled queue) stops a write within one chunk, and once
- * the reset has returned no read of the job's is under way, so that a
- * context the driver tears down after it is never walked again.
+ * Whether the job may read a chunk: then it is live until
+ * tsr_job_write_end(), since a reset (or a disabled queue) waits for the
+ * read, which stops a write within one chunk; once the reset has returned
+ * no read of the job's is under way, so that a context the driver tears
+ * down after it is never walked again.
  */
+static bool chunk_begin(TsrMem *mem)
+{
+    return !tsr_mem_aborted(mem) &&
+           tsr_job_write_begin(mem->core, mem->queue, mem->generation);
+}
+
+/* Copy a chunk's @n bytes at @va into @data; between chunk_begin() and end. */
+static uint32_t copy_chunk(TsrMem *mem, uint64_t va, uint8_t *data,
+                           uint64_t n)
+{
+    const void *view;
+
+    if (!n) {
+        return TSR_ERR_NONE;
+    }
+    view = tsr_mem_read_view(mem, va, n);
+    if (view) {
+        memcpy(data, view, n);
+    } else if (tsr_mem_read(mem, va, data, n)) {
+        return mem->error;
+    }
+    return TSR_ERR_NONE;
+}
+
+/* Read a chunk's @n bytes at @va into @data, as long as the job is live. */
 static uint32_t read_chunk(TsrMem *mem, uint64_t va, uint8_t *data,
                            uint64_t n)
 {
-    uint32_t err = TSR_ERR_NONE;
-    const void *view;
+    uint32_t err;
 
-    if (tsr_mem_aborted(mem) ||
-        !tsr_job_write_begin(mem->core, mem->queue, mem->generation)) {
+    if (!chunk_begin(mem)) {
         return TSR_ERR_ABORTED;
     }
-    if (n) {
-        view = tsr_mem_read_view(mem, va, n);
-        if (view) {
-            memcpy(data, view, n);
-        } else if (tsr_mem_read(mem, va, data, n)) {
-            err = mem->error;
-        }
-    }
+    err = copy_chunk(mem, va, data, n);
     tsr_job_write_end(mem->core, mem->queue);
+    return err;
+}
+
+/*
+ * Fill the frame committed at @at with the chunk's data, outside the
+ * lock (see TsrIciLender): the lender holds it, and what follows it on
+ * the port, from the peer meanwhile.  A source that cannot be read turns
+ * the chunk into one its target refuses (ICI_CHUNK_UNREAD).  Called and
+ * returns with the lock held.
+ */
+static uint32_t fill_chunk(TsrIci *ici, TsrMem *mem, IciPort *p,
+                           uint8_t *at, uint64_t va, uint64_t n)
+{
+    struct tsr_ici_msg *m = (struct tsr_ici_msg *)at;
+    uint32_t err, unread = ICI_CHUNK_UNREAD;
+
+    p->building++;
+    pthread_mutex_unlock(&ici->lock);
+    err = copy_chunk(mem, va, at + sizeof(*m), n);
+    tsr_job_write_end(mem->core, mem->queue);
+    if (err) {
+        memcpy(&m->status, &unread, sizeof(unread));
+    }
+    pthread_mutex_lock(&ici->lock);
+    ici->lender->unhold(ici->lender_opaque, p->index);
+    if (!--p->building && p->reclaiming) {
+        pthread_cond_broadcast(&ici->cond);
+    }
     return err;
 }
 
@@ -1709,8 +1777,8 @@ static uint32_t read_chunk(TsrMem *mem, uint64_t va, uint8_t *data,
  * Send a chunk of @n bytes at @va built straight in the wire of its first
  * hop, if that link lends it one now (a ring): the source is read once,
  * into the frame the peer reads and the link replays from, not into a
- * buffer first.  Under the lock; *@sent says whether it went (if not,
- * the caller sends it the usual way).
+ * buffer first, and without the lock (fill_chunk()).  Under the lock;
+ * *@sent says whether it went (if not, the caller sends it the usual way).
  */
 static uint32_t lend_chunk(TsrIci *ici, TsrMem *mem, const IciReq *r,
                            struct tsr_ici_msg *m, uint64_t va, uint64_t n,
@@ -1752,16 +1820,20 @@ static uint32_t lend_chunk(TsrIci *ici, TsrMem *mem, const IciReq *r,
     if (!at) {
         return TSR_ERR_NONE;
     }
-    /* On an error the frame is not committed: nothing was sent. */
-    err = read_chunk(mem, va, at + sizeof(*m), n);
-    if (err) {
-        return err;
+    /* Not committed (nothing sent) unless the job may read the chunk. */
+    if (!chunk_begin(mem)) {
+        return TSR_ERR_ABORTED;
     }
     m->arrival = depart(p, m->arrival, m, mem->queue);
     memcpy(at, m, sizeof(*m));
+    /*
+     * Committed now, in its place among the link's frames (its sequence,
+     * credit and replay slot), but held from the peer until filled.
+     */
+    ici->lender->hold(ici->lender_opaque, port);
     tsr_link_commit(p->link, now_ns());
     *sent = true;
-    return TSR_ERR_NONE;
+    return fill_chunk(ici, mem, p, at, va, n);
 }
 
 uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,

@@ -10,8 +10,10 @@
  * through the window's context, and the target answers the sender.
  *
  * One lock (TsrIci.lock) covers the links and everything here; link
- * callbacks run under it.  Lock order: the ICI lock, then the core's
- * sem_lock or a writer's write_lock; never the other way round.
+ * callbacks run under it.  The one long thing not done under it: a queue
+ * reads a chunk into the frame it committed in a lent ring, held from the
+ * peer meanwhile (TsrIciLender).  Lock order: the ICI lock, then the
+ * core's sem_lock or a writer's write_lock; never the other way round.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -116,6 +118,11 @@ void tsr_ici_transport_error(TsrIci *ici, unsigned int port);
  * from HBM straight into the frame the peer reads, which stays there for
  * replay until acknowledged.  reserve may return NULL (no room, or no such
  * transport now); the others are called only after a reservation.
+ *
+ * The chunk is read from HBM without the ICI lock: its frame is committed
+ * first, between hold and unhold, which keep it and everything sent
+ * behind it on the port from the peer until the last unhold (as
+ * tsr_ring_hold()); all of them run with the ICI lock held.
  */
 typedef struct TsrIciLender {
     uint8_t *(*reserve)(void *opaque, unsigned int port, size_t len);
@@ -123,15 +130,18 @@ typedef struct TsrIciLender {
     const uint8_t *(*kept)(void *opaque, unsigned int port, uint64_t pos,
                            size_t len);
     void (*release)(void *opaque, unsigned int port, uint64_t pos);
+    void (*hold)(void *opaque, unsigned int port);
+    void (*unhold)(void *opaque, unsigned int port);
 } TsrIciLender;
 
 /* Before any port is attached. */
 void tsr_ici_set_lender(TsrIci *ici, const TsrIciLender *lender,
                         void *opaque);
 /*
- * Port @port's transport stops lending, its memory about to go: what the
- * link keeps there is copied back first (tsr_link_reclaim()).  Once this
- * returns, nothing is reserved in it, nor read from it.
+ * Port @port's transport stops lending, its memory about to go: chunks
+ * being read into it are waited for, and what the link keeps there is
+ * copied back (tsr_link_reclaim()).  Once this returns, nothing is
+ * reserved in it, written into it, nor read from it.
  */
 void tsr_ici_reclaim(TsrIci *ici, unsigned int port);
 

@@ -35,6 +35,7 @@ struct TsrRing {
      */
     uint64_t keep;
     uint64_t keep_end;
+    unsigned int holds;         /* producer: tsr_ring_hold() */
     bool broken;
 };
 
@@ -192,6 +193,14 @@ static uint64_t room(TsrRing *r)
     return r->size - used;
 }
 
+/* Show the consumer all that was written, unless held. */
+static void publish(TsrRing *r)
+{
+    if (!r->holds) {
+        __atomic_store_n(&r->hdr->head, r->count, __ATOMIC_RELEASE);
+    }
+}
+
 size_t tsr_ring_write(TsrRing *r, const void *buf, size_t len)
 {
     uint64_t n;
@@ -206,7 +215,7 @@ size_t tsr_ring_write(TsrRing *r, const void *buf, size_t len)
     }
     memcpy(r->data + (r->count & (r->size - 1)), buf, n);
     r->count += n;
-    __atomic_store_n(&r->hdr->head, r->count, __ATOMIC_RELEASE);
+    publish(r);
     return n;
 }
 
@@ -229,8 +238,24 @@ uint64_t tsr_ring_commit(TsrRing *r, size_t len, bool keep)
         r->keep_end = pos + len;
     }
     r->count += len;
-    __atomic_store_n(&r->hdr->head, r->count, __ATOMIC_RELEASE);
+    publish(r);
     return pos;
+}
+
+void tsr_ring_hold(TsrRing *r)
+{
+    r->holds++;
+}
+
+/*
+ * The release store of the head orders the bytes a holder wrote before
+ * it: another thread's, when their unholds are serialised by a lock.
+ */
+void tsr_ring_unhold(TsrRing *r)
+{
+    if (r->holds && !--r->holds) {
+        publish(r);
+    }
 }
 
 const uint8_t *tsr_ring_kept(TsrRing *r, uint64_t pos, size_t len)
@@ -280,7 +305,7 @@ static bool wait_for(TsrRing *r, uint32_t *flag, bool (*ready)(TsrRing *))
 
 bool tsr_ring_data_doorbell(TsrRing *r)
 {
-    return !r->broken && take_flag(&r->hdr->consumer_waiting);
+    return !r->broken && !r->holds && take_flag(&r->hdr->consumer_waiting);
 }
 
 static bool has_room(TsrRing *r)

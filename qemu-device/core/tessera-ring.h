@@ -71,6 +71,15 @@ uint8_t *tsr_ring_reserve(TsrRing *r, size_t len);
  */
 uint64_t tsr_ring_commit(TsrRing *r, size_t len, bool keep);
 /*
+ * Producer: while held, what is committed or written stays unseen by the
+ * consumer (its head is not moved), so that a frame committed in the
+ * ring can be filled afterwards, by another thread, with what follows it
+ * still behind it; the last tsr_ring_unhold() shows it all at once.
+ * Holds nest; the producer's calls still must not overlap.
+ */
+void tsr_ring_hold(TsrRing *r);
+void tsr_ring_unhold(TsrRing *r);
+/*
  * Producer: kept bytes [@pos, @pos + @len), contiguous, or NULL if they
  * are not all kept.  The peer may have rewritten them: they are data only.
  */
@@ -79,7 +88,8 @@ const uint8_t *tsr_ring_kept(TsrRing *r, uint64_t pos, size_t len);
 void tsr_ring_release(TsrRing *r, uint64_t pos);
 /*
  * Producer, after writing: whether the consumer sleeps and must be rung
- * (TSR_ICI_DOORBELL_DATA).  Clears its flag: one ring per sleep.
+ * (TSR_ICI_DOORBELL_DATA).  Clears its flag: one ring per sleep.  Never
+ * while held: there is nothing new to see.
  */
 bool tsr_ring_data_doorbell(TsrRing *r);
 /*

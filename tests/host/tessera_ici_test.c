@@ -111,12 +111,8 @@ static uint64_t lend_commit(void *opaque, unsigned int port, size_t len)
 {
 	struct wire *w = lender_wire(opaque, port);
 	uint64_t pos = tsr_ring_commit(w->ring, len, true);
-	const uint8_t *p;
-	size_t n;
 
-	p = tsr_ring_peek(w->ring_rx, &n);
-	slice_wire_put(w, p, n);
-	tsr_ring_consume(w->ring_rx, n);
+	slice_wire_relay(w);
 	w->lent++;
 	return pos;
 }
@@ -132,11 +128,26 @@ static void lend_release(void *opaque, unsigned int port, uint64_t pos)
 	tsr_ring_release(lender_wire(opaque, port)->ring, pos);
 }
 
+static void lend_hold(void *opaque, unsigned int port)
+{
+	tsr_ring_hold(lender_wire(opaque, port)->ring);
+}
+
+static void lend_unhold(void *opaque, unsigned int port)
+{
+	struct wire *w = lender_wire(opaque, port);
+
+	tsr_ring_unhold(w->ring);
+	slice_wire_relay(w);
+}
+
 static const TsrIciLender ring_lender = {
 	.reserve = lend_reserve,
 	.commit = lend_commit,
 	.kept = lend_kept,
 	.release = lend_release,
+	.hold = lend_hold,
+	.unhold = lend_unhold,
 };
 
 /* Rings under every wire of @s, lent to the chips' links. */
@@ -1893,6 +1904,115 @@ TEST(a_wait_on_the_links_ends_when_one_starts_afresh)
 	EXPECT_EQ(TSR_ERR_NONE, chip_run_on(a, 1, &inc, sizeof(inc))->error);
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	EXPECT_EQ(TSR_ERR_NONE, rec->error);
+	slice_free(s);
+}
+
+struct lock_taker {
+	TsrIci *ici;
+	unsigned int port;
+};
+
+/* Takes the ICI lock (any call does): reading a port's state. */
+static void *take_ici_lock(void *arg)
+{
+	struct lock_taker *t = arg;
+
+	tsr_ici_port_state(t->ici, t->port);
+	return NULL;
+}
+
+/*
+ * While a queue reads a chunk into the frame it built in a lent ring, the
+ * ICI lock is free (the main loop receives, other queues send), and the
+ * frame is not seen by the peer yet; once read, the write lands whole, in
+ * order, every chunk built in the ring.
+ */
+TEST(a_chunk_read_into_a_ring_leaves_the_ici_lock_free)
+{
+	struct slice *s = slice_new_on(2, false, TSR_ICI_TRANSPORT_RING);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	uint8_t dst[3] = { 1, 0, 0 };
+	struct tsr_cmd_ici_write c = ici_write(dst, s->src[0], 0, 1,
+					       4 * TSR_ICI_MSG_MAX_DATA);
+	struct lock_taker taker = { tsr_core_ici(a->core), TSR_ICI_PORT(0, 0) };
+	struct runner r = { a, 0 };
+	struct tsr_completion *rec;
+	struct timespec until;
+	pthread_t th, tt;
+	int taken;
+
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 8 << 20,
+			  TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	fill(host_ptr(a, s->src[0]), 4 * TSR_ICI_MSG_MAX_DATA, 5);
+	chip_hold(a, s->src[0] + 2 * TSR_ICI_MSG_MAX_DATA);
+	rec = chip_queue_job(a, 0, 1, &c, sizeof(c), 1);
+	ASSERT_EQ(0, pthread_create(&th, NULL, run_queue, &r));
+	chip_wait_held(a);
+	ASSERT_EQ(0, pthread_create(&tt, NULL, take_ici_lock, &taker));
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 2;
+	taken = pthread_timedjoin_np(tt, NULL, &until);
+	EXPECT_EQ(0, taken);
+	/* Held: neither the chunk being read nor anything behind it. */
+	EXPECT_EQ(0, ((uint8_t *)host_ptr(b, s->win[1]))[2 * TSR_ICI_MSG_MAX_DATA]);
+	chip_release(a);
+	if (taken)
+		pthread_join(tt, NULL);
+	pthread_join(th, NULL);
+	EXPECT_EQ(TSR_ERR_NONE, rec->error);
+	EXPECT_EQ(0, memcmp(host_ptr(b, s->win[1]), host_ptr(a, s->src[0]),
+			    4 * TSR_ICI_MSG_MAX_DATA));
+	EXPECT_EQ(4, slice_lent(s));
+	slice_free(s);
+}
+
+/*
+ * A source that faults while its chunk is read into a committed frame of
+ * a lent ring fails the write with the fault; its target lands nothing of
+ * that chunk or after it (it arrives as a chunk it does not await), and
+ * the link goes on.
+ */
+TEST(a_chunk_whose_source_faults_in_a_lent_ring_lands_nothing)
+{
+	struct slice *s = slice_new_on(2, false, TSR_ICI_TRANSPORT_RING);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	const uint64_t va = 0x40000000, chunk = TSR_ICI_MSG_MAX_DATA;
+	uint8_t dst[3] = { 1, 0, 0 }, *win = host_ptr(b, s->win[1]);
+	struct tsr_cmd_ici_write c = ici_write(dst, va, 0, 1, 4 * chunk);
+	static const uint8_t zero[2 * TSR_ICI_MSG_MAX_DATA];
+	struct tsr_completion *comp;
+	unsigned int lent;
+	TsrFaults f;
+
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 8 << 20,
+			  TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	chip_map(a, 1, va, 0, 4 << 20,
+		 TSR_PTE_READ | TSR_PTE_WRITE | TSR_PTE_HBM);
+	/* Every byte of the rings written once: old frames lie under a new one. */
+	fill(a->hbm, 4 << 20, 6);
+	c.row_bytes = c.src_stride = c.dst_stride = 4 << 20;
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
+	memset(win, 0, 4 << 20);
+	c.row_bytes = c.src_stride = c.dst_stride = 4 * chunk;
+	lent = slice_lent(s);
+	tsr_core_get_faults(a->core, &f);
+	f.poison_addr = 2 * chunk + 0x80;
+	f.poison_size = 16;
+	tsr_core_set_faults(a->core, &f);
+	comp = chip_run(a, &c, sizeof(c));
+	EXPECT_EQ(TSR_ERR_ECC, comp->error);
+	EXPECT_EQ(va + 2 * chunk + 0x80, comp->fault_va);
+	EXPECT_EQ(lent + 3, slice_lent(s));
+	f.poison_size = 0;
+	tsr_core_set_faults(a->core, &f);
+	/* The next write on the link lands whole: it was not held up. */
+	c = ici_write(dst, va, 4 * chunk, 1, 4096);
+	EXPECT_EQ(TSR_ERR_NONE, chip_run(a, &c, sizeof(c))->error);
+	EXPECT_EQ(0, memcmp(win + 4 * chunk, a->hbm, 4096));
+	EXPECT_EQ(0, memcmp(win, a->hbm, 2 * chunk));
+	EXPECT_EQ(0, memcmp(win + 2 * chunk, zero, sizeof(zero)));
 	slice_free(s);
 }
 

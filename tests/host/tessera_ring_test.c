@@ -388,4 +388,42 @@ TEST_F(ring, a_link_reading_a_ring_being_rewritten_survives_and_counts)
 	tsr_link_free(link);
 }
 
+/*
+ * A frame committed while held (a chunk still being read into it) is not
+ * seen, nor is what is written behind it, nor is a sleeping consumer rung,
+ * until the last hold ends; then all of it, in order, with one ring.
+ */
+TEST_F(ring, held_bytes_and_those_behind_them_are_seen_only_at_the_last_unhold)
+{
+	uint8_t want[300], *p;
+	const uint8_t *q;
+	size_t n;
+
+	pattern(want, sizeof(want), 3);
+	EXPECT_FALSE(tsr_ring_wait_data(self->rx));
+	tsr_ring_hold(self->tx);
+	p = tsr_ring_reserve(self->tx, 100);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(0, tsr_ring_commit(self->tx, 100, true));
+	tsr_ring_hold(self->tx);
+	EXPECT_EQ(100, tsr_ring_commit(self->tx, 0, false));
+	EXPECT_EQ(200, tsr_ring_write(self->tx, want + 100, 200));
+	EXPECT_FALSE(tsr_ring_data_doorbell(self->tx));
+	memcpy(p, want, 100);
+	tsr_ring_unhold(self->tx);
+	ASSERT_NE(NULL, tsr_ring_peek(self->rx, &n));
+	EXPECT_EQ(0, n);
+	EXPECT_FALSE(tsr_ring_data_doorbell(self->tx));
+	tsr_ring_unhold(self->tx);
+	EXPECT_TRUE(tsr_ring_data_doorbell(self->tx));
+	q = tsr_ring_peek(self->rx, &n);
+	ASSERT_EQ(300, n);
+	EXPECT_EQ(0, memcmp(want, q, 300));
+	/* Unheld, a write is seen at once again. */
+	tsr_ring_consume(self->rx, n);
+	EXPECT_EQ(1, tsr_ring_write(self->tx, want, 1));
+	ASSERT_NE(NULL, tsr_ring_peek(self->rx, &n));
+	EXPECT_EQ(1, n);
+}
+
 TEST_HARNESS_MAIN
