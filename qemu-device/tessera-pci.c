@@ -580,12 +580,21 @@ static bool tessera_port_drain(TesseraPort *p)
     return drained;
 }
 
+/*
+ * The links' timer, moved only when their deadline comes before it: one
+ * set later fires early and finds nothing due, and the tick arms again.
+ * Called after every ring read: reading the deadline takes no lock.
+ */
 static void tessera_ici_arm(TesseraState *s)
 {
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     uint64_t d = tsr_ici_deadline(tessera_ici(s));
+    int64_t at = timer_expire_time_ns(s->ici_timer);
+    uint64_t when = MIN(d, (uint64_t)now + TESSERA_ICI_TICK_NS);
 
-    timer_mod(s->ici_timer, MIN(d, (uint64_t)now + TESSERA_ICI_TICK_NS));
+    if (at < 0 || (uint64_t)at > when) {
+        timer_mod(s->ici_timer, when);
+    }
 }
 
 static void tessera_ici_bh(void *opaque)

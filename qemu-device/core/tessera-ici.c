@@ -152,6 +152,20 @@ struct TsrIci {
     const TsrIciLender *lender;
     void *lender_opaque;
     uint32_t next_req;
+    /*
+     * What a queue looks at each time it wakes, without the lock (a wait
+     * on a semaphore must not queue behind the receive path, nor the
+     * receive path behind the waits): written under the lock with atomic
+     * stores, by publish() before the lock is dropped and take_answer().
+     * calm_until[q]: before then (ns), queue q has nothing to learn under
+     * the lock (no answer came, no link changed, no answer is late);
+     * links_live: the wired ports that are up or resuming; links_epochs:
+     * the sum of their links' epochs; deadline: the links' next timer.
+     */
+    uint64_t calm_until[TSR_MAX_QUEUES];
+    uint32_t links_live;
+    uint64_t links_epochs;
+    uint64_t deadline;
     uint64_t window_table;
     uint32_t window_count;
     uint32_t irq_status;
@@ -290,6 +304,62 @@ static bool port_live(TsrIci *ici, unsigned int port)
 
     return tsr_link_state(link) == TSR_ICI_STATE_UP ||
            tsr_link_resuming(link);
+}
+
+/*
+ * Every queue with writes out looks under the lock at its next wake-up
+ * (tsr_ici_check()); one without has nothing to learn.
+ */
+static void stir_queues(TsrIci *ici)
+{
+    unsigned int q;
+
+    for (q = 0; q < TSR_MAX_QUEUES; q++) {
+        if (ici->calm_until[q] != UINT64_MAX) {
+            __atomic_store_n(&ici->calm_until[q], 0, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+/*
+ * Publish the links' summary that the queues read without the lock (see
+ * TsrIci.calm_until); under the lock, after link calls, before dropping
+ * it.  A port going down or a link starting afresh stirs every queue and
+ * wakes the semaphore waiters: their looks after that wake see the new
+ * summary, since the stores come before the wake's wake_lock, which the
+ * woken thread takes before it looks (release, then acquire).
+ */
+static void publish(TsrIci *ici)
+{
+    uint64_t sum = 0, d = UINT64_MAX;
+    uint32_t live = 0;
+    unsigned int p;
+
+    for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
+        TsrLink *link = ici->port[p].link;
+
+        if (!link) {
+            continue;
+        }
+        live |= port_live(ici, p) ? 1u << p : 0;
+        sum += tsr_link_epoch(link);
+        d = tsr_min(d, tsr_link_deadline(link));
+    }
+    __atomic_store_n(&ici->deadline, d, __ATOMIC_RELAXED);
+    if (live == ici->links_live && sum == ici->links_epochs) {
+        return;
+    }
+    __atomic_store_n(&ici->links_live, live, __ATOMIC_RELAXED);
+    __atomic_store_n(&ici->links_epochs, sum, __ATOMIC_RELAXED);
+    stir_queues(ici);
+    tsr_core_wake_waiters(ici->core);
+    pthread_cond_broadcast(&ici->cond);
+}
+
+static void ici_unlock(TsrIci *ici)
+{
+    publish(ici);
+    pthread_mutex_unlock(&ici->lock);
 }
 
 /*
@@ -638,7 +708,13 @@ static bool take_answer(TsrIci *ici, const struct tsr_ici_msg *m)
             }
             r->answered = true;
             r->status = m->status;
+            __atomic_store_n(&ici->calm_until[i / ICI_QUEUE_REQS], 0,
+                             __ATOMIC_RELAXED);
             pthread_cond_broadcast(&ici->cond);
+            if (m->status) {
+                /* A wait that hangs on the write ends now. */
+                tsr_core_wake_waiters(ici->core);
+            }
             return true;
         }
     }
@@ -855,10 +931,9 @@ static void state_changed(void *opaque, uint32_t state)
          * port goes DOWN, and says so, only if it is given up on.
          */
         raise_causes(ici, TSR_ICI_IRQ_LINK_DOWN);
-        /* Waits with SEM_WAIT_LINKS end now, not at their next look. */
-        tsr_core_wake_waiters(ici->core);
     }
-    pthread_cond_broadcast(&ici->cond);
+    /* Waits with SEM_WAIT_LINKS end now, not at their next look. */
+    publish(ici);
 }
 
 static uint8_t *wire_reserve(void *opaque, size_t len)
@@ -926,7 +1001,6 @@ static void settle(TsrIci *ici)
             }
         }
     }
-    pthread_cond_broadcast(&ici->cond);
 }
 
 /* ---------------------------------------------------------- lifecycle */
@@ -963,6 +1037,9 @@ TsrIci *tsr_ici_new(TsrCore *core, const TsrSlice *slice)
     }
     ici->core = core;
     ici->slice = *slice;
+    for (p = 0; p < TSR_MAX_QUEUES; p++) {
+        ici->calm_until[p] = UINT64_MAX;   /* no writes out */
+    }
     ici->retransmit_ns = ICI_RETRANSMIT_NS;
     ici->keepalive_ns = ICI_KEEPALIVE_NS;
     for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
@@ -1035,7 +1112,7 @@ void tsr_ici_reset(TsrIci *ici)
     memset(ici->streams, 0, ICI_STREAM_SLOTS * sizeof(*ici->streams));
     ici->nstreams = 0;
     pthread_cond_broadcast(&ici->cond);
-    pthread_mutex_unlock(&ici->lock);
+    ici_unlock(ici);
 }
 
 int tsr_ici_attach(TsrIci *ici, unsigned int port)
@@ -1082,7 +1159,7 @@ void tsr_ici_connected(TsrIci *ici, unsigned int port)
     if (link) {
         pthread_mutex_lock(&ici->lock);
         tsr_link_connected(link, now_ns());
-        pthread_mutex_unlock(&ici->lock);
+        ici_unlock(ici);
     }
 }
 
@@ -1094,7 +1171,7 @@ void tsr_ici_disconnected(TsrIci *ici, unsigned int port)
         pthread_mutex_lock(&ici->lock);
         tsr_link_disconnected(link);
         pthread_cond_broadcast(&ici->cond);
-        pthread_mutex_unlock(&ici->lock);
+        ici_unlock(ici);
     }
 }
 
@@ -1107,7 +1184,7 @@ void tsr_ici_receive(TsrIci *ici, unsigned int port, const void *buf,
         pthread_mutex_lock(&ici->lock);
         tsr_link_receive(link, buf, len, now_ns());
         settle(ici);
-        pthread_mutex_unlock(&ici->lock);
+        ici_unlock(ici);
     }
 }
 
@@ -1119,7 +1196,7 @@ void tsr_ici_writable(TsrIci *ici, unsigned int port)
         pthread_mutex_lock(&ici->lock);
         tsr_link_flush(link, now_ns());
         settle(ici);
-        pthread_mutex_unlock(&ici->lock);
+        ici_unlock(ici);
     }
 }
 
@@ -1137,24 +1214,12 @@ void tsr_ici_poll(TsrIci *ici)
         }
     }
     settle(ici);
-    pthread_mutex_unlock(&ici->lock);
+    ici_unlock(ici);
 }
 
 uint64_t tsr_ici_deadline(TsrIci *ici)
 {
-    uint64_t d = UINT64_MAX;
-    unsigned int p;
-
-    pthread_mutex_lock(&ici->lock);
-    for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
-        TsrLink *link = ici->port[p].link;
-
-        if (link && tsr_link_deadline(link) < d) {
-            d = tsr_link_deadline(link);
-        }
-    }
-    pthread_mutex_unlock(&ici->lock);
-    return d;
+    return __atomic_load_n(&ici->deadline, __ATOMIC_RELAXED);
 }
 
 int tsr_ici_set_faults(TsrIci *ici, unsigned int port,
@@ -1167,7 +1232,7 @@ int tsr_ici_set_faults(TsrIci *ici, unsigned int port,
     }
     pthread_mutex_lock(&ici->lock);
     tsr_link_set_faults(link, faults, fields);
-    pthread_mutex_unlock(&ici->lock);
+    ici_unlock(ici);
     return 0;
 }
 
@@ -1180,7 +1245,7 @@ int tsr_ici_get_faults(TsrIci *ici, unsigned int port, TsrLinkFaults *faults)
     }
     pthread_mutex_lock(&ici->lock);
     tsr_link_get_faults(link, faults);
-    pthread_mutex_unlock(&ici->lock);
+    ici_unlock(ici);
     return 0;
 }
 
@@ -1194,7 +1259,7 @@ uint32_t tsr_ici_port_state(TsrIci *ici, unsigned int port)
     }
     pthread_mutex_lock(&ici->lock);
     state = tsr_link_state(link);
-    pthread_mutex_unlock(&ici->lock);
+    ici_unlock(ici);
     return state;
 }
 
@@ -1211,28 +1276,19 @@ bool tsr_ici_port_peer(TsrIci *ici, unsigned int port, uint32_t *state,
     pthread_mutex_lock(&ici->lock);
     *state = tsr_link_state(link);
     known = tsr_link_peer(link, peer);
-    pthread_mutex_unlock(&ici->lock);
+    ici_unlock(ici);
     return known;
 }
 
 bool tsr_ici_links_down(TsrIci *ici, uint64_t *epochs)
 {
-    uint64_t sum = 0;
-    bool down = false;
-    unsigned int p;
+    uint64_t sum = __atomic_load_n(&ici->links_epochs, __ATOMIC_RELAXED);
+    uint32_t live = __atomic_load_n(&ici->links_live, __ATOMIC_RELAXED);
 
-    pthread_mutex_lock(&ici->lock);
-    for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
-        if (ici->port[p].link) {
-            down |= !port_live(ici, p);
-            sum += tsr_link_epoch(ici->port[p].link);
-        }
-    }
-    pthread_mutex_unlock(&ici->lock);
     if (*epochs == UINT64_MAX) {
         *epochs = sum;
     }
-    return down || sum != *epochs;
+    return live != ici->wired || sum != *epochs;
 }
 
 void tsr_ici_set_transport(TsrIci *ici, unsigned int port,
@@ -1246,7 +1302,7 @@ void tsr_ici_set_transport(TsrIci *ici, unsigned int port,
             tsr_link_set_intact(ici->port[port].link,
                                 transport == TSR_ICI_TRANSPORT_RING);
         }
-        pthread_mutex_unlock(&ici->lock);
+        ici_unlock(ici);
     }
 }
 
@@ -1270,11 +1326,12 @@ void tsr_ici_reclaim(TsrIci *ici, unsigned int port)
     /* A frame being filled is kept whole, and freed memory never written. */
     p->reclaiming = true;
     while (p->building) {
+        publish(ici);
         pthread_cond_wait(&ici->cond, &ici->lock);
     }
     p->reclaiming = false;
     tsr_link_reclaim(link);
-    pthread_mutex_unlock(&ici->lock);
+    ici_unlock(ici);
 }
 
 void tsr_ici_transport_error(TsrIci *ici, unsigned int port)
@@ -1284,7 +1341,7 @@ void tsr_ici_transport_error(TsrIci *ici, unsigned int port)
     if (link) {
         pthread_mutex_lock(&ici->lock);
         tsr_link_count_protocol_error(link);
-        pthread_mutex_unlock(&ici->lock);
+        ici_unlock(ici);
     }
 }
 
@@ -1394,7 +1451,7 @@ uint32_t tsr_ici_reg_read(TsrIci *ici, uint32_t offset)
             break;
         }
     }
-    pthread_mutex_unlock(&ici->lock);
+    ici_unlock(ici);
     return v;
 }
 
@@ -1420,7 +1477,7 @@ bool tsr_ici_port_control(TsrIci *ici, unsigned int port, uint32_t control)
 
     pthread_mutex_lock(&ici->lock);
     taken = port_control(ici, port, control);
-    pthread_mutex_unlock(&ici->lock);
+    ici_unlock(ici);
     return taken;
 }
 
@@ -1465,7 +1522,7 @@ bool tsr_ici_reg_write(TsrIci *ici, uint32_t offset, uint32_t value)
             break;
         }
     }
-    pthread_mutex_unlock(&ici->lock);
+    ici_unlock(ici);
     return taken;
 }
 
@@ -1519,6 +1576,8 @@ static IciReq *req_get(TsrIci *ici, unsigned int q)
         if (!ici->req[q][i].busy) {
             ici->req[q][i] = (IciReq){ .busy = true,
                                        .number = ++ici->next_req };
+            /* Out from now on: looked at until reaped (calm_queue()). */
+            __atomic_store_n(&ici->calm_until[q], 0, __ATOMIC_RELAXED);
             return &ici->req[q][i];
         }
     }
@@ -1536,6 +1595,7 @@ static void wait_a_little(TsrIci *ici, pthread_cond_t *cond)
         until.tv_sec++;
         until.tv_nsec -= 1000000000;
     }
+    publish(ici);
     pthread_cond_timedwait(cond, &ici->lock, &until);
 }
 
@@ -1582,7 +1642,7 @@ static uint32_t send_chunk(TsrIci *ici, TsrMem *mem, const IciReq *r,
                      mem->queue)) {
             return TSR_ERR_NONE;
         }
-        pthread_mutex_unlock(&ici->lock);
+        ici_unlock(ici);
         if (tsr_mem_aborted(mem)) {
             pthread_mutex_lock(&ici->lock);
             return TSR_ERR_ABORTED;
@@ -1594,6 +1654,26 @@ static uint32_t send_chunk(TsrIci *ici, TsrMem *mem, const IciReq *r,
         wait_a_little(ici, &ici->port[port].room);
         ici->port[port].room_waiters[vc]--;
     }
+}
+
+/*
+ * Until when queue @q has nothing to learn under the lock, as its
+ * requests stand (see TsrIci.calm_until): the first deadline of those
+ * out; take_answer() and publish() stir it sooner.  Under the lock.
+ */
+static void calm_queue(TsrIci *ici, unsigned int q)
+{
+    uint64_t until = UINT64_MAX;
+    unsigned int i;
+
+    for (i = 0; i < ICI_QUEUE_REQS; i++) {
+        const IciReq *r = &ici->req[q][i];
+
+        if (r->busy) {
+            until = tsr_min(until, r->answered ? 0 : r->deadline);
+        }
+    }
+    __atomic_store_n(&ici->calm_until[q], until, __ATOMIC_RELAXED);
 }
 
 /*
@@ -1644,6 +1724,7 @@ static uint32_t reap(TsrIci *ici, TsrMem *mem, unsigned int *out)
         }
         *out = 0;
     }
+    calm_queue(ici, mem->queue);
     return err;
 }
 
@@ -1662,7 +1743,7 @@ static uint32_t settle_queue(TsrIci *ici, TsrMem *mem, unsigned int keep)
         if (err || out <= keep) {
             return err;
         }
-        pthread_mutex_unlock(&ici->lock);
+        ici_unlock(ici);
         if (tsr_mem_aborted(mem)) {
             pthread_mutex_lock(&ici->lock);
             for (i = 0; i < ICI_QUEUE_REQS; i++) {
@@ -1681,17 +1762,32 @@ static uint32_t settle_job(TsrMem *mem, unsigned int keep)
     TsrIci *ici = mem->core->ici;
     uint32_t err;
 
-    if (!ici || mem->queue >= TSR_MAX_QUEUES) {
-        return TSR_ERR_NONE;
+    if (!ici || mem->queue >= TSR_MAX_QUEUES ||
+        __atomic_load_n(&ici->calm_until[mem->queue], __ATOMIC_RELAXED) ==
+        UINT64_MAX) {
+        return TSR_ERR_NONE;    /* no writes out (only this thread says so) */
     }
     pthread_mutex_lock(&ici->lock);
     err = settle_queue(ici, mem, keep);
-    pthread_mutex_unlock(&ici->lock);
+    ici_unlock(ici);
     return err;
 }
 
+/*
+ * Called at each wake-up of a waiting queue: the lock only when there is
+ * news for it.  A stale calm_until delays the news to the next wake-up,
+ * never loses it: a failure's answer and a link's change wake the waiter
+ * after they stirred it (see publish() for the order).
+ */
 uint32_t tsr_ici_check(TsrMem *mem)
 {
+    TsrIci *ici = mem->core->ici;
+
+    if (ici && mem->queue < TSR_MAX_QUEUES &&
+        now_ns() < __atomic_load_n(&ici->calm_until[mem->queue],
+                                   __ATOMIC_RELAXED)) {
+        return TSR_ERR_NONE;
+    }
     return settle_job(mem, ICI_QUEUE_REQS);
 }
 
@@ -1759,7 +1855,7 @@ static uint32_t fill_chunk(TsrIci *ici, TsrMem *mem, IciPort *p,
     uint32_t err, unread = ICI_CHUNK_UNREAD;
 
     p->building++;
-    pthread_mutex_unlock(&ici->lock);
+    ici_unlock(ici);
     err = copy_chunk(mem, va, at + sizeof(*m), n);
     tsr_job_write_end(mem->core, mem->queue);
     if (err) {
@@ -1807,7 +1903,7 @@ static uint32_t lend_chunk(TsrIci *ici, TsrMem *mem, const IciReq *r,
          * Acknowledgements open the window soon: wait for them rather
          * than queue a copy that the main loop would copy again.
          */
-        pthread_mutex_unlock(&ici->lock);
+        ici_unlock(ici);
         if (tsr_mem_aborted(mem)) {
             pthread_mutex_lock(&ici->lock);
             return TSR_ERR_ABORTED;
@@ -1874,7 +1970,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
     pthread_mutex_lock(&ici->lock);
     port = route(ici, c->dst, m.flags & TSR_ICI_MSG_MINUS, &err);
     if (port == TSR_ROUTE_NONE) {
-        pthread_mutex_unlock(&ici->lock);
+        ici_unlock(ici);
         return err;
     }
     /*
@@ -1895,7 +1991,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
     /* Room for this write among the queue's, and news of earlier ones. */
     err = settle_queue(ici, mem, ICI_QUEUE_REQS - 1);
     if (err) {
-        pthread_mutex_unlock(&ici->lock);
+        ici_unlock(ici);
         return err;
     }
     r = req_get(ici, mem->queue);
@@ -1920,7 +2016,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
             err = lend_chunk(ici, mem, r, &m, va, n, &sent);
             if (!err && !sent) {
                 /* Built without the lock (see TsrIci.stage). */
-                pthread_mutex_unlock(&ici->lock);
+                ici_unlock(ici);
                 data = tsr_link_buf_data(*stage) + sizeof(m);
                 err = read_chunk(mem, va, data, n);
                 tsr_link_buf_seal(*stage, sizeof(m), sizeof(m) + n, crc);
@@ -1948,7 +2044,7 @@ uint32_t tsr_cmd_ici_write(TsrMem *mem, const struct tsr_cmd_ici_write *c,
         r->deadline = now_ns() + ICI_ANSWER_TIMEOUT_NS;
     }
     pthread_cond_broadcast(&ici->cond);
-    pthread_mutex_unlock(&ici->lock);
+    ici_unlock(ici);
     /*
      * Posted: the queue goes on while its ICI DMA reads the source and
      * sends it (the slower of the two counts); the target's semaphore,

@@ -55,7 +55,10 @@ void tsr_ici_receive(TsrIci *ici, unsigned int port, const void *buf,
 void tsr_ici_writable(TsrIci *ici, unsigned int port);
 /* Timers of every port; call at or after tsr_ici_deadline(). */
 void tsr_ici_poll(TsrIci *ici);
-/* CLOCK_MONOTONIC nanoseconds of the next timer, UINT64_MAX if none. */
+/*
+ * CLOCK_MONOTONIC nanoseconds of the next timer, UINT64_MAX if none, as
+ * the lock was last dropped; without taking it.
+ */
 uint64_t tsr_ici_deadline(TsrIci *ici);
 
 /*
@@ -150,6 +153,8 @@ void tsr_ici_reclaim(TsrIci *ici, unsigned int port);
  * started afresh since the first call, which set *@epochs (UINT64_MAX
  * before it): its peer then lost what it was sending (a chip reset, a
  * QEMU restarted), and a wait with SEM_WAIT_LINKS would never end.
+ * Without taking the lock: a change wakes the semaphore waiters
+ * (tsr_core_wake_waiters()) once this sees it.
  */
 bool tsr_ici_links_down(TsrIci *ici, uint64_t *epochs);
 

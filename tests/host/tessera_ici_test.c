@@ -2016,4 +2016,51 @@ TEST(a_chunk_whose_source_faults_in_a_lent_ring_lands_nothing)
 	slice_free(s);
 }
 
+/*
+ * A queue waiting on a semaphore (and on the links) looks at the ICI
+ * without its lock each time it wakes: held long by the receive path (a
+ * window table read that stalls), it neither holds the wait up nor is
+ * held up by it; the wait ends when the CPU sets the semaphore.
+ */
+TEST(a_waiting_queue_wakes_and_ends_without_the_ici_lock)
+{
+	struct slice *s = slice_new(2, false);
+	struct test_chip *a = s->chip[0], *b = s->chip[1];
+	uint8_t dst[3] = { 1, 0, 0 };
+	struct tsr_cmd_ici_write c = ici_write(dst, s->src[0], 0, 1, 4096);
+	struct tsr_cmd_sem_wait_abort w = {
+		.hdr = HDR(TSR_OP_SEM_WAIT_ABORT, struct tsr_cmd_sem_wait_abort),
+		.va = s->src[1], .value = 1, .abort_va = s->src[1] + 8,
+	};
+	struct runner writer = { a, 0 }, waiter = { b, 1 };
+	struct tsr_completion *rec;
+	struct timespec until;
+	pthread_t tw, tq;
+	int ended;
+
+	w.hdr.flags = TSR_SEM_WAIT_LINKS;
+	ASSERT_TRUE(slice_wait_up(s));
+	slice_open_window(s, 1, 8 << 20,
+			  TSR_ICI_WINDOW_VALID | TSR_ICI_WINDOW_WRITE);
+	/* b's receive path stops inside its ICI lock, at the window. */
+	chip_hold(b, s->table[1]);
+	chip_queue_job(a, 0, 1, &c, sizeof(c), 41);
+	ASSERT_EQ(0, pthread_create(&tw, NULL, run_queue, &writer));
+	chip_wait_held(b);
+	rec = chip_queue_job(b, 1, 1, &w, sizeof(w), 42);
+	ASSERT_EQ(0, pthread_create(&tq, NULL, run_queue, &waiter));
+	ASSERT_LE(0, chip_until_sem_sleeping(b, 1, 5000));
+	*(uint64_t *)host_ptr(b, s->src[1]) = 1;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 2;
+	ended = pthread_timedjoin_np(tq, NULL, &until);
+	EXPECT_EQ(0, ended);
+	chip_release(b);
+	if (ended)
+		pthread_join(tq, NULL);
+	pthread_join(tw, NULL);
+	EXPECT_EQ(TSR_ERR_NONE, rec->error);
+	slice_free(s);
+}
+
 TEST_HARNESS_MAIN
