@@ -24,6 +24,7 @@
  * Copyright (C) 2026 The Tessera Authors
  */
 #include "qemu/osdep.h"
+#include <sys/resource.h>
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
@@ -160,6 +161,7 @@ struct TesseraState {
     char *slice_dims;
     char *coords;
     char *wrap;
+    uint32_t worker_nice;       /* the queue workers' nice (see below) */
     uint32_t ici_retransmit_us; /* 0: the chip's own */
     uint32_t ici_keepalive_ms;  /* UINT32_MAX: the chip's own */
     char *ici_transport;        /* "auto" or "socket" */
@@ -457,12 +459,37 @@ static void tessera_run_bh(void *opaque)
 
 /* ---------------------------------------------------------- workers */
 
+/*
+ * A queue worker yields to the main loop and the vCPUs, which carry its
+ * chip's links: a link whose owner waits behind compute past its peer's
+ * deadline goes down (0.955 s), while a job only takes longer on the
+ * host's clock, never on the modeled one.  SCHED_BATCH: a worker waking
+ * from a semaphore does not preempt the thread it woke on; the nice value
+ * weighs the workers below the rest of their QEMU (its autogroup), as a
+ * share, never starved: a worker holding a frame it fills (lend_chunk())
+ * still finishes soon.  0 leaves them as QEMU's other threads.
+ */
+static void tessera_worker_yield(TesseraWorker *w)
+{
+    struct sched_param sp = { .sched_priority = 0 };
+    int nice = w->s->worker_nice;
+
+    if (!nice) {
+        return;
+    }
+    if (pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp) ||
+        setpriority(PRIO_PROCESS, qemu_get_thread_id(), nice)) {
+        trace_tessera_worker_priority_refused(w->queue, nice, errno);
+    }
+}
+
 static void *tessera_worker_thread(void *opaque)
 {
     TesseraWorker *w = opaque;
 
     /* DMA walks the memory map under RCU: the thread must be a reader. */
     rcu_register_thread();
+    tessera_worker_yield(w);
     qemu_mutex_lock(&w->lock);
     for (;;) {
         while (!w->kicked && !w->quit) {
@@ -1363,6 +1390,11 @@ static bool tessera_config(TesseraState *s, TsrConfig *cfg, Error **errp)
         cfg->sparsecores = o->sparsecores;
     }
     cfg->debug_regs = o->debug_regs;
+    if (s->worker_nice > 19) {
+        error_setg(errp, "tessera: worker-nice %u is not 0 (as the main "
+                   "loop) to 19", s->worker_nice);
+        return false;
+    }
     if (tsr_config_check(cfg, &why)) {
         error_setg(errp, "tessera: %s", why);
         return false;
@@ -1942,6 +1974,8 @@ static const Property tessera_properties[] = {
     DEFINE_PROP_STRING("slice-dims", TesseraState, slice_dims),
     DEFINE_PROP_STRING("coords", TesseraState, coords),
     DEFINE_PROP_STRING("wrap", TesseraState, wrap),
+    /* The queue workers' nice, 1-19, under the main loop's; 0: the same. */
+    DEFINE_PROP_UINT32("worker-nice", TesseraState, worker_nice, 10),
     /* For tests: a retransmit timer no busy host fires by itself. */
     DEFINE_PROP_UINT32("x-ici-retransmit-us", TesseraState, ici_retransmit_us,
                        0),

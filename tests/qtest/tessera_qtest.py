@@ -420,6 +420,50 @@ def the_device_is_not_migratable(qt):
           f"migrate: {reply}")
 
 
+def worker_threads(qt):
+    """(nice, scheduling policy) of the chip's queue workers and of the
+    main thread (/proc/PID/task/TID/stat fields 19 and 41)."""
+    pid = qt.proc.pid
+    seen = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/comm") as f:
+            comm = f.read().strip()
+        with open(f"/proc/{pid}/task/{tid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        if comm.startswith("tessera-q") or int(tid) == pid:
+            seen["main" if int(tid) == pid else comm] = (int(fields[16]),
+                                                         int(fields[38]))
+    return seen
+
+
+def queue_workers_yield_to_the_main_loop(qt):
+    qt.enable()
+    seen = worker_threads(qt)
+    main = seen.pop("main")
+    check(len(seen) == qt.reg(C["TSR_REG_NUM_QUEUES"]), f"workers {seen}")
+    # SCHED_BATCH (3), nice 10 below the main loop's (worker-nice).
+    check(all(w == (main[0] + 10, 3) for w in seen.values()),
+          f"main {main}, workers {seen}")
+
+
+queue_workers_yield_to_the_main_loop.args = ("-name", "debug-threads=on")
+test(queue_workers_yield_to_the_main_loop)
+
+
+def worker_nice_0_leaves_the_workers_as_the_main_loop(qt):
+    qt.enable()
+    seen = worker_threads(qt)
+    main = seen.pop("main")
+    check(seen and all(w == main for w in seen.values()),
+          f"main {main}, workers {seen}")
+
+
+worker_nice_0_leaves_the_workers_as_the_main_loop.props = "worker-nice=0"
+worker_nice_0_leaves_the_workers_as_the_main_loop.args = (
+    "-name", "debug-threads=on")
+test(worker_nice_0_leaves_the_workers_as_the_main_loop)
+
+
 def main():
     if not os.path.exists(QEMU):
         print("Bail out! QEMU not built; run make")
