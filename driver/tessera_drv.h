@@ -95,7 +95,9 @@ struct tessera_window {
  * @table_dma: bus address of @table
  * @windows: what each table entry holds
  * @link_work: turns port changes into counts, log lines and uevents
+ * @changed: ports whose state the chip changed since @link_work last looked
  * @state: each port's state as @link_work last saw it
+ * @downs_seen: each port's count of link downs when @link_work last looked
  * @announced: each port's state as its last uevent told
  * @event_rs: each port's limit on log lines and uevents
  * @violations: the chip's VIOLATIONS count when the driver last looked
@@ -110,7 +112,9 @@ struct tessera_ici {
 	dma_addr_t table_dma;
 	struct tessera_window windows[DRM_TESSERA_MAX_WINDOWS];
 	struct delayed_work link_work;
+	atomic_t changed;
 	u32 state[TSR_ICI_MAX_PORTS];
+	u64 downs_seen[TSR_ICI_MAX_PORTS];
 	u32 announced[TSR_ICI_MAX_PORTS];
 	struct ratelimit_state event_rs[TSR_ICI_MAX_PORTS];
 	u32 violations;

@@ -449,8 +449,10 @@ static irqreturn_t tessera_link_irq(int irq, void *arg)
 				     tessera_reg_read(tdev, TSR_REG_ICI_VIOL_WINDOW),
 				     tessera_reg_read(tdev, TSR_REG_ICI_VIOL_REASON));
 	}
-	if (changed)
+	if (changed) {
+		atomic_or(changed, &tdev->ici.changed);
 		mod_delayed_work(system_wq, &tdev->ici.link_work, 0);
+	}
 	return IRQ_HANDLED;
 }
 
@@ -462,23 +464,38 @@ static irqreturn_t tessera_link_irq(int irq, void *arg)
 #define TESSERA_LINK_EVENT_INTERVAL	(5 * HZ)
 #define TESSERA_LINK_EVENT_BURST	10
 
+static u64 tessera_port_downs(struct tessera_device *tdev, unsigned int port)
+{
+	return tessera_reg_read64(tdev, TSR_ICI_PORT_BASE(port) +
+				  TSR_IREG_CNT_LO(TSR_ICI_CNT_LINK_DOWNS));
+}
+
 /*
  * Count a port's change of state, and tell the log and user space (a
- * uevent) of a state they have not been told.  Return: whether that must
- * wait for the rate limit.
+ * uevent) of a state they have not been told.  @changed: the chip changed
+ * the port's state since the last look, perhaps and back again.  A link
+ * down is one the chip counted (a connection lost and mended, or a
+ * retrain, is none, however long the port was seen not up); the chip's
+ * count never misses one that came back before this look, as the states
+ * seen would.  A port up again after any change is a link up.
+ * Return: whether telling must wait for the rate limit.
  */
 static bool tessera_link_event(struct tessera_device *tdev, unsigned int port,
-			       const struct drm_tessera_port *now)
+			       const struct drm_tessera_port *now,
+			       bool changed)
 {
 	char port_env[32], state_env[40], peer_env[48];
 	char *envp[5];
 	u32 was = tdev->ici.state[port], told = tdev->ici.announced[port];
+	u64 downs = tessera_port_downs(tdev, port);
 
 	tdev->ici.state[port] = now->state;
-	if (now->state != was && now->state == TSR_ICI_STATE_UP)
+	atomic64_add(downs - tdev->ici.downs_seen[port],
+		     &tdev->counters[TESSERA_CNT_LINK_DOWNS]);
+	tdev->ici.downs_seen[port] = downs;
+	if (now->state == TSR_ICI_STATE_UP &&
+	    (was != TSR_ICI_STATE_UP || changed))
 		tessera_count(tdev, TESSERA_CNT_LINK_UPS);
-	else if (now->state != was && was == TSR_ICI_STATE_UP)
-		tessera_count(tdev, TESSERA_CNT_LINK_DOWNS);
 	if (now->state == told)
 		return false;
 	if (!__ratelimit(&tdev->ici.event_rs[port])) {
@@ -516,13 +533,16 @@ static void tessera_link_work(struct work_struct *work)
 	struct drm_tessera_port now;
 	bool held_back = false;
 	unsigned int port;
+	u32 changed;
 	int idx;
 
 	if (!drm_dev_enter(&tdev->drm, &idx))
 		return;
+	changed = atomic_xchg(&tdev->ici.changed, 0);
 	for (port = 0; port < tdev->ici.ports; port++) {
 		tessera_port_read(tdev, port, &now);
-		held_back |= tessera_link_event(tdev, port, &now);
+		held_back |= tessera_link_event(tdev, port, &now,
+						changed & BIT(port));
 	}
 	drm_dev_exit(idx);
 	if (held_back)
@@ -755,6 +775,9 @@ int tessera_ici_init(struct tessera_device *tdev)
 				TSR_ICI_MAX_PORTS);
 	if (!tdev->ici.ports)
 		return 0;
+	/* Links go down with the wires, not the driver: count from here. */
+	for (p = 0; p < tdev->ici.ports; p++)
+		tdev->ici.downs_seen[p] = tessera_port_downs(tdev, p);
 	tdev->ici.table = dmam_alloc_coherent(tdev->drm.dev,
 					      DRM_TESSERA_MAX_WINDOWS *
 					      sizeof(*tdev->ici.table),
