@@ -952,10 +952,19 @@ static uint64_t wire_commit(void *opaque, size_t len)
     return p->ici->lender->commit(p->ici->lender_opaque, p->index, len);
 }
 
+/*
+ * A frame sent again is copied from where it is kept, but not while a
+ * chunk is being read into the port's held frames (fill_chunk()): the
+ * copy could take one half filled, which the peer would take if it had
+ * refused the original.  The link sends it at its next timeout instead.
+ */
 static const uint8_t *wire_kept(void *opaque, uint64_t pos, size_t len)
 {
     IciPort *p = opaque;
 
+    if (p->building) {
+        return NULL;
+    }
     return p->ici->lender->kept(p->ici->lender_opaque, p->index, pos, len);
 }
 
@@ -1040,6 +1049,7 @@ TsrIci *tsr_ici_new(TsrCore *core, const TsrSlice *slice)
     for (p = 0; p < TSR_MAX_QUEUES; p++) {
         ici->calm_until[p] = UINT64_MAX;   /* no writes out */
     }
+    ici->deadline = UINT64_MAX;
     ici->retransmit_ns = ICI_RETRANSMIT_NS;
     ici->keepalive_ns = ICI_KEEPALIVE_NS;
     for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
