@@ -170,11 +170,17 @@ $(QEMU_BIN): $(QEMU_BUILD)/build.ninja FORCE
 	@mk/qemu-overlay $(QEMU_SRC) $(REPO)
 	@ninja -C $(QEMU_BUILD) -j$(JOBS) qemu-system-x86_64
 
-$(QEMU_FIRMWARE)/.stamp: $(DEPS_STAMP)
+# tools/tessera-vm boots with qboot.rom (a link's time is its target's,
+# older than the deps: order-only, made once).
+$(QEMU_FIRMWARE)/.stamp: $(DEPS_STAMP) | $(QEMU_FIRMWARE)/qboot.rom
 	mkdir -p $(QEMU_FIRMWARE)
 	ln -sf /usr/share/seabios/bios-256k.bin /usr/share/qemu/linuxboot_dma.bin \
 		/usr/share/qemu/kvmvapic.bin /usr/share/qemu/pvh.bin $(QEMU_FIRMWARE)/
 	@touch $@
+
+$(QEMU_FIRMWARE)/qboot.rom: | $(DEPS_STAMP)
+	mkdir -p $(QEMU_FIRMWARE)
+	ln -sf /usr/share/qemu/qboot.rom $@
 
 # ---------------------------------------------------------------- driver
 # Kbuild writes objects beside the sources; build in a mirror of links so
