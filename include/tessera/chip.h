@@ -153,6 +153,10 @@
  * ring of struct tsr_job_desc in system memory.  The driver writes
  * descriptors, then the index one past the last to TAIL (the doorbell);
  * the queue runs them in order and advances HEAD as each one completes.
+ * STARTED is one past the last descriptor the queue took: the jobs before
+ * it have started (and may have taken effect in part), those from it on
+ * have not.  A job the queue aborted or failed still ends and moves HEAD,
+ * so HEAD alone cannot tell a started job from one never taken.
  */
 #define TSR_QUEUE_STRIDE		0x100
 #define TSR_QUEUE_BASE(q)		(TSR_BLOCK_QUEUE + (q) * TSR_QUEUE_STRIDE)
@@ -173,6 +177,7 @@
 #define TSR_QREG_IRQ_STATUS		0x38	/* RW1C */
 #define TSR_QREG_IRQ_ENABLE		0x3c	/* RW */
 #define TSR_QREG_LAST_ERROR		0x40	/* RO, TSR_ERR_* of last failed job */
+#define TSR_QREG_STARTED		0x44	/* RO, one past the last job taken */
 
 #define TSR_RING_SIZE_MIN		2
 #define TSR_RING_SIZE_MAX		4096	/* a power of two in between */

@@ -664,6 +664,8 @@ static uint32_t queue_reg_read(TsrCore *core, uint32_t offset)
         return qu->tail;
     case TSR_QREG_HEAD:
         return qu->head;
+    case TSR_QREG_STARTED:
+        return qu->started;
     case TSR_QREG_STATUS:
         if (!(qu->control & TSR_QCTRL_ENABLE)) {
             return TSR_QSTATUS_DISABLED;
@@ -759,6 +761,7 @@ static void queue_control_write(TsrCore *core, unsigned int q, uint32_t value,
         qu->generation++;
         qu->head = 0;
         qu->tail = 0;
+        qu->started = 0;
         qu->running = false;
         e->queue_event = q;
         e->queue_reset = true;

@@ -52,6 +52,8 @@ typedef struct TsrQueue {
     uint32_t control;
     uint32_t head;
     uint32_t tail;
+    /* One past the last job taken; HEAD once that job has ended. */
+    uint32_t started;
     uint64_t fence_addr;
     uint64_t fence;
     uint32_t jobs_done;

@@ -570,6 +570,7 @@ void tsr_core_queue_run(TsrCore *core, unsigned int queue)
         slot.ring_base = qu->ring_base;
         slot.ring_size = qu->ring_size;
         slot.index = qu->head;
+        qu->started = (qu->head + 1) % qu->ring_size;
         slot.start = qu->clock;
         slot.fence_addr = qu->fence_addr;
         slot.hang_at = core->faults.hang_after;

@@ -842,6 +842,44 @@ TEST_F(q, the_ring_of_a_disabled_queue_cannot_change_under_its_job)
 	EXPECT_EQ(32, qrd(self->c, 0, TSR_QREG_RING_SIZE));
 }
 
+/*
+ * A job its disabled queue aborts ends and moves HEAD past it, as a job
+ * never taken would leave HEAD on the next: STARTED tells the two apart,
+ * for the driver to know after a chip reset which jobs may not run again.
+ */
+TEST_F(q, started_counts_a_job_the_queue_aborted_and_not_one_it_never_took)
+{
+	uint64_t sem = chip_buffer(self->c, 1, 4096);
+	struct tsr_cmd_sem wait = {
+		HDR(TSR_OP_SEM_WAIT, struct tsr_cmd_sem), sem, 1 };
+	struct runner waiter = { self->c, 0 };
+	struct tsr_completion *first, *second;
+	pthread_t t;
+
+	first = chip_queue_job(self->c, 0, 1, &wait, sizeof(wait), 1);
+	second = chip_queue_job(self->c, 0, 1, &nop, sizeof(nop), 2);
+	EXPECT_EQ(0, qrd(self->c, 0, TSR_QREG_STARTED));
+	chip_hold(self->c, sem);
+	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue, &waiter));
+	chip_wait_held(self->c);
+	EXPECT_EQ(1, qrd(self->c, 0, TSR_QREG_STARTED));
+	EXPECT_EQ(0, qrd(self->c, 0, TSR_QREG_HEAD));
+	qwr(self->c, 0, TSR_QREG_CONTROL, 0);
+	chip_release(self->c);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(TSR_ERR_ABORTED, first->error);
+	EXPECT_EQ(0, second->status);
+	EXPECT_EQ(1, qrd(self->c, 0, TSR_QREG_HEAD));
+	EXPECT_EQ(1, qrd(self->c, 0, TSR_QREG_STARTED));
+
+	qwr(self->c, 0, TSR_QREG_CONTROL, TSR_QCTRL_ENABLE);
+	tsr_core_queue_run(self->c->core, 0);
+	EXPECT_EQ(TSR_JOB_STATUS_DONE, second->status);
+	EXPECT_EQ(2, qrd(self->c, 0, TSR_QREG_STARTED));
+	qwr(self->c, 0, TSR_QREG_CONTROL, TSR_QCTRL_RESET | TSR_QCTRL_ENABLE);
+	EXPECT_EQ(0, qrd(self->c, 0, TSR_QREG_STARTED));
+}
+
 TEST_F(q, a_queue_reset_cuts_off_the_writes_of_the_job_it_aborts)
 {
 	uint64_t src = chip_buffer(self->c, 1, 4096);
