@@ -491,6 +491,8 @@ void tessera_debugfs_init(struct tessera_device *tdev)
 				&tdev->inject_submit_wait_done);
 	debugfs_create_atomic_t("timeout_wait_free", 0600, root,
 				&tdev->inject_timeout_wait_free);
+	debugfs_create_atomic_t("stop_wait_end", 0600, root,
+				&tdev->inject_stop_wait_end);
 	debugfs_create_bool("hangcheck", 0600, root, &tdev->hangcheck);
 
 	if (tdev->ici.ports)

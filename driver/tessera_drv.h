@@ -203,6 +203,8 @@ struct tessera_queue {
  *	run and be freed before returning (debugfs)
  * @inject_timeout_wait_free: this many coming lost-interrupt timeouts let
  *	the scheduler's free worker run before using their job (debugfs)
+ * @inject_stop_wait_end: this many coming chip resets let the job each
+ *	queue runs end before going on from disabling the queue (debugfs)
  * @hangcheck: a job that outlives the timeout is reset; when false
  *	(debugfs) it is left on its ring
  * @ici: the ICI links and windows
@@ -253,6 +255,7 @@ struct tessera_device {
 	atomic64_t counters[TESSERA_CNT_COUNT];
 	atomic_t inject_submit_wait_done;
 	atomic_t inject_timeout_wait_free;
+	atomic_t inject_stop_wait_end;
 	bool hangcheck;
 
 	struct tessera_ici ici;

@@ -61,32 +61,35 @@ static void tessera_reset_uevent(struct tessera_device *tdev, const char *kind,
 
 /*
  * First half of a recovery: stop the schedulers of the queues in @mask and,
- * for a chip reset (@heads not NULL), let the chip start no more jobs,
- * noting in @heads the ring slot each queue has started.
+ * for a chip reset (@started not NULL), let the chip start no more jobs,
+ * noting in @started where each queue's started jobs end.
  */
 static void tessera_recover_stop(struct tessera_device *tdev,
-				 unsigned long mask, u32 *heads)
+				 unsigned long mask, u32 *started)
 {
 	unsigned int i;
+	bool wait_end;
 
 	lockdep_assert_held(&tdev->reset_lock);
 
 	for_each_set_bit(i, &mask, tdev->num_queues)
 		drm_sched_wqueue_stop(&tdev->queues[i].sched);
-	if (heads)
-		for_each_set_bit(i, &mask, tdev->num_queues)
-			heads[i] = tessera_queue_stop(&tdev->queues[i]);
+	if (!started)
+		return;
+	wait_end = tessera_inject(&tdev->inject_stop_wait_end);
+	for_each_set_bit(i, &mask, tdev->num_queues)
+		started[i] = tessera_queue_stop(&tdev->queues[i], wait_end);
 }
 
 /*
- * Second half, once the queues in @mask (the whole chip if @heads, what
+ * Second half, once the queues in @mask (the whole chip if @started, what
  * tessera_recover_stop() noted) are reset: retire, fail and requeue their
  * jobs and restart them.  @bad is the job whose timeout led here, off its
  * scheduler's pending list (the scheduler took it off to report the
  * timeout) and marked if guilty; it goes back with the others.
  */
 static void tessera_recover_restart(struct tessera_device *tdev,
-				    unsigned long mask, const u32 *heads,
+				    unsigned long mask, const u32 *started,
 				    struct tessera_job *bad)
 {
 	struct tessera_job *job, *tmp;
@@ -99,8 +102,8 @@ static void tessera_recover_restart(struct tessera_device *tdev,
 	for_each_set_bit(i, &mask, tdev->num_queues) {
 		tessera_queue_reap(&tdev->queues[i], false);
 		/* A queue reset's only started job is the guilty one. */
-		if (heads)
-			tessera_queue_fail_started(&tdev->queues[i], heads[i]);
+		if (started)
+			tessera_queue_fail_started(&tdev->queues[i], started[i]);
 	}
 
 	for_each_set_bit(i, &mask, tdev->num_queues) {
@@ -131,8 +134,8 @@ static void tessera_recover_restart(struct tessera_device *tdev,
 		drm_sched_start(&tdev->queues[i].sched);
 	}
 
-	trace_tessera_reset(tdev, heads ? -1 : (int)__ffs(mask));
-	if (heads) {
+	trace_tessera_reset(tdev, started ? -1 : (int)__ffs(mask));
+	if (started) {
 		tessera_count(tdev, TESSERA_CNT_DEVICE_RESETS);
 		tessera_reset_uevent(tdev, "chip", -1);
 	} else {
@@ -148,16 +151,16 @@ static void tessera_recover_restart(struct tessera_device *tdev,
 static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
 			    bool chip, struct tessera_job *bad)
 {
-	u32 heads[TSR_MAX_QUEUES];
+	u32 started[TSR_MAX_QUEUES];
 	unsigned int i;
 
-	tessera_recover_stop(tdev, mask, chip ? heads : NULL);
+	tessera_recover_stop(tdev, mask, chip ? started : NULL);
 	if (chip)
 		tessera_hw_reset(tdev);
 	else
 		for_each_set_bit(i, &mask, tdev->num_queues)
 			tessera_hw_queue_reset(&tdev->queues[i]);
-	tessera_recover_restart(tdev, mask, chip ? heads : NULL, bad);
+	tessera_recover_restart(tdev, mask, chip ? started : NULL, bad);
 }
 
 /*
@@ -290,10 +293,10 @@ static void tessera_pci_reset_work(struct work_struct *work)
 	struct tessera_device *tdev = container_of(work, struct tessera_device,
 						   pci_reset_work);
 	unsigned long all = GENMASK(tdev->num_queues - 1, 0);
-	u32 heads[TSR_MAX_QUEUES];
+	u32 started[TSR_MAX_QUEUES];
 
 	mutex_lock(&tdev->reset_lock);
-	tessera_recover_stop(tdev, all, heads);
+	tessera_recover_stop(tdev, all, started);
 	tessera_hw_irq_off(tdev);
 	/* The reset zeroes the window table's registers, as tessera_hw_reset's. */
 	mutex_lock(&tdev->ici.window_lock);
@@ -301,7 +304,7 @@ static void tessera_pci_reset_work(struct work_struct *work)
 	wait_for_completion(&tdev->pci_reset_over);
 	tessera_hw_reset_locked(tdev);
 	mutex_unlock(&tdev->ici.window_lock);
-	tessera_recover_restart(tdev, all, heads, NULL);
+	tessera_recover_restart(tdev, all, started, NULL);
 	mutex_unlock(&tdev->reset_lock);
 }
 

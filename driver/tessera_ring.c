@@ -12,6 +12,7 @@
  * Copyright (C) 2026 The Tessera Authors
  */
 
+#include <linux/iopoll.h>
 #include <linux/slab.h>
 
 #include <drm/drm_print.h>
@@ -260,7 +261,10 @@ void tessera_queue_reap(struct tessera_queue *q, bool use_head)
 	list_for_each_entry_safe(job, tmp, &q->inflight, link) {
 		if (!passed && job->hw_fence->seqno > done)
 			break;
-		/* The chip gave up on it for a fatal error: recovery fails it. */
+		/*
+		 * The chip gave up on it, for a fatal error or for a chip
+		 * reset that disabled its queue: recovery fails it.
+		 */
 		if (tessera_job_aborted(job))
 			break;
 		if (passed)
@@ -278,37 +282,54 @@ void tessera_queue_reap(struct tessera_queue *q, bool use_head)
 /**
  * tessera_queue_stop() - let the chip start no more jobs on a queue
  * @q: the queue, about to be reset with the whole chip
+ * @wait_end: let the job the queue runs end first (debugfs stop_wait_end):
+ *	the disable aborts it, often before the reset, sometimes after
  *
- * Return: HEAD, the ring slot of the job the queue has started, if any:
- * the chip takes the job at HEAD as soon as the one before it ends.
+ * Return: STARTED, one past the ring slot of the last job the queue took,
+ * final once the queue is disabled.  Not HEAD: a job the disable aborts
+ * ends and moves HEAD past it, as if it had never been taken.
  */
-u32 tessera_queue_stop(struct tessera_queue *q)
+u32 tessera_queue_stop(struct tessera_queue *q, bool wait_end)
 {
 	u32 base = TSR_QUEUE_BASE(q->index);
+	u32 started, head;
 
 	tessera_reg_write(q->tdev, base + TSR_QREG_CONTROL, 0);
-	return tessera_reg_read(q->tdev, base + TSR_QREG_HEAD);
+	started = tessera_reg_read(q->tdev, base + TSR_QREG_STARTED);
+	if (wait_end)
+		read_poll_timeout(tessera_reg_read, head, head == started,
+				  USEC_PER_MSEC, USEC_PER_SEC, false, q->tdev,
+				  base + TSR_QREG_HEAD);
+	return started;
 }
 
 /**
- * tessera_queue_fail_started() - fail the job a chip reset interrupted
+ * tessera_queue_fail_started() - fail the jobs a chip reset interrupted
  * @q: the queue, reset with the chip and reaped
- * @head: what tessera_queue_stop() returned before the reset
+ * @started: what tessera_queue_stop() returned before the reset
  *
  * A job that has started has taken effect in part, on this chip and
  * through its remote writes on others: it must not run again from its
- * first command.  It fails with TSR_ERR_ABORTED (-ECANCELED), or with the
- * ABORTED record the chip wrote for it on a fatal error.  Jobs behind it
- * never started and run again.
+ * first command.  Every job the queue took and did not finish fails with
+ * TSR_ERR_ABORTED (-ECANCELED), or with the ABORTED record the chip wrote
+ * for it when it stopped the job.  Jobs behind them never started and run
+ * again.
  */
-void tessera_queue_fail_started(struct tessera_queue *q, u32 head)
+void tessera_queue_fail_started(struct tessera_queue *q, u32 started)
 {
-	struct tessera_job *job;
+	struct tessera_job *job, *tmp;
 	unsigned long flags;
+	u32 n = 0;
 
 	spin_lock_irqsave(&q->lock, flags);
 	job = list_first_entry_or_null(&q->inflight, struct tessera_job, link);
-	if (job && job->slot == head) {
+	/* Fewer jobs than slots are in flight: no ambiguity. */
+	if (job)
+		n = (started - job->slot) % TESSERA_RING_SIZE;
+	list_for_each_entry_safe(job, tmp, &q->inflight, link) {
+		if (!n)
+			break;
+		n--;
 		list_del_init(&job->link);
 		drm_dbg(&q->tdev->drm, "queue %u: job %llu of context %u interrupted by the chip reset\n",
 			q->index, job->seq, job->ctx->id);

@@ -892,9 +892,14 @@ TEST_F(slice, a_flapping_link_is_announced_at_a_bounded_rate)
 /*
  * A chip reset while a job waits after its remote write: the job fails
  * with ABORTED and is not run again, so the write and its semaphore
- * increment land on the other chip once, not twice.
+ * increment land on the other chip once, not twice.  With @ended_first
+ * (debugfs stop_wait_end) the reset lets the job end, aborted by the
+ * disable of its queue, before going on: what a job that ends at once
+ * does, before the driver has read which jobs had started.
  */
-TEST_F(slice, a_chip_reset_does_not_send_a_jobs_remote_writes_again)
+static void reset_after_a_remote_write(struct __test_metadata *_metadata,
+				       FIXTURE_DATA(slice) *self,
+				       bool ended_first)
 {
 	struct drm_tessera_window_open wo;
 	struct drm_tessera_job_status st;
@@ -929,6 +934,8 @@ TEST_F(slice, a_chip_reset_does_not_send_a_jobs_remote_writes_again)
 		sched_yield();
 	ASSERT_EQ(1, *remote_sem);
 
+	if (ended_first)
+		ASSERT_EQ(0, tsr_debugfs_write(a->pci, "stop_wait_end", 1));
 	ASSERT_EQ(0, tsr_debugfs_write(a->pci, "force_recovery", 1));
 	/* Were the job run again, it would now write and pass. */
 	__atomic_store_n(local_sem, 1, __ATOMIC_RELEASE);
@@ -941,6 +948,16 @@ TEST_F(slice, a_chip_reset_does_not_send_a_jobs_remote_writes_again)
 	tsr_emit_nop(&a->c);
 	ASSERT_EQ(0, run_job(a, bos2(&a->c.bo, &a->src), 2, NULL));
 	EXPECT_EQ(1, *remote_sem);
+}
+
+TEST_F(slice, a_chip_reset_does_not_send_a_jobs_remote_writes_again)
+{
+	reset_after_a_remote_write(_metadata, self, false);
+}
+
+TEST_F(slice, a_job_its_queue_ended_aborted_before_a_chip_reset_is_not_run_again)
+{
+	reset_after_a_remote_write(_metadata, self, true);
 }
 
 /* Register @reg of chip @pci through its BAR0 in sysfs, or ~0. */
