@@ -110,6 +110,14 @@ typedef struct IciPort {
      */
     unsigned int building;
     bool reclaiming;
+    /*
+     * Where in the transport the frame each queue's worker is filling
+     * lies, [filling, filling_end) (equal: none); committing: the queue
+     * whose frame is being committed, or -1.
+     */
+    uint64_t filling[TSR_MAX_QUEUES];
+    uint64_t filling_end[TSR_MAX_QUEUES];
+    int committing;
     uint32_t transport;     /* enum tsr_ici_transport */
 } IciPort;
 
@@ -948,22 +956,31 @@ static uint8_t *wire_reserve(void *opaque, size_t len)
 static uint64_t wire_commit(void *opaque, size_t len)
 {
     IciPort *p = opaque;
+    uint64_t pos = p->ici->lender->commit(p->ici->lender_opaque, p->index,
+                                          len);
 
-    return p->ici->lender->commit(p->ici->lender_opaque, p->index, len);
+    if (p->committing >= 0) {
+        p->filling[p->committing] = pos;
+        p->filling_end[p->committing] = pos + len;
+    }
+    return pos;
 }
 
 /*
- * A frame sent again is copied from where it is kept, but not while a
- * chunk is being read into the port's held frames (fill_chunk()): the
- * copy could take one half filled, which the peer would take if it had
- * refused the original.  The link sends it at its next timeout instead.
+ * A frame sent again is copied from where it is kept, but not one whose
+ * chunk is still being read into it (fill_chunk()): the copy could be
+ * half filled, and the peer would take it if it had refused the
+ * original.  The link sends it at its next timeout instead.
  */
 static const uint8_t *wire_kept(void *opaque, uint64_t pos, size_t len)
 {
     IciPort *p = opaque;
+    unsigned int q;
 
-    if (p->building) {
-        return NULL;
+    for (q = 0; p->building && q < TSR_MAX_QUEUES; q++) {
+        if (pos < p->filling_end[q] && p->filling[q] < pos + len) {
+            return NULL;
+        }
     }
     return p->ici->lender->kept(p->ici->lender_opaque, p->index, pos, len);
 }
@@ -1055,6 +1072,7 @@ TsrIci *tsr_ici_new(TsrCore *core, const TsrSlice *slice)
     for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
         ici->port[p].ici = ici;
         ici->port[p].index = p;
+        ici->port[p].committing = -1;
     }
     return ici;
 }
@@ -1873,6 +1891,7 @@ static uint32_t fill_chunk(TsrIci *ici, TsrMem *mem, IciPort *p,
     }
     pthread_mutex_lock(&ici->lock);
     ici->lender->unhold(ici->lender_opaque, p->index);
+    p->filling_end[mem->queue] = p->filling[mem->queue];
     if (!--p->building && p->reclaiming) {
         pthread_cond_broadcast(&ici->cond);
     }
@@ -1937,7 +1956,9 @@ static uint32_t lend_chunk(TsrIci *ici, TsrMem *mem, const IciReq *r,
      * credit and replay slot), but held from the peer until filled.
      */
     ici->lender->hold(ici->lender_opaque, port);
+    p->committing = mem->queue;
     tsr_link_commit(p->link, now_ns());
+    p->committing = -1;
     *sent = true;
     return fill_chunk(ici, mem, p, at, va, n);
 }
