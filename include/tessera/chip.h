@@ -893,8 +893,9 @@ enum tsr_ici_state {
 /*
  * 3: ACK and NAK frames carry a SACK bitmap (selective repeat).
  * 4: a WRITE chunk carries its number in its request (struct tsr_ici_msg).
+ * 5: TAIL frames (a tail-loss probe).
  */
-#define TSR_ICI_VERSION			4
+#define TSR_ICI_VERSION			5
 #define TSR_ICI_MAX_PAYLOAD		32768
 /* Virtual channels: a frame switches to 1 once it has crossed a dateline. */
 #define TSR_ICI_VCS			2
@@ -904,6 +905,7 @@ enum tsr_ici_frame_type {
 	TSR_ICI_FRAME_DATA = 2,		/* a sequenced payload */
 	TSR_ICI_FRAME_ACK = 3,		/* @ack, SACK and credits only */
 	TSR_ICI_FRAME_NAK = 4,		/* resend @ack and the gaps SACK shows */
+	TSR_ICI_FRAME_TAIL = 5,		/* answer with a NAK if @seq shows a gap */
 };
 
 /* Bits of struct tsr_ici_frame_hdr.flags. */
@@ -915,12 +917,13 @@ enum tsr_ici_frame_type {
  * @magic: TSR_ICI_FRAME_MAGIC
  * @type: enum tsr_ici_frame_type
  * @flags: TSR_ICI_FRAME_*
- * @len: payload bytes, at most TSR_ICI_MAX_PAYLOAD (0 for ACK and NAK)
+ * @len: payload bytes, at most TSR_ICI_MAX_PAYLOAD (0 for ACK, NAK, TAIL)
  * @reserved: zero
  * @seq: DATA: the frame's sequence number; ACK and NAK: a SACK bitmap,
  *	bit i set when the sender holds DATA frame @ack + 1 + i (received
  *	behind a gap); a NAK asks for @ack and for the frames below the
- *	highest held that are not held
+ *	highest held that are not held; TAIL: the sequence number of the
+ *	DATA frame the sender sends next (it sent every one before)
  * @ack: the sequence number the sender expects next from its peer
  * @credit: per virtual channel, how many DATA frames of that channel the
  *	sender has freed room for since the link was trained (mod 2^32): its

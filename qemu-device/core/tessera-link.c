@@ -356,6 +356,7 @@ struct TsrLink {
     uint32_t rxt_next;
     uint64_t rto_deadline;          /* 0: not armed */
     uint64_t probe_deadline;        /* credit stall: 0, not armed */
+    uint64_t tail_deadline;         /* tail-loss probe: 0, not armed */
     unsigned int retries;
     /* The peer last showed it is alive (see give_up_at()). */
     uint64_t progress_at;
@@ -586,6 +587,37 @@ static uint64_t give_up_ns(const TsrLinkConfig *cfg)
                                         i : TSR_LINK_BACKOFF_MAX);
     }
     return total;
+}
+
+/*
+ * The tail-loss probe's timeout (RFC 8985's PTO): twice the smoothed round
+ * trip.  The peer answers every frame at once (no delayed ACK), so by
+ * then a frame that arrived has been acknowledged unless the peer did not
+ * run; and a probe that comes too early costs a header, not a replay
+ * (tail_probe()).  At least an eighth of the configured interval: a round
+ * trip of a few microseconds between two ends that both run says nothing
+ * of the peer's next wake-up, and a probe at every burst's end would
+ * double the ACKs.
+ */
+static uint64_t pto(const TsrLink *link)
+{
+    uint64_t t = 2 * link->srtt, min = link->cfg.retransmit_ns / 8;
+
+    return t < min ? min : t;
+}
+
+/*
+ * Something new was sent or acknowledged at @now: the tail-loss probe is
+ * due a PTO on while frames are unacknowledged, if that comes before the
+ * retransmit timer.  Without a round trip measured yet, the timer alone.
+ */
+static void arm_tail_probe(TsrLink *link, uint64_t now)
+{
+    uint64_t at = now + pto(link);
+
+    link->tail_deadline = link->srtt && link->snd_una != link->snd_nxt &&
+                          (!link->rto_deadline || at < link->rto_deadline) ?
+                          at : 0;
 }
 
 /* When a timer armed at @now fires: an interval on, or when we give up. */
@@ -864,13 +896,19 @@ static bool data_leaves(TsrLink *link, uint32_t seq, TsrLinkBuf *p,
     return first;
 }
 
-/* Data has left: the peer owes an acknowledgement from now, if none yet. */
-static void data_left(TsrLink *link, uint64_t now)
+/*
+ * Data has left, new if @first: the peer owes an acknowledgement from now,
+ * if none yet, and the tail is a new one.
+ */
+static void data_left(TsrLink *link, bool first, uint64_t now)
 {
     if (!link->rto_deadline) {
         /* Nothing was in flight: the peer owes nothing yet. */
         link->progress_at = now;
         link->rto_deadline = timer_at(link, now);
+    }
+    if (first) {
+        arm_tail_probe(link, now);
     }
 }
 
@@ -896,7 +934,7 @@ static void send_data(TsrLink *link, uint32_t seq, uint64_t now)
     }
     emit(link, TSR_ICI_FRAME_DATA, p->vc ? TSR_ICI_FRAME_VC1 : 0, seq,
          payload, p->len, p->crc, first, now);
-    data_left(link, now);
+    data_left(link, first, now);
 }
 
 /* Resend the oldest frame the peer was found to miss (MARK_QUEUED). */
@@ -1022,6 +1060,7 @@ static bool take_ack(TsrLink *link, uint32_t ack, uint64_t now)
     link->progress_at = now;
     link->rto_deadline = link->snd_una == link->snd_nxt ? 0 :
                          timer_at(link, now);
+    arm_tail_probe(link, now);
     return true;
 }
 
@@ -1306,7 +1345,7 @@ static void reset_streams(TsrLink *link)
     unlend(link, link->snd_una, link->snd_end);
     link->snd_una = link->snd_nxt = link->snd_end = link->snd_max =
         link->cfg.isn;
-    link->rto_deadline = 0;
+    link->rto_deadline = link->tail_deadline = 0;
     link->retries = 0;
     link->rxt_count = 0;
     link->rtt_timing = false;
@@ -1420,6 +1459,23 @@ static void take_train(TsrLink *link, const struct tsr_ici_frame_hdr *h,
     link->train_deadline = 0;
 }
 
+/*
+ * The peer's tail-loss probe: it has sent everything before @next.  The
+ * wire keeps order, so what is missing below it was lost: a NAK asks for
+ * it (@ack, and the gaps below the highest held), else an ACK answers.
+ */
+static void take_tail(TsrLink *link, uint32_t next)
+{
+    if (seq_lt(link->rcv_next, next) &&
+        next - link->rcv_next > link->cfg.window) {
+        link->cnt.protocol_errors++;
+    } else if (seq_lt(link->rcv_next, next)) {
+        link->nak_due = true;
+    } else {
+        link->ack_due = true;
+    }
+}
+
 static void take_frame(TsrLink *link, const struct tsr_ici_frame_hdr *h,
                        const uint8_t *payload, uint64_t now)
 {
@@ -1434,7 +1490,7 @@ static void take_frame(TsrLink *link, const struct tsr_ici_frame_hdr *h,
         take_train(link, h, payload, now);
         return;
     }
-    if (h->type < TSR_ICI_FRAME_DATA || h->type > TSR_ICI_FRAME_NAK ||
+    if (h->type < TSR_ICI_FRAME_DATA || h->type > TSR_ICI_FRAME_TAIL ||
         (h->type != TSR_ICI_FRAME_DATA && h->len)) {
         link->cnt.protocol_errors++;
         return;
@@ -1448,6 +1504,10 @@ static void take_frame(TsrLink *link, const struct tsr_ici_frame_hdr *h,
     take_credit(link, h);
     if (h->type == TSR_ICI_FRAME_DATA) {
         take_data(link, h, payload);
+        return;
+    }
+    if (h->type == TSR_ICI_FRAME_TAIL) {
+        take_tail(link, h->seq);
         return;
     }
     high = acked ? take_sack(link, h->ack, h->seq, now) : h->ack;
@@ -1613,7 +1673,7 @@ static void start_training(TsrLink *link, uint64_t now)
     link->peer_seen = false;
     link->rlen = 0;
     link->resyncing = false;
-    link->rto_deadline = 0;
+    link->rto_deadline = link->tail_deadline = 0;
     link->rtt_timing = false;
     set_state(link, TSR_ICI_STATE_TRAINING);
     send_train(link, now);
@@ -1633,7 +1693,7 @@ void tsr_link_disconnected(TsrLink *link)
     link->peer_seen = false;
     link->rlen = 0;
     link->wlen = 0;
-    link->rto_deadline = 0;
+    link->rto_deadline = link->tail_deadline = 0;
     link->train_deadline = 0;
     set_state(link, TSR_ICI_STATE_DISCONNECTED);
 }
@@ -1831,7 +1891,7 @@ void tsr_link_commit(TsrLink *link, uint64_t now)
     p->pos = link->ops->wire_commit(link->opaque, total);
     p->lent = true;
     link->lend_at = NULL;
-    data_left(link, now);
+    data_left(link, true, now);
 }
 
 /* Whether @vc could lend but for the window and credit. */
@@ -2003,6 +2063,29 @@ static bool probe(TsrLink *link, uint64_t now)
 }
 
 /*
+ * Nothing was sent or acknowledged for a PTO while frames are in flight:
+ * the last of a burst may be lost, with nothing behind it to show the gap,
+ * which the retransmit timer alone would find (an interval that stays
+ * above the longest round trip of the last second).  A TAIL frame names
+ * the next sequence number, and the peer's answer, a NAK, asks for what it
+ * misses.  Resending the newest frame instead would need no new frame,
+ * but each time the peer merely did not run for a PTO (often, on a busy
+ * host) it would be a replay, where this costs a header; and it would not
+ * recover a loss before the newest.  Once per tail: only new data or a
+ * new acknowledgement arms it again.  Not while resends wait or the wire
+ * is backed up or held: the peer is not reading what came before.
+ */
+static void tail_probe(TsrLink *link, uint64_t now)
+{
+    link->tail_deadline = 0;
+    if (link->snd_una == link->snd_nxt || link->rxt_count || link->wlen ||
+        now < link->hold_until) {
+        return;
+    }
+    emit(link, TSR_ICI_FRAME_TAIL, 0, link->snd_nxt, NULL, 0, 0, false, now);
+}
+
+/*
  * The keepalive: a peer quiet for an interval is asked for a frame; one
  * quiet for as long as a silent peer is given is gone.  Returns whether
  * the link went down.
@@ -2063,6 +2146,9 @@ static bool overslept(TsrLink *link, uint64_t now)
     if (link->probe_deadline) {
         link->probe_deadline += late;
     }
+    if (link->tail_deadline) {
+        link->tail_deadline += late;
+    }
     if (link->keepalive_deadline) {
         link->keepalive_deadline += late;
     }
@@ -2109,6 +2195,10 @@ void tsr_link_poll(TsrLink *link, uint64_t now)
             resend_oldest(link, now);
         }
     }
+    if (link->tail_deadline && now >= link->tail_deadline &&
+        link->state == TSR_ICI_STATE_UP) {
+        tail_probe(link, now);
+    }
     if (link->probe_deadline && now >= link->probe_deadline &&
         link->state == TSR_ICI_STATE_UP && probe(link, now)) {
         return;
@@ -2134,6 +2224,10 @@ uint64_t tsr_link_deadline(const TsrLink *link)
     if (link->state == TSR_ICI_STATE_UP && link->probe_deadline &&
         link->probe_deadline < d) {
         d = link->probe_deadline;
+    }
+    if (link->state == TSR_ICI_STATE_UP && link->tail_deadline &&
+        link->tail_deadline < d) {
+        d = link->tail_deadline;
     }
     if (link->state == TSR_ICI_STATE_UP && link->keepalive_deadline &&
         link->keepalive_deadline < d) {
