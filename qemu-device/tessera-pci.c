@@ -460,14 +460,16 @@ static void tessera_run_bh(void *opaque)
 /* ---------------------------------------------------------- workers */
 
 /*
- * A queue worker yields to the main loop and the vCPUs, which carry its
- * chip's links: a link whose owner waits behind compute past its peer's
+ * With worker-nice, a queue worker yields to the main loop and the vCPUs,
+ * which carry its chip's links: a link whose owner waits behind compute past its peer's
  * deadline goes down (0.955 s), while a job only takes longer on the
  * host's clock, never on the modeled one.  SCHED_BATCH: a worker waking
  * from a semaphore does not preempt the thread it woke on; the nice value
  * weighs the workers below the rest of their QEMU (its autogroup), as a
  * share, never starved: a worker holding a frame it fills (lend_chunk())
- * still finishes soon.  0 leaves them as QEMU's other threads.
+ * still finishes soon.  0, the default, leaves them as QEMU's other
+ * threads, since a worker also reads remote writes into its links' rings
+ * (chip.md has what each costs).
  */
 static void tessera_worker_yield(TesseraWorker *w)
 {
@@ -1975,7 +1977,7 @@ static const Property tessera_properties[] = {
     DEFINE_PROP_STRING("coords", TesseraState, coords),
     DEFINE_PROP_STRING("wrap", TesseraState, wrap),
     /* The queue workers' nice, 1-19, under the main loop's; 0: the same. */
-    DEFINE_PROP_UINT32("worker-nice", TesseraState, worker_nice, 10),
+    DEFINE_PROP_UINT32("worker-nice", TesseraState, worker_nice, 0),
     /* For tests: a retransmit timer no busy host fires by itself. */
     DEFINE_PROP_UINT32("x-ici-retransmit-us", TesseraState, ici_retransmit_us,
                        0),

@@ -446,11 +446,12 @@ def queue_workers_yield_to_the_main_loop(qt):
           f"main {main}, workers {seen}")
 
 
+queue_workers_yield_to_the_main_loop.props = "worker-nice=10"
 queue_workers_yield_to_the_main_loop.args = ("-name", "debug-threads=on")
 test(queue_workers_yield_to_the_main_loop)
 
 
-def worker_nice_0_leaves_the_workers_as_the_main_loop(qt):
+def workers_run_as_the_main_loop_by_default(qt):
     qt.enable()
     seen = worker_threads(qt)
     main = seen.pop("main")
@@ -458,10 +459,8 @@ def worker_nice_0_leaves_the_workers_as_the_main_loop(qt):
           f"main {main}, workers {seen}")
 
 
-worker_nice_0_leaves_the_workers_as_the_main_loop.props = "worker-nice=0"
-worker_nice_0_leaves_the_workers_as_the_main_loop.args = (
-    "-name", "debug-threads=on")
-test(worker_nice_0_leaves_the_workers_as_the_main_loop)
+workers_run_as_the_main_loop_by_default.args = ("-name", "debug-threads=on")
+test(workers_run_as_the_main_loop_by_default)
 
 
 def main():
