@@ -94,8 +94,9 @@ VAGUE = {"JOB_HUNG", "TIMEOUT"}
 # has no name for yet, printed as ERR<n>).
 LINK_CAUSES = re.compile(r"LINK_DOWN|PEER_ABORT|ERR-\d+")
 # 2x2 torus as two VMs of 2x1 chips: every chip has a link inside its VM
-# and two to the other VM.
-PAIR = ["--topology", "2x2", "--host", "2"]
+# and two to the other VM; the chips' fault registers in debugfs (the
+# reset test holds a job there with fault_hang_after).
+PAIR = ["--topology", "2x2", "--host", "2", "-d", "debug-regs=on"]
 # A 2x2x2 torus as two VMs of 2x2x1 chips, host 1 the layer z = 1.
 PAIR_3D = ["--topology", "2x2x2", "--host", "2x2"]
 # The same 2x2 with its links between the VMs over TCP on 127.0.0.1

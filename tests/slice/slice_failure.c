@@ -24,7 +24,7 @@
  * job on its context (it must not be banned) and prints its chip's driver
  * counters.  With --reset, the
  * process of the chip at X,Y,Z resets its chip (debugfs force_recovery)
- * right after issuing call N+1.  With --stall-host, the processes of host
+ * once a job of call N+1 has started there (held by fault_hang_after).  With --stall-host, the processes of host
  * H (TESSERA_HOST_ID) wait 3 s before call N+1, so that the host can stop
  * that VM while the other hosts' chips have sent what they could and
  * only wait.
@@ -242,21 +242,74 @@ static void chip_close(struct chip *ch)
 	free(ch->out);
 }
 
-/* Reset the chip as after a fatal error; returns once it is done. */
-static int force_recovery(const struct chip *ch)
+/* Write @val to the chip's debugfs file @name. */
+static int debugfs_write(const struct chip *ch, const char *name,
+			 const char *val)
 {
 	char path[128];
 	int fd, ret = 0;
 
-	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/force_recovery",
-		 ch->info.pci_address);
+	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/%s",
+		 ch->info.pci_address, name);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (write(fd, "1\n", 2) != 2)
+	if (write(fd, val, strlen(val)) != (ssize_t)strlen(val))
 		ret = -errno;
 	close(fd);
 	return ret;
+}
+
+/* The chip's debugfs file @name as a number, or a negative errno. */
+static long long debugfs_read(const struct chip *ch, const char *name)
+{
+	char path[128], buf[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/%s",
+		 ch->info.pci_address, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -EIO;
+	buf[n] = '\0';
+	return strtoll(buf, NULL, 0);
+}
+
+/* Reset the chip as after a fatal error; returns once it is done. */
+static int force_recovery(const struct chip *ch)
+{
+	return debugfs_write(ch, "force_recovery", "1\n");
+}
+
+/*
+ * Have the next job to start on the chip hang after its first command
+ * (DBG_HANG_AFTER), so that the reset finds it started whatever the
+ * host's timing: a job the chip had not taken yet when its queue stopped
+ * runs again after a reset (driver.md), and the call would go on.
+ */
+static int hang_next_job(const struct chip *ch)
+{
+	return debugfs_write(ch, "fault_hang_after", "1\n");
+}
+
+/* Wait until a job has taken the hang (the register reads 0 again). */
+static int wait_hung(const struct chip *ch)
+{
+	uint64_t t = now_ns();
+	struct timespec tick = { .tv_nsec = 1000000 };
+	long long v;
+
+	while ((v = debugfs_read(ch, "fault_hang_after")) > 0) {
+		if (now_ns() - t > 10 * NS_PER_S)
+			return -ETIMEDOUT;
+		nanosleep(&tick, NULL);
+	}
+	return v < 0 ? (int)v : 0;
 }
 
 /* A job of this context after the call: it runs unless it was banned. */
@@ -303,15 +356,25 @@ static int call(struct chip *ch, const struct options *o, unsigned int k,
 		bool reset)
 {
 	struct accel_coll *coll;
-	int ret = accel_all_reduce(ch->comm, &ch->send, &ch->recv, o->count,
-				   TSR_DTYPE_F32, ACCEL_REDUCE_SUM, &coll);
+	int ret = reset ? hang_next_job(ch) : 0;
 
+	if (ret) {
+		say(ch, "cannot arm the hang: %s", strerror(-ret));
+		return ret;
+	}
+	ret = accel_all_reduce(ch->comm, &ch->send, &ch->recv, o->count,
+			       TSR_DTYPE_F32, ACCEL_REDUCE_SUM, &coll);
 	if (ret)
 		return ret;
 	if (reset) {
-		uint64_t t = now_ns();
-		int err;
+		uint64_t t;
+		int err = wait_hung(ch);
 
+		if (err) {
+			say(ch, "no job took the hang: %s", strerror(-err));
+			debugfs_write(ch, "fault_hang_after", "0\n");
+		}
+		t = now_ns();
 		say(ch, "cause: resetting the chip (force_recovery) during call %u", k);
 		err = force_recovery(ch);
 		say(ch, "chip reset %s after %.0f ms", err ? strerror(-err) : "done",
