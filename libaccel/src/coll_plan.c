@@ -489,11 +489,13 @@ static void end_phase(struct builder *b)
 
 /*
  * Hand the sorted work of one phase to the colour's two streams, where
- * the pincer's halves meet piece by piece, and then, unless it is the
- * last phase, meet themselves: each signals and waits for the other, so
- * that the next phase starts on pieces both have added to.
+ * the pincer's halves meet piece by piece, and then meet themselves
+ * (end_phase()): the next phase starts on pieces both have added to, and
+ * after the last phase the next call, whose first stream may start while
+ * another is still relaying this one's result into the same buffer (the
+ * caller's, or the scratch ACC), waits until every stream is done here.
  */
-static void flush_phase(struct builder *b, bool last)
+static void flush_phase(struct builder *b)
 {
 	struct actions *v = &b->act;
 	size_t from[COLL_DIRS];
@@ -514,15 +516,14 @@ static void flush_phase(struct builder *b, bool last)
 	}
 	if (!b->err)
 		add_meets(b, from);
-	if (!last)
-		end_phase(b);
+	end_phase(b);
 	b->first = false;
 	v->count = 0;
 }
 
 /* INIT or FINISH: local work of the + stream, a phase of its own. */
 static void local_phase(struct builder *b, enum coll_op_kind kind,
-			enum coll_buf buf, struct range r, bool last)
+			enum coll_buf buf, struct range r)
 {
 	struct action a = {
 		.op = { .kind = kind, .buf = buf, .dir = COLL_PLUS,
@@ -531,7 +532,7 @@ static void local_phase(struct builder *b, enum coll_op_kind kind,
 
 	if (r.len)
 		add_action(b, &a);
-	flush_phase(b, last);
+	flush_phase(b);
 }
 
 static void build_colour(struct builder *b)
@@ -552,25 +553,24 @@ static void build_colour(struct builder *b)
 	plan->owned_len[k] = level[phases].len;
 
 	if (kind == COLL_ALL_GATHER) {
-		local_phase(b, COLL_OP_INIT, COLL_OUT, level[phases], !phases);
+		local_phase(b, COLL_OP_INIT, COLL_OUT, level[phases]);
 	} else {
 		/* With phases, the first brings the input in piece by piece. */
 		if (phases)
 			b->first = true;
 		else
-			local_phase(b, COLL_OP_INIT, COLL_ACC, level[0], false);
+			local_phase(b, COLL_OP_INIT, COLL_ACC, level[0]);
 		for (i = 0; i < phases; i++) {
 			ring_phase(b, true, plan->order[k][i], level[i], UINT32_MAX);
-			flush_phase(b, false);
+			flush_phase(b);
 		}
-		local_phase(b, COLL_OP_FINISH, COLL_OUT, level[phases],
-			    kind == COLL_REDUCE_SCATTER || !phases);
+		local_phase(b, COLL_OP_FINISH, COLL_OUT, level[phases]);
 		if (kind == COLL_REDUCE_SCATTER)
 			return;
 	}
 	for (i = phases; i-- > 0; ) {
 		ring_phase(b, false, plan->order[k][i], level[i], UINT32_MAX);
-		flush_phase(b, i == 0);
+		flush_phase(b);
 	}
 }
 
@@ -604,12 +604,12 @@ static void build_broadcast(struct builder *b)
 	plan->owned_start[k] = part.start;
 	plan->owned_len[k] = root ? part.len : 0;
 	local_phase(b, COLL_OP_INIT, COLL_OUT,
-		    root ? part : (struct range){ part.start, 0 }, !plan->phases);
+		    root ? part : (struct range){ part.start, 0 });
 	for (i = 0; i < plan->phases; i++) {
 		d = plan->order[k][i];
 		if (in_root_line(b, i))
 			ring_phase(b, false, d, part, p->root[d]);
-		flush_phase(b, i + 1 == plan->phases);
+		flush_phase(b);
 	}
 }
 

@@ -8,7 +8,9 @@
  * hash of the order they were added in, so the tests see a chip counted
  * twice or missed, a result that differs between chips, a message taken
  * from the wrong place, a slot written before it was freed, a deadlock,
- * and the load on every link.  Then the communicator's own pure logic
+ * and the load on every link; also calls in flight one after the other,
+ * each stream starting its next call as soon as it ends one (as its queue
+ * does), on one buffer.  Then the communicator's own pure logic
  * (libaccel/src/coll_comm.c): where its key comes from, which window id
  * it takes, and that one that gave up refuses every call.
  */
@@ -45,6 +47,7 @@ struct chip {
 	struct coll_plan plan;
 	struct sym *acc, *out;
 	size_t pc[COLL_MAX_STREAMS];
+	unsigned int call[COLL_MAX_STREAMS];	/* the call each stream is in */
 	uint64_t sem[COLL_MAX_COLOURS][COLL_DIRS];
 	struct inbox in[COLL_CHANNELS];
 	uint64_t load[COLL_DIMS][COLL_DIRS];	/* elements sent */
@@ -53,6 +56,13 @@ struct chip {
 struct sim {
 	struct coll_params p;	/* coords set per chip */
 	unsigned int slots;
+	/*
+	 * Calls each chip makes one after the other (0: one), and whether
+	 * ACC is the output buffer, as an all-reduce in place of its own
+	 * type has it (libaccel/src/collective.c, place()).
+	 */
+	unsigned int calls;
+	bool acc_is_out;
 	uint32_t chips;
 	struct chip *chip;
 	char why[256];
@@ -199,13 +209,21 @@ static bool step(struct sim *s, uint32_t me, unsigned int si, bool *blocked)
 		ch->sem[st->colour][op->sem]++;
 		break;
 	case COLL_OP_WAIT:
-		*blocked = ch->sem[op->colour][op->sem] < op->value;
+		/* A call's waits count on from the calls before (chip->met). */
+		*blocked = ch->sem[op->colour][op->sem] <
+			   op->value + ch->call[si] *
+				       ch->plan.signals[op->colour][op->sem];
 		break;
 	default:
 		return failf(s, "unknown op", me, op);
 	}
-	if (!*blocked)
-		ch->pc[si]++;
+	if (*blocked)
+		return true;
+	/* The stream's queue goes on to the next call's job at once. */
+	if (++ch->pc[si] == st->count && ch->call[si] + 1 < s->calls) {
+		ch->pc[si] = 0;
+		ch->call[si]++;
+	}
 	return true;
 }
 
@@ -230,7 +248,8 @@ static bool simulate(struct sim *s, unsigned int seed)
 			return false;
 		}
 		ch->acc = calloc(s->p.count + 1, sizeof(struct sym));
-		ch->out = calloc(s->p.count + 1, sizeof(struct sym));
+		ch->out = s->acc_is_out ? ch->acc :
+			  calloc(s->p.count + 1, sizeof(struct sym));
 	}
 	srand(seed);
 	while (progress && !done) {
@@ -279,8 +298,9 @@ static void sim_free(struct sim *s)
 			free(in->fifo);
 		}
 		coll_plan_free(&ch->plan);
+		if (ch->out != ch->acc)
+			free(ch->out);
 		free(ch->acc);
-		free(ch->out);
 	}
 	free(s->chip);
 	s->chip = NULL;
@@ -445,7 +465,8 @@ static const struct shape shapes[] = {
  */
 static void run_from(struct __test_metadata *_metadata, const struct shape *sh,
 		     enum coll_kind kind, uint64_t count, unsigned int colours,
-		     uint64_t piece, unsigned int slots, uint32_t root)
+		     uint64_t piece, unsigned int slots, uint32_t root,
+		     unsigned int calls)
 {
 	struct sim s = {
 		.p = { .dims = { sh->dims[0], sh->dims[1], sh->dims[2] },
@@ -456,6 +477,9 @@ static void run_from(struct __test_metadata *_metadata, const struct shape *sh,
 		       .acc_piece = piece, .out_piece = piece + 1,
 		       .slots = slots },
 		.slots = slots,
+		.calls = calls,
+		/* Several calls share the caller's buffers, ACC among them. */
+		.acc_is_out = calls > 1 && kind == COLL_ALL_REDUCE,
 	};
 	struct sym *first = NULL;
 	unsigned int seed;
@@ -480,10 +504,10 @@ static void run_from(struct __test_metadata *_metadata, const struct shape *sh,
 			memcpy(first, s.chip[s.chips - 1].out, count * sizeof(*first));
 		}
 		if (!ok)
-			TH_LOG("%ux%ux%u wrap %u kind %u count %llu colours %u piece %llu slots %u: %s",
+			TH_LOG("%ux%ux%u wrap %u kind %u count %llu colours %u piece %llu slots %u calls %u: %s",
 			       sh->dims[0], sh->dims[1], sh->dims[2], sh->wrap, kind,
 			       (unsigned long long)count, colours,
-			       (unsigned long long)piece, slots, s.why);
+			       (unsigned long long)piece, slots, calls, s.why);
 		sim_free(&s);
 	}
 	free(first);
@@ -494,7 +518,7 @@ static void run(struct __test_metadata *_metadata, const struct shape *sh,
 		enum coll_kind kind, uint64_t count, unsigned int colours,
 		uint64_t piece, unsigned int slots)
 {
-	run_from(_metadata, sh, kind, count, colours, piece, slots, 0);
+	run_from(_metadata, sh, kind, count, colours, piece, slots, 0, 1);
 }
 
 static uint32_t chips_of(const struct shape *sh)
@@ -514,6 +538,32 @@ TEST(all_reduce_gives_every_chip_the_same_exact_sum)
 				    counts[j], 1 + mode,
 				    j == 3 ? 16 : 3, 2 + j % 2);
 		}
+	}
+}
+
+/*
+ * Calls started without a wait on the same buffers (nccl-tests' loop):
+ * a stream's queue starts its part of the next call as soon as it ends
+ * its part of this one, so the next call's first input copies into ACC
+ * (the output buffer of an all-reduce, the scratch of a reduce-scatter)
+ * must not come while another stream of the chip still relays this
+ * call's result into it or from it.  Each call is then still exact.
+ */
+TEST(calls_in_flight_on_one_buffer_each_end_exact)
+{
+	static const uint64_t counts[] = { 97, 600 };
+	unsigned int i, j, colours;
+
+	for (i = 0; i < ARRAY_SIZE(shapes); i++) {
+		for (j = 0; j < ARRAY_SIZE(counts); j++)
+			for (colours = 1; colours <= 3; colours++)
+				run_from(_metadata, &shapes[i], COLL_ALL_REDUCE,
+					 counts[j], colours, j ? 16 : 3, 2,
+					 0, 3);
+		/* ACC in the communicator's scratch, shared by every call. */
+		for (colours = 1; colours <= 3; colours++)
+			run_from(_metadata, &shapes[i], COLL_REDUCE_SCATTER,
+				 chips_of(&shapes[i]) * 5, colours, 4, 2, 0, 3);
 	}
 }
 
@@ -554,7 +604,7 @@ TEST(broadcast_brings_the_roots_vector_to_every_chip)
 			for (colours = 1; colours <= 3; colours++)
 				run_from(_metadata, &shapes[i], COLL_BROADCAST,
 					 counts[j], colours, 5, 2,
-					 roots[(j + colours) % 3]);
+					 roots[(j + colours) % 3], 1);
 	}
 }
 

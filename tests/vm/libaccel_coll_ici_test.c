@@ -124,6 +124,25 @@ static void encode(const float *f, uint64_t n, enum tsr_dtype dtype, void *out)
 		memcpy(out, f, n * sizeof(float));
 }
 
+/* The element of @dtype at @p, as a float (for a report). */
+static double decoded(const void *p, enum tsr_dtype dtype)
+{
+	uint32_t bits = 0;
+	int32_t i;
+	float f;
+
+	if (dtype == TSR_DTYPE_I32) {
+		memcpy(&i, p, sizeof(i));
+		return i;
+	}
+	if (dtype == TSR_DTYPE_BF16)
+		memcpy((char *)&bits + 2, p, 2);	/* little-endian */
+	else
+		memcpy(&bits, p, sizeof(bits));
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
 struct vectors {
 	struct accel_buffer *send[MAX_CHIPS];
 	struct accel_buffer *recv[MAX_CHIPS];
@@ -199,22 +218,27 @@ static bool vectors_check(struct __test_metadata *_metadata,
 
 	for (c = 0; ok && c < self->n; c++) {
 		unsigned int rank = accel_comm_rank(self->comm, c);
+		size_t e = tsr_dtype_size(dtype);
+		uint64_t wrong = 0, first = 0, last = 0;
 
 		ok = !accel_buffer_download(v->recv[c], 0, got, size);
 		for (i = 0; i < n; i++)
 			f[i] = want(self, rank, i, arg);
 		encode(f, n, dtype, exp);
 		for (i = 0; ok && i < n; i++) {
-			size_t e = tsr_dtype_size(dtype);
-
-			if (memcmp(got + i * e, exp + i * e, e)) {
-				TH_LOG("chip %u (rank %u) element %llu of %llu: got %s, want %g",
-				       c, rank, (unsigned long long)i,
-				       (unsigned long long)n,
-				       dtype == TSR_DTYPE_BF16 ? "(bf16 bits differ)" :
-				       "(f32 bits differ)", f[i]);
-				ok = false;
-			}
+			if (!memcmp(got + i * e, exp + i * e, e))
+				continue;
+			first = wrong++ ? first : i;
+			last = i;
+		}
+		if (wrong) {
+			/* What came instead says which step went wrong. */
+			TH_LOG("chip %u (rank %u): %llu of %llu elements wrong, %llu to %llu; element %llu: got %g, want %g",
+			       c, rank, (unsigned long long)wrong,
+			       (unsigned long long)n, (unsigned long long)first,
+			       (unsigned long long)last, (unsigned long long)first,
+			       decoded(got + first * e, dtype), f[first]);
+			ok = false;
 		}
 	}
 	free(got);
