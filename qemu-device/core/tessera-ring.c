@@ -7,10 +7,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tessera-ring.h"
@@ -355,4 +358,113 @@ static bool has_data(TsrRing *r)
 bool tsr_ring_wait_data(TsrRing *r)
 {
     return wait_for(r, &r->hdr->consumer_waiting, has_data);
+}
+
+/* ------------------------------------------------------ futex doorbells */
+
+/* Shared: the word is in the memfd both processes map. */
+static void futex_wake(uint32_t *word, int op)
+{
+    syscall(SYS_futex, word, op, 1, NULL, NULL, 0);
+}
+
+void tsr_ring_wake_data(TsrRing *r)
+{
+    futex_wake(&r->hdr->consumer_waiting, FUTEX_WAKE);
+}
+
+void tsr_ring_wake_room(TsrRing *r)
+{
+    futex_wake(&r->hdr->producer_waiting, FUTEX_WAKE);
+}
+
+void tsr_ring_kick(uint32_t *ctl)
+{
+    __atomic_fetch_add(ctl, 1, __ATOMIC_RELEASE);
+    futex_wake(ctl, FUTEX_WAKE_PRIVATE);
+}
+
+bool tsr_ring_futex_works(void)
+{
+    /* No waiters is invalid, but only where the call exists. */
+    return syscall(SYS_futex_waitv, NULL, 0, 0, NULL, 0) < 0 &&
+           errno != ENOSYS;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000ull + t.tv_nsec;
+}
+
+/*
+ * After a wake-up: a ring whose word woke us, or was cleared, with no
+ * bytes to show was rung for nothing (a correct producer clears the word
+ * after its head is out, and wakes after clearing it).
+ */
+static void count_futile(TsrRingWatch *w, bool woken, uint64_t now)
+{
+    uint32_t word = __atomic_load_n(&w->ring->hdr->consumer_waiting,
+                                    __ATOMIC_ACQUIRE);
+    size_t len;
+
+    if (!woken && word == 1) {
+        return;
+    }
+    if (!tsr_ring_peek(w->ring, &len) || len) {
+        w->futile = 0;
+        return;
+    }
+    w->futile_wakeups++;
+    if (++w->futile >= TSR_RING_FUTILE_MAX) {
+        w->futile = 0;
+        w->quiet_until = now + TSR_RING_QUIET_NS;
+    }
+}
+
+void tsr_ring_sleep(TsrRingWatch *w, unsigned int n, const uint32_t *ctl,
+                    uint32_t ctl_val, uint64_t timeout_ns)
+{
+    struct futex_waitv v[FUTEX_WAITV_MAX];
+    unsigned int at[FUTEX_WAITV_MAX];
+    uint64_t now = now_ns(), end;
+    unsigned int i, k = 0;
+    struct timespec ts;
+    long woke;
+
+    for (i = 0; i < n && k < FUTEX_WAITV_MAX - 1; i++) {
+        if (!w[i].ring) {
+            continue;
+        }
+        if (w[i].quiet_until > now) {
+            if (timeout_ns > TSR_RING_POLL_NS) {
+                timeout_ns = TSR_RING_POLL_NS;
+            }
+            continue;
+        }
+        if (tsr_ring_wait_data(w[i].ring)) {
+            return;
+        }
+        v[k] = (struct futex_waitv){
+            .val = 1,
+            .uaddr = (uintptr_t)&w[i].ring->hdr->consumer_waiting,
+            .flags = FUTEX_32,
+        };
+        at[k++] = i;
+    }
+    v[k] = (struct futex_waitv){
+        .val = ctl_val,
+        .uaddr = (uintptr_t)ctl,
+        .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG,
+    };
+    end = now + timeout_ns;
+    ts = (struct timespec){ .tv_sec = end / 1000000000ull,
+                            .tv_nsec = end % 1000000000ull };
+    woke = syscall(SYS_futex_waitv, v, k + 1, 0, &ts, CLOCK_MONOTONIC);
+    now = now_ns();
+    for (i = 0; i < k; i++) {
+        count_futile(&w[at[i]], woke == i, now);
+    }
 }

@@ -16,8 +16,9 @@
  * write outside it).  A sealed memfd cannot shrink under its mapping.
  *
  * Wake-ups are suppressed as vhost's are: a side about to sleep says so in
- * the header, and the other rings a doorbell (the owner's business: a byte
- * on the port's socket) only then.
+ * the header, and the other rings a doorbell only then: a byte on the
+ * port's socket (the owner's business), or a futex wake on the word
+ * itself (tsr_ring_wake_data(), tsr_ring_sleep()).
  *
  * A ring's producer calls must not overlap, nor its consumer calls; one of
  * each may run at once.
@@ -113,5 +114,46 @@ bool tsr_ring_room_doorbell(TsrRing *r);
  * if bytes came meanwhile (read again instead of sleeping).
  */
 bool tsr_ring_wait_data(TsrRing *r);
+
+/*
+ * Futex doorbells (TSR_ICI_HELLO_FUTEX): the waiting words are futexes
+ * shared by both processes.  The side that took the other's flag
+ * (tsr_ring_data_doorbell(), tsr_ring_room_doorbell()) wakes its sleeper;
+ * this never blocks, whatever the peer does.
+ */
+void tsr_ring_wake_data(TsrRing *r);
+void tsr_ring_wake_room(TsrRing *r);
+/* Whether this kernel has futex_waitv() (Linux 5.16). */
+bool tsr_ring_futex_works(void);
+
+/*
+ * A consumer sleeping on the peers' rings of several ports at once.  The
+ * peer writes the word slept on: a word it keeps clearing (futex_waitv()
+ * returns at once) or wakes for nothing costs a bounded number of
+ * wake-ups, counted, never a spin: TSR_RING_FUTILE_MAX in a row that find
+ * no bytes, and the ring is not slept on for TSR_RING_QUIET_NS, only read
+ * every TSR_RING_POLL_NS.  A peer that never wakes costs the timeout.
+ */
+#define TSR_RING_FUTILE_MAX     16
+#define TSR_RING_QUIET_NS       (100 * 1000 * 1000ull)
+#define TSR_RING_POLL_NS        (1000 * 1000ull)
+
+typedef struct TsrRingWatch {
+    TsrRing *ring;              /* the peer's, to consume; NULL: none */
+    unsigned int futile;        /* wake-ups in a row with nothing read */
+    uint64_t quiet_until;       /* CLOCK_MONOTONIC ns: polled until then */
+    uint64_t futile_wakeups;    /* ever */
+} TsrRingWatch;
+
+/*
+ * Sleep until one of the @n watched rings has bytes (tsr_ring_wait_data()
+ * is asked of each, so bytes already there end it at once), *@ctl (a
+ * word private to this process) is no longer @ctl_val, or @timeout_ns
+ * passes.  The caller then reads every watched ring.
+ */
+void tsr_ring_sleep(TsrRingWatch *w, unsigned int n, const uint32_t *ctl,
+                    uint32_t ctl_val, uint64_t timeout_ns);
+/* Change *@ctl and wake its sleeper. */
+void tsr_ring_kick(uint32_t *ctl);
 
 #endif /* TESSERA_RING_H */

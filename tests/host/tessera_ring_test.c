@@ -9,10 +9,15 @@
  * Copyright (C) 2026 The Tessera Authors
  */
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -424,6 +429,162 @@ TEST_F(ring, held_bytes_and_those_behind_them_are_seen_only_at_the_last_unhold)
 	EXPECT_EQ(1, tsr_ring_write(self->tx, want, 1));
 	ASSERT_NE(NULL, tsr_ring_peek(self->rx, &n));
 	EXPECT_EQ(1, n);
+}
+
+/* ------------------------------------------------------ futex doorbells */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000ull + t.tv_nsec;
+}
+
+/*
+ * The consumer sleeps on its word; a producer in another process (the
+ * memfd mapped there, as a peer QEMU has it) writes, takes the flag and
+ * wakes it: the sleep ends at once, not at its 5 s timeout.
+ */
+TEST_F(ring, a_producer_in_another_process_wakes_the_sleeping_consumer)
+{
+	TsrRingWatch w = { .ring = self->rx };
+	uint8_t b[64] = { 7 };
+	uint32_t ctl = 0;
+	uint64_t t0, took;
+	int status;
+	size_t n;
+	pid_t pid;
+
+	ASSERT_TRUE(tsr_ring_futex_works());
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* Until the consumer says it sleeps. */
+		while (!__atomic_load_n(&self->hdr->consumer_waiting,
+					__ATOMIC_ACQUIRE))
+			sched_yield();
+		if (tsr_ring_write(self->tx, b, sizeof(b)) != sizeof(b) ||
+		    !tsr_ring_data_doorbell(self->tx))
+			_exit(1);
+		tsr_ring_wake_data(self->tx);
+		_exit(0);
+	}
+	t0 = mono_ns();
+	tsr_ring_sleep(&w, 1, &ctl, 0, 5000000000ull);
+	took = mono_ns() - t0;
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, status);
+	ASSERT_NE(NULL, tsr_ring_peek(self->rx, &n));
+	EXPECT_EQ(sizeof(b), n);
+	EXPECT_GT(1000000000ull, took) TH_LOG("woken after %llu ns",
+					      (unsigned long long)took);
+	EXPECT_EQ(0, w.futile_wakeups);
+}
+
+/* Another thread's kick of the control word ends a sleep. */
+static void *kick_later(void *arg)
+{
+	uint32_t *ctl = arg;
+
+	while (!__atomic_load_n(ctl + 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+	tsr_ring_kick(ctl);
+	return NULL;
+}
+
+TEST_F(ring, a_producer_that_never_wakes_is_read_within_the_timeout)
+{
+	TsrRingWatch w = { .ring = self->rx };
+	uint8_t b[16] = { 3 };
+	uint64_t t0, took;
+	size_t n;
+
+	t0 = mono_ns();
+	tsr_ring_sleep(&w, 1, (uint32_t[]){ 0 }, 0, 20000000);
+	took = mono_ns() - t0;
+	EXPECT_LE(20000000ull, took);
+	EXPECT_GT(1000000000ull, took);
+	/* Bytes written with no wake are there for the next look. */
+	EXPECT_EQ(sizeof(b), tsr_ring_write(self->tx, b, sizeof(b)));
+	ASSERT_NE(NULL, tsr_ring_peek(self->rx, &n));
+	EXPECT_EQ(sizeof(b), n);
+	/* And bytes there before the sleep end it at once. */
+	t0 = mono_ns();
+	tsr_ring_sleep(&w, 1, (uint32_t[]){ 0 }, 0, 5000000000ull);
+	EXPECT_GT(1000000000ull, mono_ns() - t0);
+}
+
+TEST_F(ring, a_kick_of_the_control_word_ends_the_sleep)
+{
+	TsrRingWatch w = { .ring = self->rx };
+	uint32_t ctl[2] = { 0, 0 };
+	pthread_t t;
+	uint64_t t0;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, kick_later, ctl));
+	t0 = mono_ns();
+	__atomic_store_n(&ctl[1], 1, __ATOMIC_RELEASE);
+	tsr_ring_sleep(&w, 1, &ctl[0], 0, 5000000000ull);
+	EXPECT_GT(1000000000ull, mono_ns() - t0);
+	pthread_join(t, NULL);
+	EXPECT_EQ(1, ctl[0]);
+}
+
+struct hostile {
+	uint32_t *word;
+	volatile bool stop;
+};
+
+/* A peer clearing the consumer's word and waking it, for nothing. */
+static void *clear_and_wake(void *arg)
+{
+	struct hostile *h = arg;
+
+	while (!h->stop) {
+		__atomic_store_n(h->word, 0, __ATOMIC_RELEASE);
+		syscall(SYS_futex, h->word, FUTEX_WAKE, 1, NULL, NULL, 0);
+	}
+	return NULL;
+}
+
+/*
+ * A peer that keeps the consumer's word at 0 (its futex wait returns at
+ * once) and wakes it with nothing written gets a bounded number of
+ * wake-ups a second, counted, not a spin; and its bytes are still read,
+ * by polling, once it writes some.
+ */
+TEST_F(ring, a_peer_that_zeroes_the_waiting_word_does_not_make_the_consumer_spin)
+{
+	struct hostile h = { .word = &self->hdr->consumer_waiting };
+	TsrRingWatch w = { .ring = self->rx };
+	unsigned int sleeps = 0;
+	uint8_t b[16] = { 5 };
+	uint64_t end;
+	pthread_t t;
+	size_t n;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, clear_and_wake, &h));
+	end = mono_ns() + 1000000000ull;
+	while (mono_ns() < end) {
+		tsr_ring_sleep(&w, 1, (uint32_t[]){ 0 }, 0, 10000000);
+		ASSERT_NE(NULL, tsr_ring_peek(self->rx, &n));
+		ASSERT_EQ(0, n);
+		sleeps++;
+	}
+	EXPECT_GT(2000, sleeps);
+	EXPECT_LE(TSR_RING_FUTILE_MAX, w.futile_wakeups);
+	EXPECT_GE(sleeps, w.futile_wakeups);
+	EXPECT_NE(0, w.quiet_until);
+	TH_LOG("%u sleeps, %llu futile wake-ups", sleeps,
+	       (unsigned long long)w.futile_wakeups);
+	/* Still read while it misbehaves: polled. */
+	EXPECT_EQ(sizeof(b), tsr_ring_write(self->tx, b, sizeof(b)));
+	tsr_ring_sleep(&w, 1, (uint32_t[]){ 0 }, 0, 10000000);
+	ASSERT_NE(NULL, tsr_ring_peek(self->rx, &n));
+	EXPECT_EQ(sizeof(b), n);
+	h.stop = true;
+	pthread_join(t, NULL);
 }
 
 TEST_HARNESS_MAIN
