@@ -104,8 +104,11 @@ JSONC_LIBS = $(shell pkg-config --libs json-c 2>/dev/null)
 # from several sources depend on all of them rather than on -MMD files.
 USER_HEADERS := $(wildcard uapi/drm/*.h include/tessera/*.h libaccel/include/accel/*.h qemu-device/core/*.h)
 
-# Chip core, built for the host unit tests (the same files QEMU compiles).
+# Chip core, built for the host unit tests (the same files QEMU compiles)
+# once, into objects that every program of it links: compiled into each of
+# some twenty, it cost about 8 s of CPU apiece.
 CORE_SRCS := $(wildcard qemu-device/core/*.c)
+CORE_OBJS := $(CORE_SRCS:%.c=$(B)/obj/%.o)
 CORE_CFLAGS = -Iqemu-device/core -I$(REPO)/include $(shell pkg-config --cflags openblas 2>/dev/null)
 CORE_LIBS = $(shell pkg-config --libs openblas 2>/dev/null) -lm -pthread
 
@@ -275,23 +278,27 @@ $(CONSUMERS) &: tests/install/consumer.c tests/install/Makefile $(LIBACCEL_SO) $
 tests: $(HOST_TESTS) $(VM_TESTS) $(B)/tests/vm/run-tests $(BENCHES) $(GUEST_BENCHES) \
 	$(GUEST_PROGS) $(SLICE_PROGS) $(CONSUMERS) $(TUTORIAL)
 
+$(B)/obj/qemu-device/core/%.o: qemu-device/core/%.c $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -MMD -MP -pthread $(CORE_CFLAGS) -c -o $@ $<
+
 $(CORE_TESTS): $(B)/tests/host/%: tests/host/%.c tests/host/tessera_chip.h \
-		tests/host/ici_slice.h $(CORE_SRCS) \
+		tests/host/ici_slice.h $(CORE_OBJS) \
 		$(USER_HEADERS) $(HARNESS_DIR)/kselftest_harness.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) $(CORE_LIBS)
+	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c %.o,$^) $(CORE_LIBS)
 
-$(B)/bench/chip_bench: tests/bench/chip_bench.c tests/host/tessera_chip.h $(CORE_SRCS) $(DEPS_STAMP) \
+$(B)/bench/chip_bench: tests/bench/chip_bench.c tests/host/tessera_chip.h $(CORE_OBJS) $(DEPS_STAMP) \
 		$(USER_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) $(CORE_LIBS)
+	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c %.o,$^) $(CORE_LIBS)
 
 # The floors of a link carried by a socket and by a ring, beside a raw
 # socket copy and a memcpy.
-$(B)/bench/link_floor: tests/bench/link_floor.c qemu-device/core/tessera-link.c \
-		qemu-device/core/tessera-ring.c $(USER_HEADERS)
+$(B)/bench/link_floor: tests/bench/link_floor.c $(B)/obj/qemu-device/core/tessera-link.o \
+		$(B)/obj/qemu-device/core/tessera-ring.o $(USER_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c,$^) -pthread
+	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c %.o,$^) -pthread
 
 # The host's reference for the collectives: Open MPI's MPI_Allreduce.
 $(B)/bench/mpi_allreduce: tests/bench/mpi_allreduce.c $(DEPS_STAMP)
@@ -300,11 +307,11 @@ $(B)/bench/mpi_allreduce: tests/bench/mpi_allreduce.c $(DEPS_STAMP)
 
 # The ops tests run what libaccel builds on the chip core itself.
 $(B)/tests/host/libaccel_ops_test $(CORE_REF_TESTS): $(B)/tests/host/%: tests/host/%.c \
-		tests/host/tessera_chip.h $(CORE_SRCS) $(LIBACCEL_A) $(USER_HEADERS) \
+		tests/host/tessera_chip.h $(CORE_OBJS) $(LIBACCEL_A) $(USER_HEADERS) \
 		$(HARNESS_DIR)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) $(CORE_CFLAGS) $(LIBACCEL_CFLAGS) -o $@ \
-		$(filter %.c,$^) $(LIBACCEL_A) $(DRM_LIBS) $(CORE_LIBS)
+		$(filter %.c %.o,$^) $(LIBACCEL_A) $(DRM_LIBS) $(CORE_LIBS)
 
 $(filter-out %/libaccel_ops_test,$(filter $(B)/tests/host/libaccel_%,$(HOST_TESTS))): \
 		$(B)/tests/host/%: tests/host/%.c tests/host/coll_slice.h \
@@ -536,4 +543,4 @@ distclean:
 
 FORCE:
 
--include $(LIBACCEL_OBJS:.o=.d)
+-include $(LIBACCEL_OBJS:.o=.d) $(CORE_OBJS:.o=.d)
