@@ -19,6 +19,11 @@
  *                      trap for the debug kernel's KASAN)
  *   timeout_wait_free  the next N timeouts of a finished job let the free
  *                      worker run before they use the job (the same trap)
+ *   stop_wait_end      the next N resets let each queue's aborted job end
+ *                      before going on, and a queue reset first lets its
+ *                      hung job end and the queue take the next: the
+ *                      orders in which HEAD would mistake a started job
+ *                      for one never taken
  *   hangcheck          0: a job that outlives the timeout is left on its
  *                      ring, for tests that keep a job started until they
  *                      reset the chip (i915's enable_hangcheck)
@@ -89,6 +94,7 @@ static int tessera_registers_show(struct seq_file *m, void *unused)
 		{ "CONTROL", TSR_QREG_CONTROL },
 		{ "STATUS", TSR_QREG_STATUS },
 		{ "HEAD", TSR_QREG_HEAD },
+		{ "STARTED", TSR_QREG_STARTED },
 		{ "TAIL", TSR_QREG_TAIL },
 		{ "JOBS_DONE", TSR_QREG_JOBS_DONE },
 		{ "JOBS_FAILED", TSR_QREG_JOBS_FAILED },

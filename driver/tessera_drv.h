@@ -203,8 +203,10 @@ struct tessera_queue {
  *	run and be freed before returning (debugfs)
  * @inject_timeout_wait_free: this many coming lost-interrupt timeouts let
  *	the scheduler's free worker run before using their job (debugfs)
- * @inject_stop_wait_end: this many coming chip resets let the job each
- *	queue runs end before going on from disabling the queue (debugfs)
+ * @inject_stop_wait_end: this many coming resets let the job each queue
+ *	runs end before going on from disabling the queue, and a queue reset
+ *	after a timeout first waits for the hung job to end and the queue to
+ *	take the next (debugfs)
  * @hangcheck: a job that outlives the timeout is reset; when false
  *	(debugfs) it is left on its ring
  * @ici: the ICI links and windows

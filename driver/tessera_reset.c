@@ -6,10 +6,10 @@
  * resetting its queue alone: jobs on other queues never notice.  A fatal
  * chip error resets the whole chip.  Either way the schedulers of the
  * queues concerned are stopped, jobs the chip finished before the reset
- * are retired normally, the guilty job (if any) fails with -ETIMEDOUT, a
- * job a chip reset interrupted fails with -ECANCELED (it may have taken
- * effect in part, here and on other chips), the jobs that never started
- * are put back on the rings, and the schedulers restart.  Every reset is
+ * are retired normally, the guilty job (if any) fails with -ETIMEDOUT,
+ * any other job the reset interrupted fails with -ECANCELED (it may have
+ * taken effect in part, here and on other chips), the jobs that never
+ * started are put back on the rings, and the schedulers restart.  Every reset is
  * counted and announced with a uevent.  Timeouts and resets, the PCI
  * core's included (function-level resets, PCIe errors), run one at a time
  * on tdev->reset_wq.
@@ -60,12 +60,14 @@ static void tessera_reset_uevent(struct tessera_device *tdev, const char *kind,
 }
 
 /*
- * First half of a recovery: stop the schedulers of the queues in @mask and,
- * for a chip reset (@started not NULL), let the chip start no more jobs,
- * noting in @started where each queue's started jobs end.
+ * First half of a recovery: stop the schedulers of the queues in @mask, let
+ * the chip start no more jobs on them, and note in @started where each
+ * queue's started jobs end.  @hung is the job a timeout found hung, for a
+ * queue reset.
  */
 static void tessera_recover_stop(struct tessera_device *tdev,
-				 unsigned long mask, u32 *started)
+				 unsigned long mask, u32 *started,
+				 struct tessera_job *hung)
 {
 	unsigned int i;
 	bool wait_end;
@@ -74,23 +76,24 @@ static void tessera_recover_stop(struct tessera_device *tdev,
 
 	for_each_set_bit(i, &mask, tdev->num_queues)
 		drm_sched_wqueue_stop(&tdev->queues[i].sched);
-	if (!started)
-		return;
 	wait_end = tessera_inject(&tdev->inject_stop_wait_end);
+	/* The hung job ends at the last moment and its queue takes the next. */
+	if (wait_end && hung)
+		tessera_queue_wait_next(hung);
 	for_each_set_bit(i, &mask, tdev->num_queues)
 		started[i] = tessera_queue_stop(&tdev->queues[i], wait_end);
 }
 
 /*
- * Second half, once the queues in @mask (the whole chip if @started, what
- * tessera_recover_stop() noted) are reset: retire, fail and requeue their
- * jobs and restart them.  @bad is the job whose timeout led here, off its
- * scheduler's pending list (the scheduler took it off to report the
- * timeout) and marked if guilty; it goes back with the others.
+ * Second half, once the queues in @mask (the whole chip if @chip) are
+ * reset: retire, fail and requeue their jobs by what tessera_recover_stop()
+ * noted in @started, and restart them.  @bad is the job whose timeout led
+ * here, off its scheduler's pending list (the scheduler took it off to
+ * report the timeout) and marked if guilty; it goes back with the others.
  */
 static void tessera_recover_restart(struct tessera_device *tdev,
-				    unsigned long mask, const u32 *started,
-				    struct tessera_job *bad)
+				    unsigned long mask, bool chip,
+				    const u32 *started, struct tessera_job *bad)
 {
 	struct tessera_job *job, *tmp;
 	unsigned long flags;
@@ -101,9 +104,7 @@ static void tessera_recover_restart(struct tessera_device *tdev,
 	/* The chip is quiet now: retire what it finished before the reset. */
 	for_each_set_bit(i, &mask, tdev->num_queues) {
 		tessera_queue_reap(&tdev->queues[i], false);
-		/* A queue reset's only started job is the guilty one. */
-		if (started)
-			tessera_queue_fail_started(&tdev->queues[i], started[i]);
+		tessera_queue_fail_started(&tdev->queues[i], started[i]);
 	}
 
 	for_each_set_bit(i, &mask, tdev->num_queues) {
@@ -134,8 +135,8 @@ static void tessera_recover_restart(struct tessera_device *tdev,
 		drm_sched_start(&tdev->queues[i].sched);
 	}
 
-	trace_tessera_reset(tdev, started ? -1 : (int)__ffs(mask));
-	if (started) {
+	trace_tessera_reset(tdev, chip ? -1 : (int)__ffs(mask));
+	if (chip) {
 		tessera_count(tdev, TESSERA_CNT_DEVICE_RESETS);
 		tessera_reset_uevent(tdev, "chip", -1);
 	} else {
@@ -154,13 +155,13 @@ static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
 	u32 started[TSR_MAX_QUEUES];
 	unsigned int i;
 
-	tessera_recover_stop(tdev, mask, chip ? started : NULL);
+	tessera_recover_stop(tdev, mask, started, chip ? NULL : bad);
 	if (chip)
 		tessera_hw_reset(tdev);
 	else
 		for_each_set_bit(i, &mask, tdev->num_queues)
 			tessera_hw_queue_reset(&tdev->queues[i]);
-	tessera_recover_restart(tdev, mask, chip ? started : NULL, bad);
+	tessera_recover_restart(tdev, mask, chip, started, bad);
 }
 
 /*
@@ -296,7 +297,7 @@ static void tessera_pci_reset_work(struct work_struct *work)
 	u32 started[TSR_MAX_QUEUES];
 
 	mutex_lock(&tdev->reset_lock);
-	tessera_recover_stop(tdev, all, started);
+	tessera_recover_stop(tdev, all, started, NULL);
 	tessera_hw_irq_off(tdev);
 	/* The reset zeroes the window table's registers, as tessera_hw_reset's. */
 	mutex_lock(&tdev->ici.window_lock);
@@ -304,7 +305,7 @@ static void tessera_pci_reset_work(struct work_struct *work)
 	wait_for_completion(&tdev->pci_reset_over);
 	tessera_hw_reset_locked(tdev);
 	mutex_unlock(&tdev->ici.window_lock);
-	tessera_recover_restart(tdev, all, started, NULL);
+	tessera_recover_restart(tdev, all, true, started, NULL);
 	mutex_unlock(&tdev->reset_lock);
 }
 

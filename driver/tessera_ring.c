@@ -281,7 +281,7 @@ void tessera_queue_reap(struct tessera_queue *q, bool use_head)
 
 /**
  * tessera_queue_stop() - let the chip start no more jobs on a queue
- * @q: the queue, about to be reset with the whole chip
+ * @q: the queue, about to be reset alone or with the whole chip
  * @wait_end: let the job the queue runs end first (debugfs stop_wait_end):
  *	the disable aborts it, often before the reset, sometimes after
  *
@@ -304,16 +304,36 @@ u32 tessera_queue_stop(struct tessera_queue *q, bool wait_end)
 }
 
 /**
- * tessera_queue_fail_started() - fail the jobs a chip reset interrupted
- * @q: the queue, reset with the chip and reaped
+ * tessera_queue_wait_next() - wait until a hung job's queue takes the next
+ * @job: the job a timeout found hung
+ *
+ * For debugfs stop_wait_end: the job ends just after the timeout looked at
+ * it, and its queue starts the job behind it before the reset stops the
+ * queue.  Gives up after 10 s: the test releases the job meanwhile.
+ */
+void tessera_queue_wait_next(struct tessera_job *job)
+{
+	struct tessera_queue *q = job->q;
+	u32 next = (job->slot + 1) % TESSERA_RING_SIZE;
+	u32 started;
+
+	read_poll_timeout(tessera_reg_read, started, started != next,
+			  USEC_PER_MSEC, 10 * USEC_PER_SEC, false, q->tdev,
+			  TSR_QUEUE_BASE(q->index) + TSR_QREG_STARTED);
+}
+
+/**
+ * tessera_queue_fail_started() - fail the jobs a reset interrupted
+ * @q: the queue, reset alone or with the chip, and reaped
  * @started: what tessera_queue_stop() returned before the reset
  *
  * A job that has started has taken effect in part, on this chip and
  * through its remote writes on others: it must not run again from its
  * first command.  Every job the queue took and did not finish fails with
  * TSR_ERR_ABORTED (-ECANCELED), or with the ABORTED record the chip wrote
- * for it when it stopped the job.  Jobs behind them never started and run
- * again.
+ * for it when it stopped the job; a job already marked (the one a timeout
+ * found guilty) fails with its mark in run_job instead.  Jobs behind them
+ * never started and run again.
  */
 void tessera_queue_fail_started(struct tessera_queue *q, u32 started)
 {
@@ -330,8 +350,10 @@ void tessera_queue_fail_started(struct tessera_queue *q, u32 started)
 		if (!n)
 			break;
 		n--;
+		if (job->error)
+			continue;
 		list_del_init(&job->link);
-		drm_dbg(&q->tdev->drm, "queue %u: job %llu of context %u interrupted by the chip reset\n",
+		drm_dbg(&q->tdev->drm, "queue %u: job %llu of context %u interrupted by the reset\n",
 			q->index, job->seq, job->ctx->id);
 		tessera_job_retire(job, TSR_ERR_ABORTED);
 	}

@@ -533,7 +533,9 @@ TEST_F(life, a_hang_leaves_a_devcoredump_naming_the_queue_and_job)
 {
 	static char dump[16384];
 	struct drm_tessera_job_status st;
+	unsigned int slot;
 	char want[64];
+	const char *job;
 	uint64_t seq;
 
 	if (access(DEVCOREDUMP, F_OK))
@@ -555,8 +557,15 @@ TEST_F(life, a_hang_leaves_a_devcoredump_naming_the_queue_and_job)
 	EXPECT_NE(NULL, strstr(dump, "reason: job timed out\n"));
 	EXPECT_NE(NULL, strstr(dump, "queue: 2\n"));
 	snprintf(want, sizeof(want), "job: seq %llu context ", (unsigned long long)seq);
-	EXPECT_NE(NULL, strstr(dump, want)) TH_LOG("%s", dump);
+	job = strstr(dump, want);
+	ASSERT_NE(NULL, job) TH_LOG("%s", dump);
 	EXPECT_NE(NULL, strstr(dump, "register STATUS: 0x"));
+	/* The queue had taken the hung job: STARTED is one past its slot. */
+	job = strstr(job, " slot ");
+	ASSERT_NE(NULL, job);
+	slot = strtoul(job + strlen(" slot "), NULL, 10);
+	snprintf(want, sizeof(want), "register STARTED: 0x%08x\n", slot + 1);
+	EXPECT_NE(NULL, strstr(dump, want)) TH_LOG("%s", dump);
 	snprintf(want, sizeof(want), "on the ring: seq %llu ", (unsigned long long)seq);
 	EXPECT_NE(NULL, strstr(dump, want));
 	/* Read and deleted: the next hang has room for its own. */
