@@ -215,7 +215,7 @@ static int tessera_ici_show(struct seq_file *m, void *unused)
 	static const char * const counters[TSR_ICI_CNT_COUNT] = {
 		"FRAMES_TX", "FRAMES_RX", "BYTES_TX", "BYTES_RX", "CRC_ERRORS",
 		"SEQ_ERRORS", "NAKS", "REPLAYS", "TIMEOUTS", "CREDIT_STALLS",
-		"LINK_DOWNS", "PROTOCOL_ERRORS",
+		"LINK_DOWNS", "PROTOCOL_ERRORS", "TAIL_PROBES", "TAIL_LOSSES",
 	};
 	struct tessera_device *tdev = tessera_seq_tdev(m);
 	unsigned int i, p;

@@ -667,6 +667,8 @@ TESSERA_PORT_ATTR(timeouts, TSR_ICI_CNT_TIMEOUTS);
 TESSERA_PORT_ATTR(credit_stalls, TSR_ICI_CNT_CREDIT_STALLS);
 TESSERA_PORT_ATTR(link_downs, TSR_ICI_CNT_LINK_DOWNS);
 TESSERA_PORT_ATTR(protocol_errors, TSR_ICI_CNT_PROTOCOL_ERRORS);
+TESSERA_PORT_ATTR(tail_probes, TSR_ICI_CNT_TAIL_PROBES);
+TESSERA_PORT_ATTR(tail_losses, TSR_ICI_CNT_TAIL_LOSSES);
 
 static struct attribute *tessera_port_attrs[] = {
 	&tessera_port_attr_state.attr.attr,
@@ -684,6 +686,8 @@ static struct attribute *tessera_port_attrs[] = {
 	&tessera_port_attr_credit_stalls.attr.attr,
 	&tessera_port_attr_link_downs.attr.attr,
 	&tessera_port_attr_protocol_errors.attr.attr,
+	&tessera_port_attr_tail_probes.attr.attr,
+	&tessera_port_attr_tail_losses.attr.attr,
 	NULL
 };
 ATTRIBUTE_GROUPS(tessera_port);

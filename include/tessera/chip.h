@@ -1143,6 +1143,8 @@ enum tsr_ici_counter {
 	TSR_ICI_CNT_CREDIT_STALLS,
 	TSR_ICI_CNT_LINK_DOWNS,
 	TSR_ICI_CNT_PROTOCOL_ERRORS,
+	TSR_ICI_CNT_TAIL_PROBES,	/* TAIL frames sent */
+	TSR_ICI_CNT_TAIL_LOSSES,	/* TAIL frames answered with a NAK */
 	TSR_ICI_CNT_COUNT
 };
 

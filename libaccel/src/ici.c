@@ -12,7 +12,7 @@
 #include "internal.h"
 
 /* Where struct accel_link_info of libaccel 0.3 ends. */
-#define LINK_INFO_SIZE_0_3 sizeof(struct accel_link_info)
+#define LINK_INFO_SIZE_0_3 offsetof(struct accel_link_info, tail_probes)
 #define SLICE_SIZE_0_3 sizeof(struct accel_slice)
 
 struct accel_window {
@@ -120,6 +120,8 @@ int accel_link_get_info_sized(struct accel_device *dev, unsigned int port,
 		.credit_stalls = li.counters[DRM_TESSERA_LINK_CREDIT_STALLS],
 		.link_downs = li.counters[DRM_TESSERA_LINK_LINK_DOWNS],
 		.protocol_errors = li.counters[DRM_TESSERA_LINK_PROTOCOL_ERRORS],
+		.tail_probes = li.counters[DRM_TESSERA_LINK_TAIL_PROBES],
+		.tail_losses = li.counters[DRM_TESSERA_LINK_TAIL_LOSSES],
 	};
 	accel_port_from_driver(&li.info, &ours.port);
 	return accel_copy_sized(info, size, &ours, sizeof(ours),

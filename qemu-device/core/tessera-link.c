@@ -357,6 +357,7 @@ struct TsrLink {
     uint64_t rto_deadline;          /* 0: not armed */
     uint64_t probe_deadline;        /* credit stall: 0, not armed */
     uint64_t tail_deadline;         /* tail-loss probe: 0, not armed */
+    bool tail_asked;                /* a TAIL frame awaits its answer */
     unsigned int retries;
     /* The peer last showed it is alive (see give_up_at()). */
     uint64_t progress_at;
@@ -1346,6 +1347,7 @@ static void reset_streams(TsrLink *link)
     link->snd_una = link->snd_nxt = link->snd_end = link->snd_max =
         link->cfg.isn;
     link->rto_deadline = link->tail_deadline = 0;
+    link->tail_asked = false;
     link->retries = 0;
     link->rxt_count = 0;
     link->rtt_timing = false;
@@ -1509,6 +1511,14 @@ static void take_frame(TsrLink *link, const struct tsr_ici_frame_hdr *h,
     if (h->type == TSR_ICI_FRAME_TAIL) {
         take_tail(link, h->seq);
         return;
+    }
+    if (link->tail_asked) {
+        /*
+         * The peer answers at once, on a wire that keeps order: the first
+         * ACK or NAK after a probe is its answer, and a NAK a loss found.
+         */
+        link->tail_asked = false;
+        link->cnt.tail_losses += h->type == TSR_ICI_FRAME_NAK;
     }
     high = acked ? take_sack(link, h->ack, h->seq, now) : h->ack;
     if (h->type == TSR_ICI_FRAME_NAK) {
@@ -1674,6 +1684,7 @@ static void start_training(TsrLink *link, uint64_t now)
     link->rlen = 0;
     link->resyncing = false;
     link->rto_deadline = link->tail_deadline = 0;
+    link->tail_asked = false;
     link->rtt_timing = false;
     set_state(link, TSR_ICI_STATE_TRAINING);
     send_train(link, now);
@@ -1694,6 +1705,7 @@ void tsr_link_disconnected(TsrLink *link)
     link->rlen = 0;
     link->wlen = 0;
     link->rto_deadline = link->tail_deadline = 0;
+    link->tail_asked = false;
     link->train_deadline = 0;
     set_state(link, TSR_ICI_STATE_DISCONNECTED);
 }
@@ -2083,6 +2095,8 @@ static void tail_probe(TsrLink *link, uint64_t now)
         return;
     }
     emit(link, TSR_ICI_FRAME_TAIL, 0, link->snd_nxt, NULL, 0, 0, false, now);
+    link->cnt.tail_probes++;
+    link->tail_asked = true;
 }
 
 /*

@@ -141,6 +141,8 @@ typedef struct TsrLinkCounters {
     uint64_t credit_stalls;     /* times a frame waited for credit */
     uint64_t link_downs;
     uint64_t protocol_errors;   /* frames no correct peer would send */
+    uint64_t tail_probes;       /* TAIL frames sent */
+    uint64_t tail_losses;       /* probes the peer answered with a NAK */
 } TsrLinkCounters;
 
 /*

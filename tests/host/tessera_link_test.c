@@ -974,6 +974,8 @@ static uint64_t burst(FIXTURE_DATA(link) *self, bool lose,
 	a->replays -= before.replays;
 	a->timeouts -= before.timeouts;
 	a->naks -= before.naks;
+	a->tail_probes -= before.tail_probes;
+	a->tail_losses -= before.tail_losses;
 	return self->now - t0;
 }
 
@@ -999,6 +1001,8 @@ TEST_F(link, a_frame_lost_at_a_burst_s_end_is_found_by_a_tail_probe)
 	clean = burst(self, false, &a);
 	EXPECT_EQ(16, a.frames_tx);
 	EXPECT_EQ(0, a.replays);
+	EXPECT_EQ(0, a.tail_probes);
+	EXPECT_EQ(0, a.tail_losses);
 
 	took = burst(self, true, &a);
 	TH_LOG("lost last frame: %llu ns to deliver, %llu unfaulted",
@@ -1010,6 +1014,8 @@ TEST_F(link, a_frame_lost_at_a_burst_s_end_is_found_by_a_tail_probe)
 	EXPECT_EQ(0, a.timeouts);
 	/* The burst, one TAIL frame and the resend; no probe after it. */
 	EXPECT_EQ(16 + 1 + 1, a.frames_tx);
+	EXPECT_EQ(1, a.tail_probes);
+	EXPECT_EQ(1, a.tail_losses);
 	ASSERT_TRUE(transfer(self, 0, 0, 100000));
 	EXPECT_TRUE(streams_match(self));
 	EXPECT_EQ(0, counters(&self->b).protocol_errors);
@@ -1053,6 +1059,9 @@ TEST_F(link, a_peer_that_sleeps_past_a_probe_timeout_gets_one_probe_no_resend)
 		EXPECT_EQ(0, a.replays);
 		EXPECT_EQ(0, a.naks);
 		EXPECT_EQ(0, a.timeouts);
+		/* The lost probe counts as sent; no answer is a loss. */
+		EXPECT_EQ(1, a.tail_probes - before.tail_probes);
+		EXPECT_EQ(0, a.tail_losses - before.tail_losses);
 	}
 	EXPECT_TRUE(streams_match(self));
 	EXPECT_EQ(0, counters(&self->b).protocol_errors);

@@ -359,7 +359,7 @@ def state(qt):
 # enum tsr_ici_counter, in order.
 COUNTERS = ("FRAMES_TX", "FRAMES_RX", "BYTES_TX", "BYTES_RX", "CRC_ERRORS",
             "SEQ_ERRORS", "NAKS", "REPLAYS", "TIMEOUTS", "CREDIT_STALLS",
-            "LINK_DOWNS", "PROTOCOL_ERRORS")
+            "LINK_DOWNS", "PROTOCOL_ERRORS", "TAIL_PROBES", "TAIL_LOSSES")
 
 
 def counter(qt, name):

@@ -448,6 +448,7 @@ TEST_F(smi, link_counters_agree_with_link_info)
 		LINK_COUNTER(naks), LINK_COUNTER(replays),
 		LINK_COUNTER(timeouts), LINK_COUNTER(credit_stalls),
 		LINK_COUNTER(link_downs), LINK_COUNTER(protocol_errors),
+		LINK_COUNTER(tail_probes), LINK_COUNTER(tail_losses),
 	};
 	const char *args[] = { "--json", "-i", "0", "-d", self->pci, NULL };
 	struct accel_link_info before[TSR_ICI_MAX_PORTS], after[TSR_ICI_MAX_PORTS];

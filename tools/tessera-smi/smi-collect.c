@@ -52,6 +52,8 @@ const struct chip_counter link_counters[] = {
 	LINK_COUNTER(credit_stalls),
 	LINK_COUNTER(link_downs),
 	LINK_COUNTER(protocol_errors),
+	LINK_COUNTER(tail_probes),
+	LINK_COUNTER(tail_losses),
 };
 
 const char *const engines[] = { "mxu", "vpu", "dma" };

@@ -558,7 +558,7 @@ static void print_versions_and_slice(const struct device_status *st, size_t n)
 static void print_port(int index, unsigned int p,
 		       const struct accel_link_info *link, const char *transport)
 {
-	char peer[16] = "-", peer_port[8] = "-", tx[24], rx[24];
+	char peer[16] = "-", peer_port[8] = "-", tx[24], rx[24], tail[48];
 
 	if (peer_known(link->port.state)) {
 		format_coords(&link->port.peer, peer, sizeof(peer));
@@ -569,11 +569,13 @@ static void print_port(int index, unsigned int p,
 	}
 	format_bytes(link->bytes_tx, tx, sizeof(tx));
 	format_bytes(link->bytes_rx, rx, sizeof(rx));
-	printf("%3d  %u %s  %-12s  %-11s  %-9s  %10s  %10s  %6" PRIu64 "  %7" PRIu64 "  %s\n",
+	snprintf(tail, sizeof(tail), "%" PRIu64 "/%" PRIu64, link->tail_probes,
+		 link->tail_losses);
+	printf("%3d  %u %s  %-12s  %-11s  %-9s  %10s  %10s  %6" PRIu64 "  %7" PRIu64 "  %13s  %s\n",
 	       index, p, port_directions[p],
 	       accel_link_state_name(link->port.state), peer, peer_port, tx, rx,
 	       link->crc_errors + link->seq_errors + link->protocol_errors,
-	       link->replays, transport);
+	       link->replays, tail, transport);
 }
 
 /* One line per port with a socket. */
@@ -582,7 +584,7 @@ static void print_links(const struct device_status *st, size_t n)
 	unsigned int shown = 0, p;
 	size_t i;
 
-	printf("\nDEV  PORT  STATE         PEER         PEER PORT    TX BYTES    RX BYTES  ERRORS  REPLAYS  TRANSPORT\n");
+	printf("\nDEV  PORT  STATE         PEER         PEER PORT    TX BYTES    RX BYTES  ERRORS  REPLAYS  PROBES/LOSSES  TRANSPORT\n");
 	for (i = 0; i < n; i++) {
 		const struct accel_device_info *info = &st[i].info;
 

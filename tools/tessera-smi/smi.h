@@ -59,7 +59,7 @@ struct chip_counter {
 #define CHIP_COUNTERS 9
 extern const struct chip_counter chip_counters[CHIP_COUNTERS];
 
-#define LINK_COUNTERS 12
+#define LINK_COUNTERS 14
 extern const struct chip_counter link_counters[LINK_COUNTERS];
 
 /* The engines whose busy cycles the chip counts: chip_counters[1 + e]. */

@@ -511,6 +511,8 @@ struct drm_tessera_window_close {
 #define DRM_TESSERA_LINK_CREDIT_STALLS	9
 #define DRM_TESSERA_LINK_LINK_DOWNS	10
 #define DRM_TESSERA_LINK_PROTOCOL_ERRORS 11
+#define DRM_TESSERA_LINK_TAIL_PROBES	12
+#define DRM_TESSERA_LINK_TAIL_LOSSES	13
 
 /**
  * struct drm_tessera_link_info - one ICI port and its counters
@@ -529,7 +531,8 @@ struct drm_tessera_link_info {
 	/**
 	 * @counters: out, DRM_TESSERA_LINK_*: frames and bytes each way, CRC
 	 * and sequence errors, NAKs, replays, timeouts, credit stalls, link
-	 * downs, protocol errors; entries past those are zero.
+	 * downs, protocol errors, tail-loss probes sent and those answered
+	 * with a NAK; entries past those are zero.
 	 */
 	__u64 counters[DRM_TESSERA_LINK_COUNTERS];
 };

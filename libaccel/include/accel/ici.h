@@ -99,6 +99,9 @@ struct accel_ici_port {
  * @credit_stalls: times the sender waited for the receiver's credit
  * @link_downs: times the retry limit took the link down
  * @protocol_errors: frames no correct peer sends
+ * @tail_probes: tail-loss probes (TAIL frames) sent
+ * @tail_losses: tail-loss probes the peer answered with a NAK: a lost
+ *	frame found without waiting for the retransmit timer
  *
  * The counters are the chip's (Documentation/ici.md, "Counters, per
  * port"), since the link was wired; zero for a port without a socket.
@@ -117,6 +120,9 @@ struct accel_link_info {
 	uint64_t credit_stalls;
 	uint64_t link_downs;
 	uint64_t protocol_errors;
+	/* Later than the rest: a caller built before gets those alone. */
+	uint64_t tail_probes;
+	uint64_t tail_losses;
 };
 
 /**
