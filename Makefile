@@ -469,68 +469,17 @@ check-slices: all
 bench: all
 	$(PYTHON) tools/tessera-bench
 
-# The ioctl fuzzer for longer than make check runs it (100k calls there).
+# The ioctl fuzzer for longer than make check runs it (30000 calls of one
+# fixed stream there), on a new stream each time unless FUZZ_SEED is given.
 FUZZ_CALLS ?= 1000000
-FUZZ_SEED ?=
+FUZZ_SEED ?= 0x$$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
 fuzz: all
 	tools/tessera-vm -d debug-regs=on -d debug-regs=on \
 		--driver-args job_timeout_ms=2000 --timeout 7200 -- \
-		"TESSERA_FUZZ_CALLS=$(FUZZ_CALLS) $(if $(FUZZ_SEED),TESSERA_FUZZ_SEED=$(FUZZ_SEED)) tessera_fuzz_test"
+		"TESSERA_FUZZ_CALLS=$(FUZZ_CALLS) TESSERA_FUZZ_SEED=$(FUZZ_SEED) tessera_fuzz_test"
 
 # ---------------------------------------------------------------- lint
-KERNEL_CHECKPATCH := $(B)/deps/linux-source/scripts/checkpatch.pl
-QEMU_CHECKPATCH := $(QEMU_SRC)/scripts/checkpatch.pl
-KERNEL_LINT_FILES := $(wildcard driver/*.[ch] uapi/drm/*.h include/tessera/*.h)
-QEMU_LINT_FILES := $(shell find qemu-device -name '*.[ch]')
-# The tests' C (tests/host/tessera_chip.h is the chip core's host, QEMU's
-# dialect), and every Python program of tests/ and tools/.
-TEST_LINT_FILES := $(filter-out tests/host/tessera_chip.h,\
-	$(wildcard tests/*/*.[ch] tests/*/*/*.[ch]))
-PY_LINT_FILES := tests/run-checks $(wildcard tests/*/*.py tools/*.py) \
-	$(shell grep -ls '^\#!.*python' tools/tessera-*)
-
-# Each file's checkpatch verdict is kept (build/lint/FILE.FLAVOUR) until the
-# file, the checker or this Makefile changes: a warm make check re-reads only
-# what was edited.  A file that fails keeps no verdict and is read again.
-LINT_OK := $(B)/lint
-KERNEL_LINT_OK := $(KERNEL_LINT_FILES:%=$(LINT_OK)/%.kernel)
-QEMU_LINT_OK := $(QEMU_LINT_FILES:%=$(LINT_OK)/%.qemu)
-TEST_LINT_OK := $(TEST_LINT_FILES:%=$(LINT_OK)/%.tests)
-
-$(LINT_OK)/%.kernel: % $(DEPS_STAMP) Makefile
-	@perl $(KERNEL_CHECKPATCH) --strict --no-tree --quiet --show-types -f $<
-	@mkdir -p $(@D) && touch $@
-
-$(LINT_OK)/%.qemu: % $(QEMU_BUILD)/build.ninja Makefile
-	@cd $(QEMU_SRC) && perl $(QEMU_CHECKPATCH) --no-tree --terse -f $(REPO)/$<
-	@mkdir -p $(@D) && touch $@
-
-$(LINT_OK)/%.tests: % mk/lint-tests $(DEPS_STAMP) Makefile
-	@mk/lint-tests $(KERNEL_CHECKPATCH) $<
-	@mkdir -p $(@D) && touch $@
-
-lint: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
-	@echo "lint: kernel checkpatch --strict on driver/, uapi/ and include/tessera/"
-	@$(MAKE) -s $(KERNEL_LINT_OK)
-	@echo "lint: QEMU checkpatch on qemu-device/"
-	@$(MAKE) -s $(QEMU_LINT_OK)
-	@echo "lint: the tests' C (kernel checkpatch, as kselftests) and Python (pyflakes)"
-	@$(MAKE) -s $(TEST_LINT_OK)
-	@pyflakes3 $(PY_LINT_FILES)
-	@echo "lint: sparse on the driver"
-	@# A tree of its own: relinking build/kmod would change the module
-	@# that the checks running beside lint compare the guest's against.
-	@mk/link-tree $(B)/kmod-sparse Kbuild driver uapi include
-	@$(MAKE) -s -C $(KDIR) M=$(B)/kmod-sparse C=2 CHECK="sparse -Wno-unknown-attribute" \
-		modules 2>&1 | tee $(B)/sparse.log | grep -v '^  ' || true
-	@! grep -q ': \(warning\|error\):' $(B)/sparse.log
-	@echo "lint: clean"
-
-# make lint-patch [PATCH=FILE | REV=RANGE]: a patch (default: the last
-# commit) checked as the lists it would go to would check it.
-REV ?= HEAD^!
-lint-patch: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
-	@mk/lint-patch $(KERNEL_CHECKPATCH) $(QEMU_SRC) '$(or $(PATCH),$(REV))'
+include mk/lint.mk
 
 # ---------------------------------------------------------------- clean
 clean:
