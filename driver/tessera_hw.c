@@ -122,6 +122,19 @@ void tessera_hw_reset(struct tessera_device *tdev)
 	mutex_unlock(&tdev->ici.window_lock);
 }
 
+/*
+ * Whether the chip has lost the driver's settings in a reset the driver did
+ * not make (a function-level reset by the host, unannounced): the interrupt
+ * enables are set from probe on, except while one of the driver's own
+ * resets holds reset_lock.
+ */
+bool tessera_hw_lost(struct tessera_device *tdev)
+{
+	lockdep_assert_held(&tdev->reset_lock);
+
+	return tessera_reg_read(tdev, TSR_REG_IRQ_ENABLE) != TESSERA_IRQ_HANDLED;
+}
+
 /* Reset one queue: its running job aborts, queued descriptors are dropped. */
 void tessera_hw_queue_reset(struct tessera_queue *q)
 {

@@ -42,6 +42,7 @@ int tessera_hw_irq_init(struct tessera_device *tdev);
 void tessera_hw_fini(struct tessera_device *tdev);
 void tessera_hw_irq_off(struct tessera_device *tdev);
 void tessera_hw_reset(struct tessera_device *tdev);
+bool tessera_hw_lost(struct tessera_device *tdev);
 void tessera_hw_reset_locked(struct tessera_device *tdev);
 void tessera_hw_queue_reset(struct tessera_queue *q);
 int tessera_hw_ping(struct tessera_device *tdev, u32 cookie,

@@ -99,6 +99,7 @@ void tessera_queue_run(struct tessera_job *job, int err);
 void tessera_queue_reap(struct tessera_queue *q, bool use_head);
 u32 tessera_queue_stop(struct tessera_queue *q, bool wait_end);
 void tessera_queue_wait_next(struct tessera_job *job);
+u32 tessera_queue_started_lost(struct tessera_queue *q);
 void tessera_queue_fail_started(struct tessera_queue *q, u32 started);
 void tessera_queue_cancel(struct tessera_queue *q, int error);
 void tessera_job_record_end(struct tessera_job *job,

@@ -165,6 +165,30 @@ static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
 }
 
 /*
+ * The chip was reset under the driver (a function-level reset by the host,
+ * unannounced) and a timeout found it: it lost its registers, STARTED
+ * included, and the job each queue ran, and raised no interrupt.  Recover
+ * it as after a fatal error, each queue's oldest unfinished job taken as
+ * started.  @bad as for tessera_recover_restart(), and not guilty.
+ */
+static void tessera_recover_lost(struct tessera_device *tdev,
+				 struct tessera_job *bad)
+{
+	unsigned long all = GENMASK(tdev->num_queues - 1, 0);
+	u32 started[TSR_MAX_QUEUES];
+	unsigned int i;
+
+	lockdep_assert_held(&tdev->reset_lock);
+
+	for_each_set_bit(i, &all, tdev->num_queues)
+		drm_sched_wqueue_stop(&tdev->queues[i].sched);
+	for_each_set_bit(i, &all, tdev->num_queues)
+		started[i] = tessera_queue_started_lost(&tdev->queues[i]);
+	tessera_hw_reset(tdev);
+	tessera_recover_restart(tdev, all, true, started, bad);
+}
+
+/*
  * The timed-out @job finished, but its interrupt never came: retire it
  * without a reset.  Or it has not, but hang checks are off (debugfs
  * hangcheck): leave it running.  Either way the job goes back to the
@@ -222,6 +246,12 @@ enum drm_gpu_sched_stat tessera_job_timedout(struct tessera_job *job)
 		return DRM_GPU_SCHED_STAT_ENODEV;
 	}
 	mutex_lock(&tdev->reset_lock);
+
+	if (tessera_hw_lost(tdev)) {
+		drm_err(&tdev->drm, "the chip was reset behind the driver's back (a function-level reset by the host?); recovering it\n");
+		tessera_recover_lost(tdev, job);
+		goto out;
+	}
 
 	/* A fatal error whose interrupt was lost: reset the chip, blame no one. */
 	if (tessera_reg_read(tdev, TSR_REG_STATUS) & TSR_STATUS_FATAL) {

@@ -323,6 +323,32 @@ void tessera_queue_wait_next(struct tessera_job *job)
 }
 
 /**
+ * tessera_queue_started_lost() - STARTED of a queue the chip forgot
+ * @q: the queue, whose chip a reset the driver did not make has wiped
+ *	(STARTED reads 0)
+ *
+ * Retires what the chip finished (the fence word is in system memory, and
+ * survives), then takes the oldest job left as started: a queue runs one
+ * job at a time, so no later job had started, and this one may have.
+ *
+ * Return: one past its ring slot, as tessera_queue_stop() would have.
+ */
+u32 tessera_queue_started_lost(struct tessera_queue *q)
+{
+	struct tessera_job *job;
+	unsigned long flags;
+	u32 started = 0;
+
+	tessera_queue_reap(q, false);
+	spin_lock_irqsave(&q->lock, flags);
+	job = list_first_entry_or_null(&q->inflight, struct tessera_job, link);
+	if (job)
+		started = (job->slot + 1) % TESSERA_RING_SIZE;
+	spin_unlock_irqrestore(&q->lock, flags);
+	return started;
+}
+
+/**
  * tessera_queue_fail_started() - fail the jobs a reset interrupted
  * @q: the queue, reset alone or with the chip, and reaped
  * @started: what tessera_queue_stop() returned before the reset

@@ -1646,6 +1646,31 @@ static void tessera_set_fatal(Object *obj, Visitor *v, const char *name,
 }
 
 /*
+ * "flr": a function-level reset the host makes behind the guest's back, as
+ * a hypervisor resets a function it passes through (VFIO_DEVICE_RESET):
+ * the chip loses its registers and the jobs it ran, keeps its HBM, and the
+ * config space the guest set (BARs, bus mastering, MSI-X) stays, as the
+ * host saves and restores it around the reset.  No one tells the guest:
+ * its driver finds the chip reset under it (Documentation/driver.md).
+ */
+static void tessera_set_flr(Object *obj, Visitor *v, const char *name,
+                            void *opaque, Error **errp)
+{
+    TesseraState *s = TESSERA(obj);
+    bool flr;
+
+    if (!visit_type_bool(v, name, &flr, errp) ||
+        !tessera_fault_ready(s, errp)) {
+        return;
+    }
+    if (flr) {
+        trace_tessera_fault(name, 1);
+        tsr_core_reset(s->core);
+        qatomic_set(&s->irq_pending, 0);
+    }
+}
+
+/*
  * Link faults of ICI port N, from the host: the string property iciN-faults,
  * e.g.
  *   qom-set /machine/peripheral/tessera0 ici0-faults drop-ppm=1000,seed=7
@@ -1928,6 +1953,11 @@ static void tessera_add_fault_props(Object *obj)
                         tessera_set_fatal, NULL, NULL);
     object_property_set_description(obj, "fault-fatal",
                                     "raise a fatal error (needs a reset)");
+    object_property_add(obj, "flr", "bool", NULL, tessera_set_flr, NULL,
+                        NULL);
+    object_property_set_description(obj, "flr",
+        "write true: a function-level reset by the host, unannounced to "
+        "the guest (config space kept)");
     tessera_add_link_fault_props(obj);
     object_property_add(obj, "ici-links", "str", tessera_get_ici_links,
                         NULL, NULL, NULL);

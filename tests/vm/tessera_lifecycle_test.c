@@ -472,6 +472,63 @@ TEST_F(life, a_correctable_pcie_error_is_counted_and_resets_nothing)
 	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
 }
 
+/* ------------------------------------------ a reset behind the driver */
+
+/*
+ * A function-level reset the host makes unannounced (tessera-fault flr,
+ * as a hypervisor's VFIO_DEVICE_RESET): the chip loses its registers and
+ * the job it ran, and says nothing.  The driver finds it at the next
+ * timeout, fails the job that was running as a chip reset fails it
+ * (ABORTED, -ECANCELED, no hang counted), and runs the one queued behind;
+ * HBM and the buffers are kept.
+ */
+TEST_F(life, a_function_reset_by_the_host_fails_the_running_job_and_the_next_ones_run)
+{
+	long long resets = tsr_sysfs_counter(self->pci, "device_resets");
+	long long timeouts = tsr_sysfs_counter(self->pci, "timeouts");
+	uint32_t later_sync = tsr_syncobj(self->fd);
+	struct drm_tessera_job_status st;
+	uint64_t *sem = self->host.map;
+	uint32_t *words = self->host.map;
+	uint64_t seq, later_seq;
+	int ue = tsr_uevent_socket();
+
+	need_the_host();
+	ASSERT_LE(0, ue);
+	ASSERT_LE(0, timeouts);
+	ASSERT_LT(0, (int)later_sync);
+	tsr_emit_fill(&self->c, self->hbm.va + 512, 0x4242, 4);
+	ASSERT_EQ(0, run(self, &st));
+	ASSERT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	ASSERT_EQ(0, start_stuck_job(self, &seq));
+	tsr_emit_fill(&self->c, self->host.va + 128, 0x77, 4);
+	ASSERT_EQ(0, submit(self, later_sync, &later_seq));
+
+	host_fault("flr");
+	/* Found at the next timeout, job_timeout_ms at most. */
+	ASSERT_EQ(0, tsr_uevent_wait(ue, "TESSERA_RESET=chip", NULL, 20000));
+	close(ue);
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_wait(self->fd, later_sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, st.state);
+	EXPECT_EQ(TSR_ERR_ABORTED, st.error);
+	EXPECT_EQ(-ECANCELED, st.fence_error);
+	ASSERT_EQ(0, tsr_job_status(self->fd, later_seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x77u, words[32]);
+	EXPECT_EQ(resets + 1, tsr_sysfs_counter(self->pci, "device_resets"));
+	EXPECT_EQ(timeouts, tsr_sysfs_counter(self->pci, "timeouts"));
+
+	/* Released, the job does not come back; HBM kept what it held. */
+	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
+	tsr_emit_copy(&self->c, self->hbm.va + 512, self->host.va + 256, 4);
+	ASSERT_EQ(0, run(self, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x4242u, words[64]);
+	EXPECT_EQ(0u, words[16]) TH_LOG("the interrupted job ran again");
+}
+
 /* ------------------------------------------------------- devcoredump */
 
 #define DEVCOREDUMP "/sys/class/devcoredump"
