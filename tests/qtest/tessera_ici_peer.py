@@ -6,7 +6,8 @@ UNIX socket; this script connects as chip (1), port 1, goes through the
 transport's handshake (HELLO, READY), trains the link, then sends what no
 correct peer would: frames with a bad CRC, garbage, an impossible length,
 an unknown type, an acknowledgment of frames never sent, a frame far out
-of sequence, a TRAIN from another slice or of the wrong size.  On the
+of sequence, a TRAIN from another slice or of the wrong size, a TAIL
+(tail-loss probe) naming frames never sent.  On the
 shared-memory transport it also scribbles on the ring it offered and
 writes counts no correct peer writes.  QEMU must survive each, count it
 where the specification (Documentation/ici.md) says, and keep the link
@@ -31,6 +32,7 @@ SLICE = 5
 HDR = struct.Struct("<HBBHHIIIII")      # struct tsr_ici_frame_hdr
 TRAIN = struct.Struct("<II3BBIII")      # struct tsr_ici_train
 HELLO = struct.Struct("<IHHII")         # struct tsr_ici_hello
+MSG = struct.Struct("<BB3B3BIIIIQQQQQQQ")   # struct tsr_ici_msg
 AUTH = struct.Struct("<I3sB32s32s")     # struct tsr_ici_auth
 RING_SIZE = C["TSR_ICI_RING_MIN"]
 # struct tsr_ici_ring_hdr's fields: offsets of head, producer_waiting,
@@ -182,6 +184,9 @@ class Peer:
     frames then go through shared memory), or "frames" (no handshake at
     all: an older Tessera, which speaks frames at once).  @key: the
     slice's key, which the handshake then proves (CHALLENGE, PROOF).
+
+    The chip's DATA and TAIL frames are answered as a real peer answers
+    them (answer()); @lose DATA frames to come are taken for lost.
     """
 
     def __init__(self, transport="socket", offer=None, chip_offers=True,
@@ -204,6 +209,7 @@ class Peer:
         self.buf = b""
         self.fds = []
         self.tx = self.rx = None
+        self.snd_nxt = self.rcv_next = self.lose = 0
         if transport != "frames":
             self.handshake(transport == "ring", offer, chip_offers, key)
 
@@ -291,18 +297,28 @@ class Peer:
         else:
             self.sock.sendall(data)
 
-    def frames(self, timeout=0.2):
-        """Whole frames received within @timeout: (type, hdr, payload)."""
+    def data(self, payload):
+        """Send @payload in the next DATA frame of our stream."""
+        self.send(frame(C["TSR_ICI_FRAME_DATA"], payload, seq=self.snd_nxt,
+                        ack=self.rcv_next))
+        self.snd_nxt = (self.snd_nxt + 1) & 0xFFFFFFFF
+
+    def frames(self, timeout=0.2, until=None):
+        """Whole frames received within @timeout, or until one for which
+        @until is true: (type, hdr, payload), each answered (answer())."""
         deadline = time.monotonic() + timeout
+        out = []
         try:
             while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
                 if self.rx:
                     # Sleep on a doorbell once the ring is empty.
                     self.rx.put(CONSUMER_WAITING, 1, "<I")
                     self.buf += self.rx.read()
+                if until and any(until(f) for f in self.frames_in_buf(out)):
+                    return out
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
                 chunk = self.recv(left)
                 if not chunk:
                     break
@@ -312,7 +328,7 @@ class Peer:
             pass
         if self.rx:
             self.buf += self.rx.read()
-        return self.frames_in_buf([])
+        return self.frames_in_buf(out)
 
     def frames_in_buf(self, out):
         while len(self.buf) >= HDR.size:
@@ -323,7 +339,28 @@ class Peer:
                 break
             out.append((fields[1], fields, self.buf[HDR.size:HDR.size + n]))
             self.buf = self.buf[total:]
+            self.answer(out[-1])
         return out
+
+    def answer(self, f):
+        """As a real peer does (ici.md, "Reliable delivery"): a DATA frame
+        in order is taken and acknowledged, one ahead of it shows a gap
+        (NAK); a TAIL is answered with a NAK if a frame below the number
+        it names is missing (the wire keeps order: it was lost), else an
+        ACK.  A DATA frame taken for lost (@lose) is not answered."""
+        ftype, fields, _ = f
+        ahead = (fields[5] - self.rcv_next) & 0xFFFFFFFF
+        if ftype == C["TSR_ICI_FRAME_DATA"]:
+            if self.lose:
+                self.lose -= 1
+                return
+            if not ahead:
+                self.rcv_next = (self.rcv_next + 1) & 0xFFFFFFFF
+        elif ftype != C["TSR_ICI_FRAME_TAIL"]:
+            return
+        missing = 0 < ahead < 1 << 31
+        self.send(frame(C["TSR_ICI_FRAME_NAK" if missing else
+                          "TSR_ICI_FRAME_ACK"], ack=self.rcv_next))
 
     def train(self):
         """Train: answer the chip's TRAIN with one that has seen it."""
@@ -427,6 +464,87 @@ def malformed_frames_are_counted_and_the_link_stays_up(qt):
     peer.frames()
     peer.send(frame(data, b"y" * 10, seq=1000))
     qt.wait("sequence error", lambda: counter(qt, "SEQ_ERRORS") > seq0)
+    check(state(qt) == C["TSR_ICI_STATE_UP"], "still up")
+    check(qt.reg(C["TSR_REG_CHIP_ID"]) == C["TSR_CHIP_ID"], "QEMU answers")
+    peer.close()
+
+
+def refused_write(peer, req):
+    """A WRITE of 8 bytes into window 0, which the chip has not opened: it
+    answers with a refusal, in a DATA frame of its own."""
+    peer.data(MSG.pack(C["TSR_ICI_MSG_WRITE"], C["TSR_ICI_MSG_LAST"],
+                       1, 0, 0, 0, 0, 0, req, 0, 0, 8, 0, 0, 0, 8, 0, 0, 0)
+              + bytes(8))
+
+
+def is_data(f):
+    return f[0] == C["TSR_ICI_FRAME_DATA"]
+
+
+# The chip's retransmit interval in the tail-loss tests: far above the
+# probe timeout (twice the round trip, at least an eighth of it).
+TAIL_RETRANSMIT_S = 1.0
+
+
+def a_lost_last_frame_is_found_by_the_chip_s_tail_probe_and_resent(qt):
+    """The chip's last frame (a write's answer) is lost: nothing behind it
+    shows the gap.  Within a probe timeout the chip sends a TAIL, our NAK
+    answers it, and the frame is resent, well before the retransmit
+    timer: one probe, one loss found, one replay, no timeout."""
+    peer = trained(qt)
+    # A round trip measured (the chip probes only then), its answer taken.
+    refused_write(peer, 1)
+    check(any(map(is_data, peer.frames(5, until=is_data))), "an answer")
+    before = {n: counter(qt, n) for n in COUNTERS}
+    peer.lose = 1
+    refused_write(peer, 2)
+    lost = [f for f in peer.frames(5, until=is_data) if is_data(f)]
+    check(lost, "the second answer")
+    start = time.monotonic()
+    got = peer.frames(5, until=is_data)
+    took = time.monotonic() - start
+    tail = [f for f in got if f[0] == C["TSR_ICI_FRAME_TAIL"]]
+    check(tail and tail[0][1][5] == lost[0][1][5] + 1,
+          f"a TAIL naming the frame after the lost one: {got}")
+    check(any(is_data(f) and f[1][5] == lost[0][1][5] for f in got),
+          f"the lost frame resent: {got}")
+    check(took < TAIL_RETRANSMIT_S / 2, f"resent after {took:.3f} s")
+    moved = {n: counter(qt, n) - before[n] for n in COUNTERS}
+    for name, want in (("TAIL_PROBES", 1), ("TAIL_LOSSES", 1),
+                       ("REPLAYS", 1), ("TIMEOUTS", 0), ("NAKS", 1),
+                       ("PROTOCOL_ERRORS", 0)):
+        check(moved[name] == want, f"{name} moved {moved[name]}, not {want}")
+    peer.close()
+
+
+test(a_lost_last_frame_is_found_by_the_chip_s_tail_probe_and_resent)
+a_lost_last_frame_is_found_by_the_chip_s_tail_probe_and_resent.props += \
+    f",x-ici-retransmit-us={int(TAIL_RETRANSMIT_S * 1e6)}"
+
+
+@test
+def a_tail_probe_naming_frames_never_sent_is_counted_and_the_link_goes_on(qt):
+    """A TAIL naming a frame more than a window past what the chip took,
+    or carrying a payload, is a protocol error; one naming frames it
+    took is answered with an ACK, one naming a frame it misses with a
+    NAK; the link stays up and carries a write's answer after them."""
+    peer = trained(qt)
+    tail = C["TSR_ICI_FRAME_TAIL"]
+    proto0 = counter(qt, "PROTOCOL_ERRORS")
+    peer.send(frame(tail, seq=1000))
+    peer.send(frame(tail, seq=0x80000000))
+    peer.send(frame(tail, b"zz"))
+    qt.wait("protocol errors",
+            lambda: counter(qt, "PROTOCOL_ERRORS") == proto0 + 3)
+    for seq, want in ((0, "TSR_ICI_FRAME_ACK"), (1, "TSR_ICI_FRAME_NAK")):
+        peer.send(frame(tail, seq=seq))
+        got = peer.frames(5, until=lambda f: f[0] in (
+            C["TSR_ICI_FRAME_ACK"], C["TSR_ICI_FRAME_NAK"]))
+        check(got and got[-1][0] == C[want] and got[-1][1][6] == 0,
+              f"TAIL {seq}: {want} of 0 expected, got {got}")
+    refused_write(peer, 1)
+    check(any(map(is_data, peer.frames(5, until=is_data))), "an answer")
+    check(counter(qt, "PROTOCOL_ERRORS") == proto0 + 3, "no more errors")
     check(state(qt) == C["TSR_ICI_STATE_UP"], "still up")
     check(qt.reg(C["TSR_REG_CHIP_ID"]) == C["TSR_CHIP_ID"], "QEMU answers")
     peer.close()
