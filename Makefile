@@ -21,7 +21,8 @@
 #                 4 chips (every collective, the embedding op), alone and
 #                 as 16 Slurm tasks (run-checks --only moonshot)
 #   make bench    BENCH lines (see tools/tessera-bench)
-#   make fuzz     the ioctl fuzzer in a VM, FUZZ_CALLS (1000000) calls
+#   make fuzz     the ioctl fuzzer in a VM, FUZZ_CALLS (1000000) calls of a
+#                 new stream, or FUZZ_SEED's
 #   make lint     checkpatch (kernel and QEMU flavours) and sparse
 #   make lint-patch  checkpatch on a patch, each file by its own tree's
 #                 rules: PATCH=FILE, or REV=RANGE (default HEAD^!)
