@@ -1065,9 +1065,16 @@ static bool take_ack(TsrLink *link, uint32_t ack, uint64_t now)
     return true;
 }
 
+/* Whether every frame @sack names (bit i: @ack + 1 + i) was sent. */
+static bool sack_sent(const TsrLink *link, uint32_t ack, uint32_t sack)
+{
+    return !sack || seq_lt(ack + 32 - __builtin_clz(sack), link->snd_max);
+}
+
 /*
- * The peer holds the frames @sack names (bit i: @ack + 1 + i): they are
- * not sent again.  Returns the highest, or @ack if none.
+ * The peer holds the frames @sack names (bit i: @ack + 1 + i; each sent,
+ * sack_sent()): they are not sent again.  Returns the highest, or @ack if
+ * none.
  */
 static uint32_t take_sack(TsrLink *link, uint32_t ack, uint32_t sack,
                           uint64_t now)
@@ -1080,10 +1087,6 @@ static uint32_t take_sack(TsrLink *link, uint32_t ack, uint32_t sack,
             continue;
         }
         seq = ack + 1 + i;
-        if (!seq_lt(seq, link->snd_max)) {
-            link->cnt.protocol_errors++;    /* never sent */
-            break;
-        }
         high = seq;
         if (seq_lt(seq, link->snd_una)) {
             continue;
@@ -1502,6 +1505,16 @@ static void take_frame(TsrLink *link, const struct tsr_ici_frame_hdr *h,
     }
     link->heard = true;
     link->heard_at = now;
+    if ((h->type == TSR_ICI_FRAME_ACK || h->type == TSR_ICI_FRAME_NAK) &&
+        !sack_sent(link, h->ack, h->seq)) {
+        /*
+         * It claims to hold frames never sent: none of it is taken, or
+         * the frames below those it names would be resent for nothing
+         * and the rest never again.
+         */
+        link->cnt.protocol_errors++;
+        return;
+    }
     acked = take_ack(link, h->ack, now);
     take_credit(link, h);
     if (h->type == TSR_ICI_FRAME_DATA) {

@@ -1378,6 +1378,94 @@ TEST_F(link, a_nak_with_nothing_in_flight_leaves_the_link_up)
 	EXPECT_EQ(3, self->a.delivered);
 }
 
+/* A header alone, forged as a hostile peer of @to would send it. */
+static void forge(FIXTURE_DATA(link) *self, struct end *to, uint8_t type,
+		  uint32_t seq, uint32_t ack)
+{
+	struct tsr_ici_frame_hdr h = {
+		.magic = TSR_ICI_FRAME_MAGIC, .type = type, .seq = seq,
+		.ack = ack,
+	};
+
+	h.hdr_crc = tsr_crc32c(0, &h, offsetof(struct tsr_ici_frame_hdr,
+					       hdr_crc));
+	tsr_link_receive(to->link, &h, sizeof(h), self->now);
+}
+
+/*
+ * A TAIL names the frame its sender sends next, at most a window past
+ * what the receiver took: one further is refused (a protocol error, no
+ * answer); one at the window's end is answered with a NAK, one naming
+ * nothing missing with an ACK.  Nothing was sent on the link: from
+ * training, both ends' streams start at 0.
+ */
+TEST_F(link, a_tail_more_than_a_window_ahead_is_refused_and_one_within_is_answered)
+{
+	static const struct {
+		uint32_t seq;
+		unsigned int errors, answers, naks;
+	} tails[] = {
+		{ 64 + 1, 1, 0, 0 },
+		{ 0x80000000u, 1, 0, 0 },
+		{ 64, 0, 1, 1 },
+		{ 0, 0, 1, 0 },
+	};
+	TsrLinkCounters a0, b0;
+	unsigned int i, k;
+
+	ASSERT_TRUE(train(self));
+	ASSERT_EQ(64, self->cb.window);
+	for (i = 0; i < ARRAY_SIZE(tails); i++) {
+		a0 = counters(&self->a);
+		b0 = counters(&self->b);
+		forge(self, &self->b, TSR_ICI_FRAME_TAIL, tails[i].seq, 0);
+		for (k = 0; k < 100; k++)
+			step(self);
+		EXPECT_EQ(tails[i].errors,
+			  counters(&self->b).protocol_errors - b0.protocol_errors)
+			TH_LOG("TAIL %u", tails[i].seq);
+		EXPECT_EQ(tails[i].answers,
+			  counters(&self->b).frames_tx - b0.frames_tx)
+			TH_LOG("TAIL %u", tails[i].seq);
+		EXPECT_EQ(tails[i].naks, counters(&self->a).naks - a0.naks)
+			TH_LOG("TAIL %u", tails[i].seq);
+	}
+	ASSERT_TRUE(transfer(self, 4, 4, 100000));
+	EXPECT_TRUE(streams_match(self));
+	EXPECT_EQ(0, counters(&self->a).protocol_errors);
+}
+
+/*
+ * A NAK whose SACK claims frame 2, which was sent, and frame 10, which
+ * never was, is refused whole: counted, and neither frames 0 and 1 (below
+ * the highest it claims) resent for it, nor frame 2 taken for held.
+ */
+TEST_F(link, a_sack_naming_a_frame_never_sent_is_refused_whole)
+{
+	TsrLinkCounters a0, a;
+	unsigned int i;
+
+	ASSERT_TRUE(train(self));
+	self->b.stopped = true;
+	for (i = 0; i < 4; i++)
+		ASSERT_TRUE(queue_next(self, 0));
+	a0 = counters(&self->a);
+	forge(self, &self->a, TSR_ICI_FRAME_NAK, 1u << 1 | 1u << 9, 0);
+	/* Less than the retransmit interval: any resend is the NAK's. */
+	for (i = 0; i < 10; i++)
+		step(self);
+	a = counters(&self->a);
+	EXPECT_EQ(1, a.protocol_errors - a0.protocol_errors);
+	EXPECT_EQ(0, a.naks - a0.naks);
+	EXPECT_EQ(0, a.replays - a0.replays);
+	EXPECT_EQ(0, a.frames_tx - a0.frames_tx);
+	self->b.stopped = false;
+	self->target[0] += 4;
+	ASSERT_TRUE(transfer(self, 0, 0, 100000));
+	EXPECT_TRUE(streams_match(self));
+	EXPECT_EQ(0, counters(&self->b).seq_errors);
+}
+
 TEST_F(link, sequence_numbers_wrap)
 {
 	self->ca.isn = 0xffffff00u;
