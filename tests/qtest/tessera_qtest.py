@@ -332,9 +332,9 @@ def reset_during(qt, cmd):
     deadline = time.monotonic() + 0.3
     while time.monotonic() < deadline:
         qt.reg(C["TSR_REG_CLOCK_LO"])
-    start = time.monotonic()
+    start = qt.clock()
     qt.set_qreg(0, C["TSR_QREG_CONTROL"], C["TSR_QCTRL_RESET"])
-    took = time.monotonic() - start
+    took = qt.clock() - start
     check(took < VCPU_LIMIT_S, f"the queue reset took {took * 1000:.0f} ms")
     record, fence = qt.memread(comp, 72), qt.read64(FENCES)
     check(record == bytes(72) and fence == 0, "the job completed")
