@@ -1427,7 +1427,8 @@ int ioctl(int fd, unsigned long request, ...)
  * one per queue or more, go in one submission, and the wait polls their
  * sync files rather than asking each syncobj at every wake-up.
  */
-TEST_F(coll, a_call_submits_once_per_chip_and_waits_on_no_syncobj)
+TEST_F_TIMEOUT(coll, a_call_submits_once_per_chip_and_waits_on_no_syncobj,
+	       COLL_TEST_TIMEOUT)
 {
 	uint64_t count = 1 << 20;	/* 4 MiB of f32 */
 	struct expect e = { ACCEL_REDUCE_SUM, 60, 0, 0 };
@@ -1477,7 +1478,8 @@ static int all_reduces_in_flight(FIXTURE_DATA(coll) *self, struct vectors *v,
  * than asking the driver about every busy copy (78 JOB_STATUS a call per
  * host once) and making new ones.
  */
-TEST_F(coll, calls_in_flight_reuse_command_buffers_and_syncobjs)
+TEST_F_TIMEOUT(coll, calls_in_flight_reuse_command_buffers_and_syncobjs,
+	       COLL_TEST_TIMEOUT)
 {
 	uint64_t count = 1 << 16;	/* 256 KiB of f32 */
 	struct expect e = { ACCEL_REDUCE_SUM, 62, 0, 0 };
