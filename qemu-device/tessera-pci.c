@@ -461,9 +461,9 @@ static void tessera_run_bh(void *opaque)
 
 /*
  * With worker-nice, a queue worker yields to the main loop and the vCPUs,
- * which carry its chip's links: a link whose owner waits behind compute past its peer's
- * deadline goes down (0.955 s), while a job only takes longer on the
- * host's clock, never on the modeled one.  SCHED_BATCH: a worker waking
+ * which carry its chip's links: a link whose owner waits behind compute
+ * past its peer's deadline goes down (0.955 s), while a job only takes
+ * longer on the host's clock, never on the modeled one.  SCHED_BATCH: a worker waking
  * from a semaphore does not preempt the thread it woke on; the nice value
  * weighs the workers below the rest of their QEMU (its autogroup), as a
  * share, never starved: a worker holding a frame it fills (lend_chunk())
