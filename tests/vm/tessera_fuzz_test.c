@@ -26,7 +26,7 @@
  * replay close, not exact), TESSERA_FUZZ_CALLS its length, TESSERA_FUZZ_SECONDS
  * a time after which it stops early (default 180 per 100000 calls).  The
  * defaults are make check's: one fixed stream of 30000 calls, about 10 s,
- * long enough for every call, a hang and a few chip resets, and the same
+ * long enough for every call, two hangs and some injected faults, the same
  * calls each run, so that a new violation comes from the change; make fuzz
  * runs a million calls of a new stream (Documentation/testing.md).
  * TESSERA_FUZZ_TRACE=1 prints every call.  The host catches oopses and
