@@ -11,7 +11,7 @@
 
 /* Version of this library. */
 #define ACCEL_VERSION_MAJOR 0
-#define ACCEL_VERSION_MINOR 7
+#define ACCEL_VERSION_MINOR 8
 #define ACCEL_VERSION_PATCH 0
 
 #endif /* ACCEL_COMMON_H */
