@@ -392,6 +392,53 @@ static void raise_pcie_error(const char *kind)
 }
 
 /*
+ * A job stuck on its semaphore and one queued behind it, then the host's
+ * fault @args (tessera-fault ARGS): the chip is reset (its uevent within
+ * @wait_ms), the stuck job fails with -ECANCELED (its status in @stuck),
+ * the one behind runs, and the stuck one, released, does not run again.
+ * The caller checks its counters.
+ */
+static void reset_under_a_running_job(struct __test_metadata *_metadata,
+				      FIXTURE_DATA(life) *self,
+				      const char *args, int wait_ms,
+				      struct drm_tessera_job_status *stuck)
+{
+	uint32_t later_sync = tsr_syncobj(self->fd);
+	struct drm_tessera_job_status st;
+	uint64_t *sem = self->host.map;
+	uint32_t *words = self->host.map;
+	uint64_t seq, later_seq;
+	int ue = tsr_uevent_socket();
+
+	ASSERT_LE(0, ue);
+	ASSERT_LT(0, (int)later_sync);
+	ASSERT_EQ(0, start_stuck_job(self, &seq));
+	tsr_emit_fill(&self->c, self->host.va + 128, 0x77, 4);
+	ASSERT_EQ(0, submit(self, later_sync, &later_seq));
+
+	host_fault(args);
+	ASSERT_EQ(0, tsr_uevent_wait(ue, "TESSERA_RESET=chip", NULL, wait_ms));
+	close(ue);
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_wait(self->fd, later_sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, stuck));
+	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, stuck->state);
+	EXPECT_EQ(-ECANCELED, stuck->fence_error);
+	ASSERT_EQ(0, tsr_job_status(self->fd, later_seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x77u, words[32]);
+
+	/* Released, the job does not come back; the chip runs jobs again. */
+	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
+	tsr_emit_copy(&self->c, self->host.va + 128, self->hbm.va, 4);
+	tsr_emit_copy(&self->c, self->hbm.va, self->host.va + 256, 4);
+	ASSERT_EQ(0, run(self, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x77u, words[64]);
+	EXPECT_EQ(0u, words[16]) TH_LOG("the interrupted job ran again");
+}
+
+/*
  * An uncorrectable error, fatal (the PCI core resets the link, and the
  * chip with it) or not (the driver resets the chip): either way the job
  * running fails, the one queued behind runs after, and it is counted.
@@ -401,42 +448,15 @@ static void uncorrectable(struct __test_metadata *_metadata,
 {
 	long long resets = tsr_sysfs_counter(self->pci, "device_resets");
 	long long errors = tsr_sysfs_counter(self->pci, "pcie_errors");
-	uint32_t later_sync = tsr_syncobj(self->fd);
-	struct drm_tessera_job_status st;
-	uint64_t *sem = self->host.map;
-	uint32_t *words = self->host.map;
-	uint64_t seq, later_seq;
-	int ue = tsr_uevent_socket();
+	struct drm_tessera_job_status stuck;
+	char args[32];
 
 	need_aer(self->pci);
-	ASSERT_LE(0, ue);
 	ASSERT_LE(0, errors);
-	ASSERT_LT(0, (int)later_sync);
-	ASSERT_EQ(0, start_stuck_job(self, &seq));
-	tsr_emit_fill(&self->c, self->host.va + 128, 0x77, 4);
-	ASSERT_EQ(0, submit(self, later_sync, &later_seq));
-
-	raise_pcie_error(kind);
-	ASSERT_EQ(0, tsr_uevent_wait(ue, "TESSERA_RESET=chip", NULL, 30000));
-	close(ue);
-	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
-	ASSERT_EQ(0, tsr_wait(self->fd, later_sync, TSR_TEST_WAIT_NS));
-	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
-	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, st.state);
-	EXPECT_EQ(-ECANCELED, st.fence_error);
-	ASSERT_EQ(0, tsr_job_status(self->fd, later_seq, &st));
-	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
-	EXPECT_EQ(0x77u, words[32]);
+	snprintf(args, sizeof(args), "aer %s", kind);
+	reset_under_a_running_job(_metadata, self, args, 30000, &stuck);
 	EXPECT_EQ(resets + 1, tsr_sysfs_counter(self->pci, "device_resets"));
 	EXPECT_EQ(errors + 1, tsr_sysfs_counter(self->pci, "pcie_errors"));
-
-	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
-	tsr_emit_copy(&self->c, self->host.va + 128, self->hbm.va, 4);
-	tsr_emit_copy(&self->c, self->hbm.va, self->host.va + 256, 4);
-	ASSERT_EQ(0, run(self, &st));
-	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
-	EXPECT_EQ(0x77u, words[64]);
-	EXPECT_EQ(0u, words[16]) TH_LOG("the interrupted job ran again");
 }
 
 TEST_F(life, a_fatal_pcie_error_fails_the_running_job_and_the_next_ones_run)
@@ -486,47 +506,24 @@ TEST_F(life, a_function_reset_by_the_host_fails_the_running_job_and_the_next_one
 {
 	long long resets = tsr_sysfs_counter(self->pci, "device_resets");
 	long long timeouts = tsr_sysfs_counter(self->pci, "timeouts");
-	uint32_t later_sync = tsr_syncobj(self->fd);
-	struct drm_tessera_job_status st;
-	uint64_t *sem = self->host.map;
+	struct drm_tessera_job_status stuck, st;
 	uint32_t *words = self->host.map;
-	uint64_t seq, later_seq;
-	int ue = tsr_uevent_socket();
 
 	need_the_host();
-	ASSERT_LE(0, ue);
 	ASSERT_LE(0, timeouts);
-	ASSERT_LT(0, (int)later_sync);
 	tsr_emit_fill(&self->c, self->hbm.va + 512, 0x4242, 4);
 	ASSERT_EQ(0, run(self, &st));
 	ASSERT_EQ(DRM_TESSERA_JOB_DONE, st.state);
-	ASSERT_EQ(0, start_stuck_job(self, &seq));
-	tsr_emit_fill(&self->c, self->host.va + 128, 0x77, 4);
-	ASSERT_EQ(0, submit(self, later_sync, &later_seq));
-
-	host_fault("flr");
 	/* Found at the next timeout, job_timeout_ms at most. */
-	ASSERT_EQ(0, tsr_uevent_wait(ue, "TESSERA_RESET=chip", NULL, 20000));
-	close(ue);
-	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
-	ASSERT_EQ(0, tsr_wait(self->fd, later_sync, TSR_TEST_WAIT_NS));
-	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
-	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, st.state);
-	EXPECT_EQ(TSR_ERR_ABORTED, st.error);
-	EXPECT_EQ(-ECANCELED, st.fence_error);
-	ASSERT_EQ(0, tsr_job_status(self->fd, later_seq, &st));
-	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
-	EXPECT_EQ(0x77u, words[32]);
+	reset_under_a_running_job(_metadata, self, "flr", 20000, &stuck);
+	EXPECT_EQ(TSR_ERR_ABORTED, stuck.error);
 	EXPECT_EQ(resets + 1, tsr_sysfs_counter(self->pci, "device_resets"));
 	EXPECT_EQ(timeouts, tsr_sysfs_counter(self->pci, "timeouts"));
-
-	/* Released, the job does not come back; HBM kept what it held. */
-	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
-	tsr_emit_copy(&self->c, self->hbm.va + 512, self->host.va + 256, 4);
+	/* HBM kept what it held. */
+	tsr_emit_copy(&self->c, self->hbm.va + 512, self->host.va + 512, 4);
 	ASSERT_EQ(0, run(self, &st));
 	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
-	EXPECT_EQ(0x4242u, words[64]);
-	EXPECT_EQ(0u, words[16]) TH_LOG("the interrupted job ran again");
+	EXPECT_EQ(0x4242u, words[128]);
 }
 
 /* ------------------------------------------------------- devcoredump */
