@@ -25,7 +25,7 @@ extern "C" {
  * "Versions").
  */
 #define DRM_TESSERA_DRIVER_MAJOR	2
-#define DRM_TESSERA_DRIVER_MINOR	0
+#define DRM_TESSERA_DRIVER_MINOR	1
 
 #define DRM_TESSERA_GET_PARAM		0x00
 #define DRM_TESSERA_BO_CREATE		0x01
