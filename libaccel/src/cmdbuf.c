@@ -40,9 +40,16 @@ struct accel_cmdbuf {
 	uint32_t count;
 	struct buffer_use *uses;	/* each buffer once, holding a reference */
 	unsigned int nuses, uses_cap;
-	/* The device copy of the commands, and the jobs that may read it. */
+	/*
+	 * The device copy of the commands: a piece of the device's command
+	 * arena (@in_arena), or else @bo, with the jobs that may read it.
+	 */
+	bool in_arena;
+	uint64_t piece;
+	uint32_t piece_handle;
+	uint64_t piece_offset;
 	struct accel_buffer *bo;
-	bool bo_current;		/* @bo holds exactly data[0, len) */
+	bool bo_current;		/* the copy holds exactly data[0, len) */
 	uint64_t bo_jobs[ACCEL_CMD_COPY_JOBS];
 	unsigned int bo_njobs;
 	bool bo_untracked;		/* more jobs than bo_jobs holds */
@@ -142,6 +149,14 @@ void accel_cmd_pool_drain(struct accel_device *dev)
 	pthread_mutex_unlock(&dev->cmd_pool_lock);
 }
 
+/* @cb gives its arena piece back: no job of its will take it again. */
+static void drop_piece(struct accel_cmdbuf *cb)
+{
+	if (cb->in_arena)
+		accel_arena_release(cb->dev, cb->piece);
+	cb->in_arena = false;
+}
+
 static void release_uses(struct accel_cmdbuf *cb)
 {
 	unsigned int i;
@@ -156,6 +171,7 @@ void accel_cmdbuf_destroy(struct accel_cmdbuf *cb)
 	if (!cb)
 		return;
 	release_uses(cb);
+	drop_piece(cb);
 	retire_copy(cb);
 	free(cb->uses);
 	free(cb->data);
@@ -167,6 +183,7 @@ int accel_cmdbuf_reset(struct accel_cmdbuf *cb)
 	if (!cb)
 		return ACCEL_ERR_INVALID_ARGUMENT;
 	release_uses(cb);
+	drop_piece(cb);
 	cb->len = 0;
 	cb->count = 0;
 	cb->bo_current = false;
@@ -1034,8 +1051,24 @@ static bool bo_busy(struct accel_cmdbuf *cb)
 	       jobs_pending(cb->dev, cb->bo_jobs, cb->bo_njobs);
 }
 
+/* A new copy of @cb in the device's command arena, if it has room. */
+static int upload_to_arena(struct accel_cmdbuf *cb)
+{
+	int ret = accel_arena_take(cb->dev, cb->len, &cb->piece_handle,
+				   &cb->piece_offset, &cb->piece);
+
+	if (ret)
+		return ret;
+	memcpy(accel_arena_map(cb->dev, cb->piece_offset), cb->data, cb->len);
+	cb->in_arena = true;
+	cb->bo_current = true;
+	/* Its own copy, stale now, waits for its jobs in the pool. */
+	retire_copy(cb);
+	return ACCEL_OK;
+}
+
 int accel_cmdbuf_upload(struct accel_cmdbuf *cb, uint32_t *handle,
-			uint32_t *size)
+			uint64_t *offset, uint32_t *size)
 {
 	void *map;
 	int ret;
@@ -1043,6 +1076,20 @@ int accel_cmdbuf_upload(struct accel_cmdbuf *cb, uint32_t *handle,
 	if (!cb->len)
 		return accel_cmdbuf_fail(cb, ACCEL_ERR_INVALID_ARGUMENT,
 					 "submit: the command buffer is empty");
+	*size = cb->len;
+	if (!cb->bo_current) {
+		drop_piece(cb);
+		ret = upload_to_arena(cb);
+		if (ret != ACCEL_ERR_BUSY && ret != ACCEL_ERR_TOO_LARGE &&
+		    ret != ACCEL_OK)
+			return ret;
+	}
+	if (cb->in_arena) {
+		*handle = cb->piece_handle;
+		*offset = cb->piece_offset;
+		return ACCEL_OK;
+	}
+	*offset = 0;
 	if (cb->bo && !cb->bo_current &&
 	    (cb->bo->size < cb->len || bo_busy(cb)))
 		retire_copy(cb);
@@ -1070,13 +1117,15 @@ int accel_cmdbuf_upload(struct accel_cmdbuf *cb, uint32_t *handle,
 		cb->bo_untracked = false;
 	}
 	*handle = cb->bo->handle;
-	*size = cb->len;
 	return ACCEL_OK;
 }
 
-void accel_cmdbuf_submitted(struct accel_cmdbuf *cb, uint64_t seq)
+void accel_cmdbuf_submitted(struct accel_cmdbuf *cb, unsigned int stream,
+			    uint64_t seq)
 {
-	if (cb->bo_njobs < ACCEL_CMD_COPY_JOBS)
+	if (cb->in_arena)
+		accel_arena_job(cb->dev, cb->piece, stream, seq);
+	else if (cb->bo_njobs < ACCEL_CMD_COPY_JOBS)
 		cb->bo_jobs[cb->bo_njobs++] = seq;
 	else
 		cb->bo_untracked = true;

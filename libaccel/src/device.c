@@ -282,6 +282,7 @@ void accel_device_close(struct accel_device *dev)
 		return;
 	accel_trace_env_close(dev);
 	accel_cmd_pool_drain(dev);
+	accel_arena_free(dev, false);
 	close(dev->fd);
 	pthread_mutex_destroy(&dev->cmd_pool_lock);
 	pthread_mutex_destroy(&dev->lock);
@@ -290,8 +291,10 @@ void accel_device_close(struct accel_device *dev)
 
 void accel_device_trim(struct accel_device *dev)
 {
-	if (dev)
+	if (dev) {
 		accel_cmd_pool_drain(dev);
+		accel_arena_free(dev, true);
+	}
 }
 
 int accel_device_fd(const struct accel_device *dev)

@@ -15,6 +15,14 @@
 #define ACCEL_CMD_COPY_JOBS	8
 #define ACCEL_SYNCOBJ_POOL	256
 #define ACCEL_ENDED_SEQS	256
+/* The command arena (cmd_arena.c): its bytes, and pieces out at once. */
+#define ACCEL_ARENA_SIZE	(2u << 20)
+#define ACCEL_ARENA_PIECES	256
+/* Streams of a file's jobs: a hardware queue at one of three priorities. */
+#define ACCEL_PRIORITIES	3
+#define ACCEL_STREAMS		(TSR_MAX_QUEUES * ACCEL_PRIORITIES)
+
+struct accel_arena;
 
 struct accel_device {
 	int fd;
@@ -43,6 +51,8 @@ struct accel_device {
 	 * buffer for every job (cmdbuf.c).  Under @cmd_pool_lock.
 	 */
 	pthread_mutex_t cmd_pool_lock;
+	/* The command arena, made at the first upload; under cmd_pool_lock. */
+	struct accel_arena *arena;
 	struct accel_cmd_copy {
 		struct accel_buffer *bo;
 		uint64_t jobs[ACCEL_CMD_COPY_JOBS];
@@ -106,15 +116,40 @@ void accel_port_from_driver(const struct drm_tessera_port *p,
 void accel_buffer_ref(struct accel_buffer *buf);
 
 /*
- * Copy the commands of @cb into a buffer object the chip can read and
- * return its handle.  A buffer object that jobs may still read is never
- * overwritten: a new one is made instead.
+ * Copy the commands of @cb where the chip can read them: a piece of the
+ * device's command arena, or else a buffer object of the command buffer's
+ * own; return the buffer's handle, the commands' offset in it and their
+ * size.  A copy that jobs may still read is never overwritten.
  */
 int accel_cmdbuf_upload(struct accel_cmdbuf *cb, uint32_t *handle,
-			uint32_t *size);
+			uint64_t *offset, uint32_t *size);
 
-/* Record that job @seq runs the commands last uploaded. */
-void accel_cmdbuf_submitted(struct accel_cmdbuf *cb, uint64_t seq);
+/* Record that job @seq, on @stream, runs the commands last uploaded. */
+void accel_cmdbuf_submitted(struct accel_cmdbuf *cb, unsigned int stream,
+			    uint64_t seq);
+
+/* The stream (scheduler entity) of a job on @queue at DRM @priority. */
+unsigned int accel_stream(uint32_t queue, uint32_t priority);
+
+/*
+ * The command arena (cmd_arena.c).  accel_arena_take() hands out a piece
+ * of @len bytes at *@offset of buffer *@handle, named *@id, held for its
+ * command buffer until accel_arena_release(); ACCEL_ERR_BUSY when the
+ * arena has no room now (the caller makes a copy of its own),
+ * ACCEL_ERR_TOO_LARGE for a piece it never takes.  accel_arena_job()
+ * records a job that reads the piece; accel_arena_ended() that the jobs
+ * of @stream up to @seq have ended.  accel_arena_free() frees the arena
+ * (with @idle_only, only if no piece is out).
+ */
+int accel_arena_take(struct accel_device *dev, size_t len, uint32_t *handle,
+		     uint64_t *offset, uint64_t *id);
+void *accel_arena_map(struct accel_device *dev, uint64_t offset);
+void accel_arena_job(struct accel_device *dev, uint64_t id,
+		     unsigned int stream, uint64_t seq);
+void accel_arena_release(struct accel_device *dev, uint64_t id);
+void accel_arena_ended(struct accel_device *dev, unsigned int stream,
+		       uint64_t seq);
+void accel_arena_free(struct accel_device *dev, bool idle_only);
 
 /* The buffers the commands of @cb use, for SUBMIT's list. */
 unsigned int accel_cmdbuf_buffer_count(const struct accel_cmdbuf *cb);

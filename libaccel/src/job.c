@@ -19,6 +19,7 @@ struct accel_job {
 	uint32_t syncobj;		/* signalled when the job ends */
 	uint64_t seq;
 	uint32_t queue;
+	unsigned int stream;		/* accel_stream() */
 	/* Under dev->lock: once the job has ended, how it went. */
 	bool ended;
 	struct accel_job_status status;
@@ -267,6 +268,7 @@ static int pending_prepare(struct accel_device *dev, struct accel_cmdbuf *cb,
 	static const struct accel_submit_opts defaults;
 	struct drm_tessera_submit *s = &p->submit;
 	struct drm_tessera_sync *own;
+	uint64_t offset;
 	int ret;
 
 	opts = opts ? opts : &defaults;
@@ -279,7 +281,9 @@ static int pending_prepare(struct accel_device *dev, struct accel_cmdbuf *cb,
 	p->job = calloc(1, sizeof(*p->job));
 	if (!p->job)
 		return ACCEL_ERR_NO_MEMORY;
-	ret = accel_cmdbuf_upload(cb, &s->cmdbuf_handle, &s->cmdbuf_size);
+	ret = accel_cmdbuf_upload(cb, &s->cmdbuf_handle, &offset,
+				  &s->cmdbuf_size);
+	s->cmdbuf_offset = offset;
 	if (!ret && accel_trace_of(dev)) {
 		ret = accel_trace_buffer(dev, accel_cmdbuf_count(cb), &p->trace,
 					 &p->trace_ext.size);
@@ -318,7 +322,8 @@ static void pending_queued(struct accel_device *dev, struct accel_cmdbuf *cb,
 	p->job->dev = dev;
 	p->job->seq = seq;
 	p->job->queue = p->submit.queue;
-	accel_cmdbuf_submitted(cb, seq);
+	p->job->stream = accel_stream(p->submit.queue, p->submit.priority);
+	accel_cmdbuf_submitted(cb, p->job->stream, seq);
 	/* The job is queued: a trace that cannot keep it only misses it. */
 	if (p->trace)
 		accel_trace_submitted(dev, p->trace, seq, p->job->syncobj);
@@ -560,6 +565,8 @@ int accel_job_status(struct accel_job *job, struct accel_job_status *status)
 	job->status = *status;
 	job->dev->ended_seqs[job->dev->ended_next++ % ACCEL_ENDED_SEQS] = job->seq;
 	pthread_mutex_unlock(&job->dev->lock);
+	/* Its stream's jobs before it have ended too (cmd_arena.c). */
+	accel_arena_ended(job->dev, job->stream, job->seq);
 	return ACCEL_OK;
 }
 

@@ -1098,6 +1098,62 @@ TEST_F(lib, a_gone_command_buffers_copy_is_not_reused_while_its_job_runs)
 	accel_buffer_destroy(y);
 }
 
+/*
+ * More jobs waiting at once than the device's command arena (2 MiB) has
+ * room for, each from commands changed since the last (8 KiB of them):
+ * every job runs its own commands, whether its copy is a piece of the
+ * arena or, once the arena is full of copies that waiting jobs still
+ * read, a buffer of its own; and once they have ended the arena's pieces
+ * serve new jobs again.
+ */
+#define ARENA_JOBS	400
+#define ARENA_NOPS	1000
+
+TEST_F(lib, jobs_waiting_beyond_the_command_arena_each_run_their_own_commands)
+{
+	struct accel_job *blocked, *jobs[ARENA_JOBS];
+	struct accel_buffer *sem, *y;
+	uint32_t *words;
+	unsigned int i, round;
+
+	words = calloc(ARENA_JOBS, sizeof(*words));
+	ASSERT_NE(NULL, words);
+	NEW_BUFFER(sem, 4096, ACCEL_PLACEMENT_HOST);
+	NEW_BUFFER(y, ARENA_JOBS * 4, ACCEL_PLACEMENT_HOST);
+	for (round = 0; round < 2; round++) {
+		EMIT(accel_cmdbuf_sem_wait(self->cb, sem, 0, round + 1));
+		SUBMIT(blocked, .queue = 1);
+		for (i = 0; i < ARENA_JOBS; i++) {
+			unsigned int k;
+
+			for (k = 0; k < ARENA_NOPS; k++)
+				EMIT(accel_cmdbuf_nop(self->cb));
+			EMIT(accel_cmdbuf_fill(self->cb, y, 4 * i,
+					       round * ARENA_JOBS + i + 1, 4));
+			SUBMIT(jobs[i], .queue = 1);
+		}
+		EXPECT_EQ(ACCEL_ERR_TIMEOUT, accel_job_wait(jobs[0], 0));
+		set_semaphore(sem, 0, round + 1);
+		EXPECT_EQ(ACCEL_OK, accel_job_wait(blocked, WAIT_NS));
+		accel_job_destroy(blocked);
+		for (i = 0; i < ARENA_JOBS; i++) {
+			EXPECT_EQ(ACCEL_OK, accel_job_wait(jobs[i], WAIT_NS));
+			accel_job_destroy(jobs[i]);
+		}
+		ASSERT_EQ(ACCEL_OK, accel_buffer_download(y, 0, words,
+							  ARENA_JOBS * 4));
+		for (i = 0; i < ARENA_JOBS; i++)
+			if (words[i] != round * ARENA_JOBS + i + 1)
+				break;
+		EXPECT_EQ(ARENA_JOBS, i)
+			TH_LOG("round %u: job %u wrote %u", round, i,
+			       i < ARENA_JOBS ? words[i] : 0);
+	}
+	free(words);
+	accel_buffer_destroy(sem);
+	accel_buffer_destroy(y);
+}
+
 TEST_F(lib, a_wait_times_out_and_the_job_goes_on)
 {
 	struct accel_job_status st;
