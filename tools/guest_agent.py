@@ -154,9 +154,14 @@ class Agent:
         self.ended = False
 
         def out(data):
-            if not data.startswith(end):
+            at = data.find(end)
+            if at < 0:
                 on_line(data)
                 return
+            if at:
+                # Output whose last line had no newline: the end's
+                # marker follows it on the same line.
+                on_line(data[:at])
             with self.send_lock:
                 self.ended = True
                 self.sock.sendall(b"!DONE\n")
