@@ -276,6 +276,8 @@ static uint64_t now_ns(void)
 
 /* The calls a collective makes on this host's chips. */
 #define MAX_CALLS (2 * ACCEL_SLICE_MAX_LOCAL)
+/* Iterations started and not yet waited for, at most (timed_calls()). */
+#define ITERS_IN_FLIGHT 32
 
 /*
  * Start @coll once, its running calls appended to @calls (*@n of them):
@@ -344,9 +346,12 @@ static int wait_calls(struct accel_coll **calls, unsigned int n,
 }
 
 /*
- * @calls calls of the collective: each waited for before the next with
- * -z 1, else all started before the first is waited for, as nccl-tests
- * does.  With @counted, their mean wall and modeled times in @half.
+ * @count calls of the collective: each waited for before the next with
+ * -z 1, else started one after the other as nccl-tests does, the oldest
+ * waited for once ITERS_IN_FLIGHT are (as a GPU's launch queue bounds
+ * nccl-tests'; the driver bounds a file's queued jobs, and a call of 4
+ * chips has 8 on each), the rest at the end.  With @half, their mean wall
+ * and modeled times there.
  */
 static int timed_calls(struct bench *b, struct accel_comm *comm,
 		       enum collective coll, const struct vectors *v,
@@ -354,33 +359,38 @@ static int timed_calls(struct bench *b, struct accel_comm *comm,
 {
 	struct accel_coll **calls = calloc((size_t)count * MAX_CALLS,
 					   sizeof(*calls));
-	unsigned int i, n = 0, waited = 0;
+	unsigned int *ends = calloc(count, sizeof(*ends));
+	unsigned int i, n = 0, waited = 0, oldest = 0;
 	uint64_t cycles = 0, t0 = now_ns();
-	int ret = calls ? ACCEL_OK : ACCEL_ERR_NO_MEMORY;
+	int ret = calls && ends ? ACCEL_OK : ACCEL_ERR_NO_MEMORY;
 
 	for (i = 0; !ret && i < count; i++) {
 		ret = start(b, comm, coll, v, calls, &n);
-		if (b->opts->blocking || ret) {
-			int err = wait_calls(calls + waited, n - waited, &cycles);
+		ends[i] = n;
+		if (b->opts->blocking || ret || i + 1 - oldest == ITERS_IN_FLIGHT) {
+			/* An iteration's calls are waited for together. */
+			unsigned int upto = b->opts->blocking || ret ? n :
+					    ends[oldest];
+			int err = wait_calls(calls + waited, upto - waited,
+					     &cycles);
 
 			ret = ret ? ret : err;
-			waited = n;
+			waited = upto;
+			oldest = upto == n ? i + 1 : oldest + 1;
 		}
 	}
-	if (waited < n) {
-		/* An iteration's calls are waited for together. */
-		unsigned int per = (n - waited) / count;
+	for (; waited < n; oldest++) {
+		int err = wait_calls(calls + waited, ends[oldest] - waited,
+				     &cycles);
 
-		for (i = waited; i < n; i += per) {
-			int err = wait_calls(calls + i, per, &cycles);
-
-			ret = ret ? ret : err;
-		}
+		ret = ret ? ret : err;
+		waited = ends[oldest];
 	}
 	if (!ret && half) {
 		half->wall_us = (now_ns() - t0) / 1e3 / count;
 		half->modeled_us = (double)cycles / b->clock_mhz / count;
 	}
+	free(ends);
 	free(calls);
 	return ret;
 }
