@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The tessera driver across a real system sleep: the guest suspends to
+ * RAM (S3), the host wakes it, and the driver has restored the chip.
+ *
+ * QEMU resets every device when it wakes a guest from S3, as a machine
+ * whose devices lost power: the chip's registers are wiped and the PCI
+ * core restores its config space.  The test needs the host to wake the
+ * guest: tools/tessera-vm --s3 does (SeaBIOS and the bzImage, QMP's
+ * SUSPEND, system_wakeup, WAKEUP) and puts TESSERA_HOST_WAKES=1 in the
+ * environment; without it the test is skipped, as a guest that suspends
+ * would sleep for good.  tests/run-checks runs it as vm.s3.
+ *
+ * Expects the VM's chips to have debug-regs=on (for the registers file).
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/klog.h>
+
+#include "kselftest_harness.h"
+#include "tessera_util.h"
+
+#define KIB 1024u
+#define S3_WAKE_LINE "Waking up from system sleep state S3"
+
+FIXTURE(s3) {
+	int fd;
+	char pci[32];
+	struct tsr_cmds c;
+	struct tsr_bo host, hbm;
+	uint32_t sync;
+};
+
+FIXTURE_SETUP(s3)
+{
+	if (!getenv("TESSERA_HOST_WAKES"))
+		SKIP(return, "needs the host to wake the guest from S3 (tools/tessera-vm --s3, as tests/run-checks --test vm.s3 runs it)");
+	self->fd = tsr_open(0);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, tsr_pci_address(0, self->pci, sizeof(self->pci)));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->c.bo));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->host));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, DRM_TESSERA_BO_HBM,
+				   &self->hbm));
+	self->sync = tsr_syncobj(self->fd);
+	ASSERT_LT(0, (int)self->sync);
+}
+
+FIXTURE_TEARDOWN(s3)
+{
+	if (!getenv("TESSERA_HOST_WAKES"))
+		return;
+	/* A stuck job a failed test left behind ends, or times out. */
+	__atomic_store_n((uint64_t *)self->host.map, 1, __ATOMIC_SEQ_CST);
+	tsr_debugfs_write(self->pci, "hangcheck", 1);
+	close(self->fd);
+}
+
+/* Submit the fixture's commands on queue 0, using both buffers; no wait. */
+static int submit(FIXTURE_DATA(s3) *self, uint32_t sync, uint64_t *seq)
+{
+	const struct tsr_bo *bos[] = { &self->host, &self->hbm };
+	int ret;
+
+	drmSyncobjReset(self->fd, &sync, 1);
+	ret = tsr_submit(self->fd, &self->c, 0, bos, 2, sync, seq);
+	self->c.len = 0;
+	return ret;
+}
+
+/* Submit, wait for the job and return its status. */
+static int run(FIXTURE_DATA(s3) *self, struct drm_tessera_job_status *st)
+{
+	uint64_t seq;
+	int ret;
+
+	ret = submit(self, self->sync, &seq);
+	if (!ret)
+		ret = tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS);
+	return ret ?: tsr_job_status(self->fd, seq, st);
+}
+
+/*
+ * The chip's registers the driver programs, from debugfs "registers":
+ * interrupt enables, the MMU context table, each queue's control.
+ */
+static void programmed_registers(const char *pci, char *out, size_t len)
+{
+	static const char *const names[] = {
+		"IRQ_ENABLE ", "MMU_CTX_TABLE_LO ", "MMU_CTX_TABLE_HI ",
+		"MMU_CTX_COUNT ", "_CONTROL ",
+	};
+	char path[128], line[128];
+	size_t used = 0;
+	unsigned int i;
+	FILE *f;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/registers", pci);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f) && used < len)
+		for (i = 0; i < ARRAY_SIZE(names); i++)
+			if (strstr(line, names[i]))
+				used += snprintf(out + used, len - used, "%s", line);
+	fclose(f);
+}
+
+/* How many times the kernel log says the guest woke from S3. */
+static int s3_wakeups(void)
+{
+	int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+	char *log, *p;
+	int n = 0, len;
+
+	if (size <= 0)
+		return -1;
+	log = malloc(size + 1);
+	if (!log)
+		return -1;
+	len = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log, size);
+	if (len < 0) {
+		free(log);
+		return -1;
+	}
+	log[len] = '\0';
+	for (p = log; (p = strstr(p, S3_WAKE_LINE)); p++)
+		n++;
+	free(log);
+	return n;
+}
+
+/*
+ * A job that runs until host word 0 is set; returns once it has started.
+ * Hang checks are off until the teardown: the job stays started until the
+ * suspend, however long the guest takes to get there.
+ */
+static int start_stuck_job(FIXTURE_DATA(s3) *self, uint64_t *seq)
+{
+	uint32_t *words = self->host.map;
+	int ret;
+
+	ret = tsr_debugfs_write(self->pci, "hangcheck", 0);
+	if (ret)
+		return ret;
+	memset(self->host.map, 0, 4096);
+	tsr_emit_fill(&self->c, self->host.va + 192, 0x5747, 4);
+	tsr_emit_sem(&self->c, TSR_OP_SEM_WAIT, self->host.va, 1);
+	tsr_emit_fill(&self->c, self->host.va + 64, 0x99, 4);
+	ret = submit(self, self->sync, seq);
+	while (!ret && !__atomic_load_n(&words[48], __ATOMIC_ACQUIRE))
+		sched_yield();
+	return ret;
+}
+
+/*
+ * Suspend to RAM with a job running on the chip (stuck on a semaphore)
+ * and one queued behind it; the host wakes the guest.  After: the chip is
+ * programmed as before (interrupt enables, context table, queues), the
+ * running job failed with -ECANCELED (ABORTED), the queued one ran, HBM
+ * and system-memory buffers kept what they held, and a new job computes
+ * the right answer through its interrupt.
+ */
+TEST_F(s3, a_suspend_to_ram_keeps_buffers_and_the_chip_runs_jobs_after)
+{
+	long long resets = tsr_sysfs_counter(self->pci, "device_resets");
+	long long lost = tsr_sysfs_counter(self->pci, "lost_irqs");
+	uint32_t later_sync = tsr_syncobj(self->fd);
+	struct drm_tessera_job_status st, stuck;
+	char before[1024], after[1024];
+	uint32_t *words = self->host.map;
+	uint32_t *hbm = self->hbm.map;
+	uint64_t *sem = self->host.map;
+	uint64_t seq, later_seq;
+	long long irqs;
+	int wakeups = s3_wakeups();
+
+	ASSERT_LE(0, resets);
+	ASSERT_LE(0, lost);
+	ASSERT_LE(0, wakeups);
+	ASSERT_LT(0, (int)later_sync);
+
+	/* HBM and a system-memory buffer hold what a job wrote there. */
+	tsr_emit_fill(&self->c, self->hbm.va, 0x5a5a5a5a, 4096);
+	tsr_emit_fill(&self->c, self->host.va + 8192, 0x3c3c3c3c, 4096);
+	ASSERT_EQ(0, run(self, &st));
+	ASSERT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	programmed_registers(self->pci, before, sizeof(before));
+	ASSERT_NE(NULL, strstr(before, "MMU_CTX_TABLE_LO")) TH_LOG("no registers file");
+
+	ASSERT_EQ(0, start_stuck_job(self, &seq));
+	tsr_emit_fill(&self->c, self->host.va + 128, 0x77, 4);
+	ASSERT_EQ(0, submit(self, later_sync, &later_seq));
+
+	/* Returns once the guest has been woken and the devices resumed. */
+	ASSERT_EQ(0, tsr_write_file("/sys/power/state", "mem"));
+	ASSERT_EQ(wakeups + 1, s3_wakeups()) TH_LOG("not a sleep in S3");
+	EXPECT_EQ(resets + 1, tsr_sysfs_counter(self->pci, "device_resets"));
+
+	/* The running job failed as in a chip reset; the one behind ran. */
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_wait(self->fd, later_sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &stuck));
+	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, stuck.state);
+	EXPECT_EQ(-ECANCELED, stuck.fence_error);
+	EXPECT_EQ(TSR_ERR_ABORTED, stuck.error);
+	ASSERT_EQ(0, tsr_job_status(self->fd, later_seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x77u, words[32]);
+	programmed_registers(self->pci, after, sizeof(after));
+	EXPECT_STREQ(before, after);
+
+	/* Buffers kept; a new job reads HBM and ends by its interrupt. */
+	EXPECT_EQ(0x5a5a5a5au, hbm[0]);
+	EXPECT_EQ(0x5a5a5a5au, hbm[1023]);
+	EXPECT_EQ(0x3c3c3c3cu, words[2048]);
+	EXPECT_EQ(0x3c3c3c3cu, words[2048 + 1023]);
+	irqs = tsr_sysfs_counter(self->pci, "irq_count");
+	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
+	tsr_emit_copy(&self->c, self->hbm.va, self->host.va + 4096, 4096);
+	ASSERT_EQ(0, run(self, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x5a5a5a5au, words[1024]);
+	EXPECT_EQ(0x5a5a5a5au, words[1024 + 1023]);
+	EXPECT_LT(irqs, tsr_sysfs_counter(self->pci, "irq_count"));
+	EXPECT_EQ(lost, tsr_sysfs_counter(self->pci, "lost_irqs"));
+	EXPECT_EQ(0u, words[16]) TH_LOG("the interrupted job ran again");
+}
+
+TEST_HARNESS_MAIN
