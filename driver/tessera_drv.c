@@ -29,6 +29,7 @@
 #include "tessera_job.h"
 #include "tessera_mmu.h"
 #include "tessera_pci.h"
+#include "tessera_pm.h"
 #include "tessera_reset.h"
 #include "tessera_sysfs.h"
 
@@ -336,6 +337,7 @@ static int tessera_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_hw_fini;
 	/* What slot_reset restores after a PCIe error's bus reset. */
 	pci_save_state(pdev);
+	tessera_pm_init(tdev);
 	return 0;
 
 err_hw_fini:
@@ -347,6 +349,7 @@ static void tessera_remove(struct pci_dev *pdev)
 {
 	struct tessera_device *tdev = pci_get_drvdata(pdev);
 
+	tessera_pm_fini(tdev);
 	/* New ioctls fail with -ENODEV; those in progress have finished. */
 	drm_dev_unplug(&tdev->drm);
 	/* Nothing reaches the chip's BARs from user space any more. */
@@ -372,7 +375,7 @@ static struct pci_driver tessera_pci_driver = {
 	.probe = tessera_probe,
 	.remove = tessera_remove,
 	.err_handler = &tessera_pci_err_handlers,
-	.driver.pm = pm_sleep_ptr(&tessera_pm_ops),
+	.driver.pm = pm_ptr(&tessera_pm_ops),
 };
 module_pci_driver(tessera_pci_driver);
 

@@ -16,6 +16,7 @@
 #include "tessera_ici.h"
 #include "tessera_job.h"
 #include "tessera_mmu.h"
+#include "tessera_pm.h"
 #include "tessera_reset.h"
 
 /* Device-level causes the driver handles. */
@@ -284,6 +285,11 @@ int tessera_hw_ping(struct tessera_device *tdev, u32 cookie,
 		ret = -ENODEV;
 		goto out;
 	}
+	ret = tessera_pm_get(tdev);
+	if (ret) {
+		drm_dev_exit(idx);
+		goto out;
+	}
 	spin_lock_irq(&tdev->ping_irq_lock);
 	reinit_completion(&tdev->ping_done);
 	WRITE_ONCE(tdev->ping_cookie, cookie);
@@ -298,6 +304,7 @@ int tessera_hw_ping(struct tessera_device *tdev, u32 cookie,
 	spin_lock_irq(&tdev->ping_irq_lock);
 	WRITE_ONCE(tdev->ping_waiting, false);
 	spin_unlock_irq(&tdev->ping_irq_lock);
+	tessera_pm_put(tdev);
 	if (left < 0) {
 		ret = left;
 	} else if (drm_dev_is_unplugged(&tdev->drm)) {

@@ -39,6 +39,7 @@ struct tessera_mapping;
  * @error: the driver's verdict when the job must not run again
  * @resets: chip or queue resets the job has been caught in
  * @start: when the current run was put on the ring
+ * @pm_held: the job holds a runtime PM reference (tessera_pm_get())
  */
 struct tessera_job {
 	struct drm_sched_job base;
@@ -62,6 +63,7 @@ struct tessera_job {
 	int error;
 	unsigned int resets;
 	ktime_t start;
+	bool pm_held;
 };
 
 static inline struct tessera_job *to_tessera_job(struct drm_sched_job *job)

@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Tessera and the PCI core: function-level resets, PCIe errors (AER) and
- * system sleep.
+ * Tessera and the PCI core: function-level resets and PCIe errors (AER);
+ * system sleep is tessera_pm.c's.
  *
  * A reset the PCI core makes (echo 1 > /sys/bus/pci/devices/.../reset, or
  * the bus reset of an uncorrectable PCIe error) wipes the chip's
  * registers.  The driver quiets the chip before it and recovers it after,
  * as after a fatal chip error (tessera_reset_prepare(), _done()): the job
  * the reset interrupted fails with -ECANCELED, the others run again.
- * System sleep is the same pair around the sleep: the chip may lose its
- * registers (S3), its HBM is kept.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -79,23 +77,6 @@ static void tessera_pci_cor_error_detected(struct pci_dev *pdev)
 {
 	tessera_count(pci_get_drvdata(pdev), TESSERA_CNT_PCIE_CORRECTABLE);
 }
-
-static int tessera_pm_suspend(struct device *dev)
-{
-	tessera_reset_prepare(pci_get_drvdata(to_pci_dev(dev)));
-	return 0;
-}
-
-static int tessera_pm_resume(struct device *dev)
-{
-	struct tessera_device *tdev = pci_get_drvdata(to_pci_dev(dev));
-
-	drm_info(&tdev->drm, "resumed; the chip is reset\n");
-	tessera_reset_done(tdev);
-	return 0;
-}
-
-DEFINE_SIMPLE_DEV_PM_OPS(tessera_pm_ops, tessera_pm_suspend, tessera_pm_resume);
 
 const struct pci_error_handlers tessera_pci_err_handlers = {
 	.error_detected = tessera_pci_error_detected,

@@ -8,6 +8,5 @@
 #include <linux/pci.h>
 
 extern const struct pci_error_handlers tessera_pci_err_handlers;
-extern const struct dev_pm_ops tessera_pm_ops;
 
 #endif /* __TESSERA_PCI_H__ */

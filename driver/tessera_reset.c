@@ -26,6 +26,7 @@
 #include "tessera_hw.h"
 #include "tessera_job.h"
 #include "tessera_mmu.h"
+#include "tessera_pm.h"
 #include "tessera_reset.h"
 #include "tessera_trace.h"
 
@@ -306,8 +307,12 @@ void tessera_schedule_fatal_recovery(struct tessera_device *tdev)
 void tessera_force_recovery(struct tessera_device *tdev)
 {
 	drm_info(&tdev->drm, "recovery forced through debugfs\n");
+	/* A suspended chip is resumed first: the reset needs its interrupts. */
+	if (tessera_pm_get(tdev))
+		return;
 	queue_work(tdev->reset_wq, &tdev->chip_reset_work);
 	flush_work(&tdev->chip_reset_work);
+	tessera_pm_put(tdev);
 }
 
 /*

@@ -31,6 +31,7 @@
 #include "tessera_gem.h"
 #include "tessera_hw.h"
 #include "tessera_job.h"
+#include "tessera_pm.h"
 #include "tessera_trace.h"
 
 /* ------------------------------------------------------------ lifetime */
@@ -52,6 +53,8 @@ static void tessera_job_release(struct kref *ref)
 	kfree(job->prealloc);
 	atomic_dec(&job->ctx->jobs_queued);
 	tessera_ctx_put(job->ctx);
+	if (job->pm_held)
+		tessera_pm_put(job->tdev);
 	kfree(job);
 }
 
@@ -67,6 +70,7 @@ static struct tessera_job *tessera_job_create(struct tessera_file *tfile,
 	struct tessera_device *tdev = tfile->tdev;
 	struct tessera_ctx *ctx = tfile->ctx;
 	struct tessera_job *job;
+	int ret;
 
 	if (atomic_inc_return(&ctx->jobs_queued) > tessera_max_jobs_per_file) {
 		atomic_dec(&ctx->jobs_queued);
@@ -89,6 +93,13 @@ static struct tessera_job *tessera_job_create(struct tessera_file *tfile,
 		tessera_job_put(job);
 		return ERR_PTR(-ENOMEM);
 	}
+	/* The chip stays resumed while the job lives. */
+	ret = tessera_pm_get(tdev);
+	if (ret) {
+		tessera_job_put(job);
+		return ERR_PTR(ret);
+	}
+	job->pm_held = true;
 	return job;
 }
 

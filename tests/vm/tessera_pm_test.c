@@ -230,4 +230,161 @@ TEST_F(s3, a_suspend_to_ram_keeps_buffers_and_the_chip_runs_jobs_after)
 	EXPECT_EQ(0u, words[16]) TH_LOG("the interrupted job ran again");
 }
 
+/* ------------------------------------------------------- runtime PM */
+
+FIXTURE(rpm) {
+	int fd;
+	char pci[32];
+	char power[96];
+	long long delay_ms;
+	struct tsr_cmds c;
+	struct tsr_bo host, hbm;
+	uint32_t sync;
+};
+
+/* Write @text to the file @name of the chip's power/ directory. */
+static int power_write(FIXTURE_DATA(rpm) *self, const char *name,
+		       const char *text)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), "%s/%s", self->power, name);
+	return tsr_write_file(path, text);
+}
+
+/* Whether the chip's runtime_status reads @status. */
+static bool runtime_status_is(FIXTURE_DATA(rpm) *self, const char *status)
+{
+	char path[160], text[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/runtime_status", self->power);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(text, sizeof(text), f))
+		text[0] = '\0';
+	fclose(f);
+	text[strcspn(text, "\n")] = '\0';
+	return !strcmp(text, status);
+}
+
+/*
+ * Wait until runtime_status reads @status (the PM core notifies no one of
+ * a change: it is read every 10 ms), up to 10 s.
+ */
+static bool runtime_status_becomes(FIXTURE_DATA(rpm) *self,
+				   const char *status)
+{
+	uint64_t deadline = tsr_now_ns() + 10000000000ull;
+
+	while (!runtime_status_is(self, status))
+		if (tsr_now_ns() > deadline || usleep(10000))
+			return false;
+	return true;
+}
+
+FIXTURE_SETUP(rpm)
+{
+	char path[160];
+
+	self->fd = tsr_open(0);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, tsr_pci_address(0, self->pci, sizeof(self->pci)));
+	snprintf(self->power, sizeof(self->power),
+		 "/sys/bus/pci/devices/%s/power", self->pci);
+	snprintf(path, sizeof(path), "%s/autosuspend_delay_ms", self->power);
+	self->delay_ms = tsr_read_number(path);
+	ASSERT_LE(0, self->delay_ms);
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->c.bo));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->host));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, DRM_TESSERA_BO_HBM,
+				   &self->hbm));
+	self->sync = tsr_syncobj(self->fd);
+	ASSERT_LT(0, (int)self->sync);
+}
+
+FIXTURE_TEARDOWN(rpm)
+{
+	char delay[32];
+
+	snprintf(delay, sizeof(delay), "%lld", self->delay_ms);
+	power_write(self, "control", "on");
+	power_write(self, "autosuspend_delay_ms", delay);
+	close(self->fd);
+}
+
+static int rpm_run(FIXTURE_DATA(rpm) *self, struct drm_tessera_job_status *st)
+{
+	const struct tsr_bo *bos[] = { &self->host, &self->hbm };
+	uint64_t seq;
+	int ret;
+
+	drmSyncobjReset(self->fd, &self->sync, 1);
+	ret = tsr_submit(self->fd, &self->c, 0, bos, 2, self->sync, &seq);
+	self->c.len = 0;
+	if (!ret)
+		ret = tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS);
+	return ret ?: tsr_job_status(self->fd, seq, st);
+}
+
+/* As for most PCI devices, runtime PM waits for user space to allow it. */
+TEST_F(rpm, the_chip_stays_active_until_runtime_pm_is_allowed)
+{
+	char path[160], text[16] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/control", self->power);
+	f = fopen(path, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(text, sizeof(text), f));
+	fclose(f);
+	EXPECT_STREQ("on\n", text);
+	EXPECT_TRUE(runtime_status_is(self, "active"));
+}
+
+/*
+ * Allowed, an idle chip suspends after the autosuspend delay, an open
+ * file and buffers notwithstanding; a job resumes it, finds HBM as it
+ * was, gives the right answer through its interrupt, and the chip is
+ * programmed as before (interrupt enables, context table, queues).  Then
+ * it suspends again.
+ */
+TEST_F(rpm, an_idle_chip_suspends_and_a_job_resumes_it_with_the_right_result)
+{
+	long long lost = tsr_sysfs_counter(self->pci, "lost_irqs");
+	struct drm_tessera_job_status st;
+	char before[1024], after[1024];
+	uint32_t *words = self->host.map;
+	long long irqs;
+
+	ASSERT_LE(0, lost);
+	tsr_emit_fill(&self->c, self->hbm.va, 0x6b6b6b6b, 4096);
+	ASSERT_EQ(0, rpm_run(self, &st));
+	ASSERT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	programmed_registers(self->pci, before, sizeof(before));
+
+	ASSERT_EQ(0, power_write(self, "autosuspend_delay_ms", "50"));
+	ASSERT_EQ(0, power_write(self, "control", "auto"));
+	ASSERT_TRUE(runtime_status_becomes(self, "suspended"));
+
+	irqs = tsr_sysfs_counter(self->pci, "irq_count");
+	tsr_emit_copy(&self->c, self->hbm.va, self->host.va, 4096);
+	tsr_emit_fill(&self->c, self->host.va + 4096, 0x2d2d2d2d, 4);
+	ASSERT_EQ(0, rpm_run(self, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x6b6b6b6bu, words[0]);
+	EXPECT_EQ(0x6b6b6b6bu, words[1023]);
+	EXPECT_EQ(0x2d2d2d2du, words[1024]);
+	EXPECT_LT(irqs, tsr_sysfs_counter(self->pci, "irq_count"));
+	EXPECT_EQ(lost, tsr_sysfs_counter(self->pci, "lost_irqs"));
+	EXPECT_TRUE(runtime_status_becomes(self, "suspended"));
+
+	/* Forbidden again, the chip resumes and stays so. */
+	ASSERT_EQ(0, power_write(self, "control", "on"));
+	EXPECT_TRUE(runtime_status_is(self, "active"));
+	programmed_registers(self->pci, after, sizeof(after));
+	EXPECT_STREQ(before, after);
+}
+
 TEST_HARNESS_MAIN
