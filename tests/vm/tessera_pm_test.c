@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The tessera driver across a real system sleep: the guest suspends to
- * RAM (S3), the host wakes it, and the driver has restored the chip.
+ * The tessera driver's power management.  s3: across a real system
+ * sleep, the guest suspended to RAM (S3) and woken by the host, the driver
+ * has restored the chip.  rpm: runtime PM, an idle chip suspended and
+ * resumed by the next job.
  *
  * QEMU resets every device when it wakes a guest from S3, as a machine
  * whose devices lost power: the chip's registers are wiped and the PCI
@@ -9,7 +11,8 @@
  * guest: tools/tessera-vm --s3 does (SeaBIOS and the bzImage, QMP's
  * SUSPEND, system_wakeup, WAKEUP) and puts TESSERA_HOST_WAKES=1 in the
  * environment; without it the test is skipped, as a guest that suspends
- * would sleep for good.  tests/run-checks runs it as vm.s3.
+ * would sleep for good.  tests/run-checks runs it as vm.s3 (--test
+ * tessera_pm_test runs it alone).
  *
  * Expects the VM's chips to have debug-regs=on (for the registers file).
  *
@@ -36,7 +39,7 @@ FIXTURE(s3) {
 FIXTURE_SETUP(s3)
 {
 	if (!getenv("TESSERA_HOST_WAKES"))
-		SKIP(return, "needs the host to wake the guest from S3 (tools/tessera-vm --s3, as tests/run-checks --test vm.s3 runs it)");
+		SKIP(return, "needs the host to wake the guest from S3 (tools/tessera-vm --s3, as tests/run-checks --test tessera_pm_test runs it)");
 	self->fd = tsr_open(0);
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, tsr_pci_address(0, self->pci, sizeof(self->pci)));
