@@ -103,6 +103,7 @@ struct tessera_ctx *tessera_ctx_create(struct tessera_device *tdev)
 	ctx->tdev = tdev;
 	mutex_init(&ctx->lock);
 	spin_lock_init(&ctx->status_lock);
+	init_waitqueue_head(&ctx->jobs_room);
 	INIT_LIST_HEAD(&ctx->mappings);
 	INIT_LIST_HEAD(&ctx->link);
 	ctx->next_seq = 1;

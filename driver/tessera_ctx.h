@@ -43,8 +43,10 @@ struct tessera_pt;
  * @status_lock: protects @history and @next_seq
  * @history: status of the last DRM_TESSERA_JOB_HISTORY jobs
  * @next_seq: sequence number of the next job
- * @jobs_queued: jobs submitted and not yet freed, bounded by the
- *	max_jobs_per_file module parameter
+ * @jobs_queued: jobs submitted and not yet freed, and places taken for
+ *	jobs being submitted, bounded by the max_jobs_per_file module
+ *	parameter
+ * @jobs_room: woken when @jobs_queued falls, for submitters that wait
  * @faults: jobs of this context that hung or faulted
  * @banned: later submits fail with -ECANCELED
  * @engine_ns: time jobs of this context spent on each queue
@@ -71,6 +73,7 @@ struct tessera_ctx {
 	u64 next_seq;
 
 	atomic_t jobs_queued;
+	wait_queue_head_t jobs_room;
 	atomic_t faults;
 	bool banned;
 	atomic64_t engine_ns[TSR_MAX_QUEUES];

@@ -36,6 +36,15 @@
 
 /* ------------------------------------------------------------ lifetime */
 
+/* Give back @n places among @ctx's queued jobs. */
+static void tessera_jobs_unreserve(struct tessera_ctx *ctx, u32 n)
+{
+	atomic_sub(n, &ctx->jobs_queued);
+	/* wq_has_sleeper()'s barrier orders the count before the look. */
+	if (wq_has_sleeper(&ctx->jobs_room))
+		wake_up_all(&ctx->jobs_room);
+}
+
 static void tessera_job_release(struct kref *ref)
 {
 	struct tessera_job *job = container_of(ref, struct tessera_job, ref);
@@ -51,7 +60,7 @@ static void tessera_job_release(struct kref *ref)
 	if (job->hw_fence)
 		dma_fence_put(job->hw_fence);
 	kfree(job->prealloc);
-	atomic_dec(&job->ctx->jobs_queued);
+	tessera_jobs_unreserve(job->ctx, 1);
 	tessera_ctx_put(job->ctx);
 	if (job->pm_held)
 		tessera_pm_put(job->tdev);
@@ -63,7 +72,47 @@ void tessera_job_put(struct tessera_job *job)
 	kref_put(&job->ref, tessera_job_release);
 }
 
-/* A job of @tfile's context, within the file's bound on queued jobs. */
+/*
+ * Whether @n more jobs fit among @ctx's, and then they are counted; no
+ * side effect otherwise (it is the condition of a wait, which a wake-up of
+ * its own queue would turn into a spin).
+ */
+static bool tessera_jobs_fit(struct tessera_ctx *ctx, u32 n)
+{
+	u32 max = READ_ONCE(tessera_max_jobs_per_file);
+	int old = atomic_read(&ctx->jobs_queued);
+
+	do {
+		if ((u32)old + n > max)
+			return false;
+	} while (!atomic_try_cmpxchg(&ctx->jobs_queued, &old, old + n));
+	return true;
+}
+
+/*
+ * Places for @n jobs among the file's bounded queued jobs; if they do not
+ * fit, -EBUSY, or with @wait (DRM_TESSERA_SUBMIT_WAIT_ROOM) once earlier
+ * jobs have ended, as i915's execbuf waits for ring space; a signal ends
+ * the wait (-ERESTARTSYS), @n beyond the bound fails at once.  Taken
+ * before the device is entered, so that a wait never holds off an unplug.
+ */
+static int tessera_jobs_reserve(struct tessera_file *tfile, u32 n, bool wait)
+{
+	struct tessera_ctx *ctx = tfile->ctx;
+	u32 max = READ_ONCE(tessera_max_jobs_per_file);
+
+	if (tessera_jobs_fit(ctx, n))
+		return 0;
+	if (n > max || !wait) {
+		drm_dbg(&tfile->tdev->drm, "SUBMIT: %u more jobs do not fit the %u of context %u (max_jobs_per_file)\n",
+			n, max, ctx->id);
+		return -EBUSY;
+	}
+	return wait_event_interruptible(ctx->jobs_room,
+					tessera_jobs_fit(ctx, n));
+}
+
+/* A job of @tfile's context, in a place tessera_jobs_reserve() took. */
 static struct tessera_job *tessera_job_create(struct tessera_file *tfile,
 					      u32 queue)
 {
@@ -72,34 +121,24 @@ static struct tessera_job *tessera_job_create(struct tessera_file *tfile,
 	struct tessera_job *job;
 	int ret;
 
-	if (atomic_inc_return(&ctx->jobs_queued) > tessera_max_jobs_per_file) {
-		atomic_dec(&ctx->jobs_queued);
-		drm_dbg(&tdev->drm, "SUBMIT: %u jobs of context %u are queued already (max_jobs_per_file)\n",
-			tessera_max_jobs_per_file, ctx->id);
-		return ERR_PTR(-EBUSY);
-	}
 	job = kzalloc(sizeof(*job), GFP_KERNEL_ACCOUNT);
-	if (!job) {
-		atomic_dec(&ctx->jobs_queued);
+	if (!job)
 		return ERR_PTR(-ENOMEM);
+	job->prealloc = kzalloc(sizeof(*job->prealloc), GFP_KERNEL_ACCOUNT);
+	/* The chip stays resumed while the job lives. */
+	ret = job->prealloc ? tessera_pm_get(tdev) : -ENOMEM;
+	if (ret) {
+		kfree(job->prealloc);
+		kfree(job);
+		return ERR_PTR(ret);
 	}
+	job->pm_held = true;
+	/* From here on the job's release gives its place back. */
 	kref_init(&job->ref);
 	job->tdev = tdev;
 	job->ctx = tessera_ctx_get(ctx);
 	job->q = &tdev->queues[queue];
 	INIT_LIST_HEAD(&job->link);
-	job->prealloc = kzalloc(sizeof(*job->prealloc), GFP_KERNEL_ACCOUNT);
-	if (!job->prealloc) {
-		tessera_job_put(job);
-		return ERR_PTR(-ENOMEM);
-	}
-	/* The chip stays resumed while the job lives. */
-	ret = tessera_pm_get(tdev);
-	if (ret) {
-		tessera_job_put(job);
-		return ERR_PTR(ret);
-	}
-	job->pm_held = true;
 	return job;
 }
 
@@ -241,8 +280,8 @@ static int tessera_submit_check(struct tessera_device *tdev,
 {
 	struct drm_device *drm = &tdev->drm;
 
-	if (args->flags || args->pad) {
-		drm_dbg(drm, "SUBMIT: flags 0x%x and pad %u must be zero\n",
+	if ((args->flags & ~DRM_TESSERA_SUBMIT_WAIT_ROOM) || args->pad) {
+		drm_dbg(drm, "SUBMIT: flags 0x%x (unknown bits) or pad %u (must be zero)\n",
 			args->flags, args->pad);
 		return -EINVAL;
 	}
@@ -724,12 +763,14 @@ static void tessera_submit_fini(struct tessera_submit *s)
 }
 
 /*
- * Queue the @n jobs of @subs, copied in already, all or none.  On failure
- * *@bad is the index of the job at fault, or DRM_TESSERA_BATCH_NO_INDEX.
+ * Queue the @n jobs of @subs, copied in already, all or none, waiting for
+ * room among the file's queued jobs if @wait.  On failure *@bad is the
+ * index of the job at fault, or DRM_TESSERA_BATCH_NO_INDEX.
  * Every job is finished with on return; seq says where each went.
  */
 static int tessera_submit_jobs(struct drm_device *drm, struct drm_file *file,
-			       struct tessera_submit *subs, u32 n, u32 *bad)
+			       struct tessera_submit *subs, u32 n, bool wait,
+			       u32 *bad)
 {
 	struct tessera_device *tdev = to_tessera_device(drm);
 	struct tessera_file *tfile = file->driver_priv;
@@ -743,12 +784,20 @@ static int tessera_submit_jobs(struct drm_device *drm, struct drm_file *file,
 		drm_dbg(drm, "SUBMIT: context %u is banned\n", tfile->ctx->id);
 		return -ECANCELED;
 	}
-	if (!drm_dev_enter(drm, &idx))
+	ret = tessera_jobs_reserve(tfile, n, wait);
+	if (ret)
+		return ret;
+	if (!drm_dev_enter(drm, &idx)) {
+		tessera_jobs_unreserve(tfile->ctx, n);
 		return -ENODEV;
+	}
 	for (i = 0; i < n; i++) {
 		ret = tessera_submit_prepare(tfile, file, &subs[i]);
-		if (ret)
+		if (ret) {
+			/* The jobs made give their places back as they go. */
+			tessera_jobs_unreserve(tfile->ctx, n - i - !!subs[i].job);
 			goto out_bad;
+		}
 	}
 
 	mutex_lock(&tfile->lock);
@@ -809,7 +858,8 @@ int tessera_ioctl_submit(struct drm_device *drm, void *data,
 	int ret;
 
 	ret = tessera_submit_copy_in(to_tessera_device(drm), &s) ?:
-	      tessera_submit_jobs(drm, file, &s, 1, &bad);
+	      tessera_submit_jobs(drm, file, &s, 1,
+				  args->flags & DRM_TESSERA_SUBMIT_WAIT_ROOM, &bad);
 	if (!ret)
 		args->seq = s.args.seq;
 	tessera_submit_fini(&s);
@@ -825,7 +875,8 @@ int tessera_ioctl_submit_batch(struct drm_device *drm, void *data,
 	int ret;
 
 	args->error_index = DRM_TESSERA_BATCH_NO_INDEX;
-	if (args->flags || !n || n > DRM_TESSERA_MAX_BATCH ||
+	if ((args->flags & ~DRM_TESSERA_SUBMIT_WAIT_ROOM) || !n ||
+	    n > DRM_TESSERA_MAX_BATCH ||
 	    args->stride < sizeof(subs->args) ||
 	    args->stride > DRM_TESSERA_MAX_STRIDE) {
 		drm_dbg(drm, "SUBMIT_BATCH: flags 0x%x, %u jobs %u bytes apart\n",
@@ -844,11 +895,19 @@ int tessera_ioctl_submit_batch(struct drm_device *drm, void *data,
 							    (u64)i * args->stride),
 					    args->stride) ?:
 		      tessera_submit_copy_in(to_tessera_device(drm), &subs[i]);
+		/* Whether to wait is the batch's to say. */
+		if (!ret && subs[i].args.flags) {
+			drm_dbg(drm, "SUBMIT_BATCH: job %u: flags 0x%x, the batch's flags say it\n",
+				i, subs[i].args.flags);
+			ret = -EINVAL;
+		}
 		if (ret)
 			args->error_index = i;
 	}
 	if (!ret)
-		ret = tessera_submit_jobs(drm, file, subs, n, &args->error_index);
+		ret = tessera_submit_jobs(drm, file, subs, n,
+					  args->flags & DRM_TESSERA_SUBMIT_WAIT_ROOM,
+					  &args->error_index);
 	for (i = 0; i < n; i++) {
 		struct drm_tessera_submit __user *job =
 			u64_to_user_ptr(args->jobs + (u64)i * args->stride);

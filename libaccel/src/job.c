@@ -352,6 +352,8 @@ int accel_submit(struct accel_device *dev, struct accel_cmdbuf *cb,
 	if (!dev || !cb || !out)
 		return ACCEL_ERR_INVALID_ARGUMENT;
 	ret = pending_prepare(dev, cb, opts, &p);
+	/* A file with its fill of queued jobs waits for room, never fails. */
+	p.submit.flags = DRM_TESSERA_SUBMIT_WAIT_ROOM;
 	if (!ret && drmIoctl(dev->fd, DRM_IOCTL_TESSERA_SUBMIT, &p.submit))
 		ret = accel_error_from_errno(errno);
 	if (!ret)
@@ -389,7 +391,9 @@ int accel_submit_many(struct accel_device *dev, unsigned int count,
 		      const struct accel_submit_opts *const *opts,
 		      struct accel_job **jobs)
 {
-	struct drm_tessera_submit_batch batch = { .count = count };
+	struct drm_tessera_submit_batch batch = {
+		.flags = DRM_TESSERA_SUBMIT_WAIT_ROOM, .count = count,
+	};
 	struct drm_tessera_submit *submits = NULL;
 	struct pending *p;
 	unsigned int i;

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <sys/klog.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -134,9 +135,89 @@ TEST_F(lim, a_timeout_keeps_its_job_until_it_is_done_with_it)
 	EXPECT_EQ(0x7117u, ((uint32_t *)self->host.map)[0]);
 }
 
+struct blocked_submit {
+	int fd;
+	struct tsr_cmds *c;
+	uint32_t sync;
+	pid_t tid;
+	int ret;
+	bool returned;
+};
+
+static void *blocked_submit_main(void *arg)
+{
+	struct blocked_submit *b = arg;
+
+	__atomic_store_n(&b->tid, gettid(), __ATOMIC_RELEASE);
+	b->ret = tsr_submit_flags(b->fd, b->c, 1, NULL, 0, b->sync,
+				  DRM_TESSERA_SUBMIT_WAIT_ROOM, NULL);
+	__atomic_store_n(&b->returned, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Whether thread @tid sleeps in an ioctl (/proc's syscall file: its number). */
+static bool sleeps_in_an_ioctl(pid_t tid)
+{
+	char path[64], line[128] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	return atoi(line) == SYS_ioctl && line[0] != 'r';
+}
+
 /*
- * A file that queues jobs faster than they run gets EBUSY, not memory
- * (not EAGAIN: libdrm's drmIoctl() would retry that at once, spinning).
+ * A file with max_jobs_per_file jobs queued: a SUBMIT with
+ * DRM_TESSERA_SUBMIT_WAIT_ROOM waits in the driver until one of them has
+ * ended, then queues its job, as i915's execbuf waits for ring space
+ * (libaccel always asks: a collective call with some chips' jobs queued
+ * and another chip's refused had to give up).
+ */
+TEST_F(lim, a_full_file_s_submit_waits_for_a_job_to_end)
+{
+	long long old = read_number(PARAMS "max_jobs_per_file", "");
+	struct blocked_submit b = { .fd = self->fd, .c = &self->c };
+	uint64_t deadline;
+	pthread_t thread;
+	int i;
+
+	ASSERT_LT(0, old);
+	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &b.sync));
+	ASSERT_EQ(0, write_number(PARAMS "max_jobs_per_file", 8));
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_hang_queues", 1u << 1));
+	tsr_emit_nop(&self->c);
+	for (i = 0; i < 8; i++)
+		EXPECT_EQ(0, tsr_submit(self->fd, &self->c, 1, NULL, 0, 0, NULL));
+	ASSERT_EQ(0, pthread_create(&thread, NULL, blocked_submit_main, &b));
+	/* It goes to sleep in the ioctl, not to return. */
+	deadline = tsr_now_ns() + TSR_TEST_WAIT_NS;
+	while (!(__atomic_load_n(&b.tid, __ATOMIC_ACQUIRE) &&
+		 sleeps_in_an_ioctl(b.tid)) &&
+	       !__atomic_load_n(&b.returned, __ATOMIC_ACQUIRE) &&
+	       tsr_now_ns() < deadline)
+		sched_yield();
+	EXPECT_FALSE(__atomic_load_n(&b.returned, __ATOMIC_ACQUIRE))
+		TH_LOG("the ninth SUBMIT returned %d at once", b.ret);
+	EXPECT_TRUE(sleeps_in_an_ioctl(b.tid));
+
+	/* The queue takes its jobs: the ninth is queued and runs. */
+	ASSERT_EQ(0, tsr_debugfs_write(self->pci, "fault_hang_queues", 0));
+	ASSERT_EQ(0, pthread_join(thread, NULL));
+	EXPECT_EQ(0, b.ret);
+	EXPECT_EQ(0, tsr_wait(self->fd, b.sync, TSR_TEST_WAIT_NS));
+	drmSyncobjDestroy(self->fd, b.sync);
+	EXPECT_EQ(0, write_number(PARAMS "max_jobs_per_file", old));
+}
+
+/*
+ * A file that queues jobs faster than they run gets EBUSY, not memory (not
+ * EAGAIN: libdrm's drmIoctl() would retry that at once, spinning), unless
+ * it asks to wait for room (DRM_TESSERA_SUBMIT_WAIT_ROOM, below).
  */
 TEST_F(lim, queued_jobs_per_file_are_bounded)
 {
@@ -156,6 +237,9 @@ TEST_F(lim, queued_jobs_per_file_are_bounded)
 					self->sync, &seq));
 	}
 	EXPECT_EQ(-EBUSY, tsr_submit(self->fd, &self->c, 1, NULL, 0, 0, NULL));
+	/* An unknown flag is refused. */
+	EXPECT_EQ(-EINVAL, tsr_submit_flags(self->fd, &self->c, 1, NULL, 0, 0,
+					    1u << 1, NULL));
 
 	/* Another file is not held to this one's count. */
 	fd2 = tsr_open(0);

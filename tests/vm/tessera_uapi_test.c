@@ -284,7 +284,7 @@ TEST_F(submit, reserved_fields_and_unknown_flags_are_refused)
 	struct drm_tessera_sync out = TSR_SIGNAL(self->sync, 0);
 	struct drm_tessera_submit good = nop_job(self, &out), s;
 
-	s = good; s.flags = 1;
+	s = good; s.flags = DRM_TESSERA_SUBMIT_WAIT_ROOM << 1;
 	EXPECT_EQ(-EINVAL, submit(self, &s));
 	s = good; s.pad = 1;
 	EXPECT_EQ(-EINVAL, submit(self, &s));
@@ -645,7 +645,7 @@ TEST_F(submit, a_batch_refuses_bad_fields_of_its_own)
 	EXPECT_EQ(-EINVAL, submit_batch(self, &b)) TH_LOG(#field " = " #value); \
 	EXPECT_EQ(DRM_TESSERA_BATCH_NO_INDEX, b.error_index); \
 } while (0)
-	BAD(flags, 1);
+	BAD(flags, DRM_TESSERA_SUBMIT_WAIT_ROOM << 1);
 	BAD(count, 0);
 	BAD(count, DRM_TESSERA_MAX_BATCH + 1);
 	BAD(stride, sizeof(jobs[0]) - 8);
@@ -653,7 +653,12 @@ TEST_F(submit, a_batch_refuses_bad_fields_of_its_own)
 	/* SUBMIT_BATCH's own chain knows no name yet. */
 	BAD(extensions, (uintptr_t)&ext);
 #undef BAD
-	b = good;
+	/* Whether to wait for room is the batch's to say, not a job's. */
+	b = good; jobs[0].flags = DRM_TESSERA_SUBMIT_WAIT_ROOM; b.error_index = 0;
+	EXPECT_EQ(-EINVAL, submit_batch(self, &b));
+	EXPECT_EQ(0, b.error_index);
+	jobs[0].flags = 0;
+	b = good; b.flags = DRM_TESSERA_SUBMIT_WAIT_ROOM;
 	EXPECT_EQ(0, submit_batch(self, &b));
 	EXPECT_EQ(0, drmSyncobjTimelineWait(self->fd, &tl, &(uint64_t){ 1 }, 1,
 					    tsr_now_ns() + WAIT_NS,

@@ -340,14 +340,19 @@ static inline void tsr_submit_syncs(struct drm_tessera_submit *s,
 	s->sync_stride = sizeof(*syncs);
 }
 
-/* Submit @c on @queue using @bos (all read-write); returns -errno. */
-static inline int tsr_submit(int fd, struct tsr_cmds *c, uint32_t queue,
-			     const struct tsr_bo *const *bos, unsigned int nbos,
-			     uint32_t out_sync, uint64_t *seq)
+/*
+ * Submit @c on @queue using @bos (all read-write), with SUBMIT's @flags;
+ * returns -errno.
+ */
+static inline int tsr_submit_flags(int fd, struct tsr_cmds *c, uint32_t queue,
+				   const struct tsr_bo *const *bos,
+				   unsigned int nbos, uint32_t out_sync,
+				   uint32_t flags, uint64_t *seq)
 {
 	struct drm_tessera_submit_bo list[16];
 	struct drm_tessera_sync out = TSR_SIGNAL(out_sync, 0);
 	struct drm_tessera_submit s = {
+		.flags = flags,
 		.queue = queue,
 		.cmdbuf_handle = c->bo.handle,
 		.cmdbuf_size = c->len,
@@ -367,6 +372,14 @@ static inline int tsr_submit(int fd, struct tsr_cmds *c, uint32_t queue,
 	if (!ret && seq)
 		*seq = s.seq;
 	return ret;
+}
+
+/* Submit @c on @queue using @bos (all read-write); returns -errno. */
+static inline int tsr_submit(int fd, struct tsr_cmds *c, uint32_t queue,
+			     const struct tsr_bo *const *bos, unsigned int nbos,
+			     uint32_t out_sync, uint64_t *seq)
+{
+	return tsr_submit_flags(fd, c, queue, bos, nbos, out_sync, 0, seq);
 }
 
 static inline uint64_t tsr_now_ns(void)

@@ -25,7 +25,7 @@ extern "C" {
  * "Versions").
  */
 #define DRM_TESSERA_DRIVER_MAJOR	2
-#define DRM_TESSERA_DRIVER_MINOR	1
+#define DRM_TESSERA_DRIVER_MINOR	2
 
 #define DRM_TESSERA_GET_PARAM		0x00
 #define DRM_TESSERA_BO_CREATE		0x01
@@ -310,7 +310,10 @@ struct drm_tessera_ext_trace {
 struct drm_tessera_submit {
 	/** @extensions: in, user pointer to the first extension, or 0. */
 	__u64 extensions;
-	/** @flags: in, must be zero. */
+	/**
+	 * @flags: in, DRM_TESSERA_SUBMIT_WAIT_ROOM or 0 (0 in a job of a
+	 * batch: the batch's flags say it).
+	 */
 	__u32 flags;
 	/** @queue: in, hardware queue, below DRM_TESSERA_PARAM_NUM_QUEUES. */
 	__u32 queue;
@@ -349,6 +352,14 @@ struct drm_tessera_submit {
 	__u64 seq;
 };
 
+/*
+ * Flag of SUBMIT and SUBMIT_BATCH (2.2): when the file already has
+ * max_jobs_per_file jobs queued, wait (interruptibly) until the jobs fit,
+ * rather than fail with -EBUSY; a batch of more jobs than the bound still
+ * fails at once.
+ */
+#define DRM_TESSERA_SUBMIT_WAIT_ROOM	0x00000001u
+
 /* drm_tessera_submit_batch.error_index when no one job is at fault. */
 #define DRM_TESSERA_BATCH_NO_INDEX	0xffffffffu
 
@@ -371,7 +382,7 @@ struct drm_tessera_submit {
 struct drm_tessera_submit_batch {
 	/** @extensions: in, user pointer to the first extension, or 0. */
 	__u64 extensions;
-	/** @flags: in, must be zero. */
+	/** @flags: in, DRM_TESSERA_SUBMIT_WAIT_ROOM or 0. */
 	__u32 flags;
 	/** @count: in, jobs in @jobs, 1 to DRM_TESSERA_MAX_BATCH. */
 	__u32 count;
