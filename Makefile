@@ -449,7 +449,8 @@ demo: all
 	tools/tessera-demo
 
 # T=NAME: one suite, test program or test (tests/run-checks --test).
-# CHECK_JOBS=N: suites run at once (run-checks --jobs; default one per CPU).
+# CHECK_JOBS=N: CPUs the suites side by side keep busy (run-checks --jobs;
+# default the machine's; 1: one suite at a time).
 CHECK_ARGS = $(if $(CHECK_JOBS),--jobs $(CHECK_JOBS))
 # Both build first what the checks run; run-checks alone runs make itself.
 check: all
