@@ -58,25 +58,15 @@ FIXTURE_TEARDOWN(life)
 /* Submit the fixture's commands on queue 0, using both buffers; no wait. */
 static int submit(FIXTURE_DATA(life) *self, uint32_t sync, uint64_t *seq)
 {
-	const struct tsr_bo *bos[] = { &self->host, &self->hbm };
-	int ret;
-
-	drmSyncobjReset(self->fd, &sync, 1);
-	ret = tsr_submit(self->fd, &self->c, 0, bos, 2, sync, seq);
-	self->c.len = 0;
-	return ret;
+	return tsr_submit_two(self->fd, &self->c, &self->host, &self->hbm,
+			      sync, seq);
 }
 
 /* Submit, wait for the job and return its status. */
 static int run(FIXTURE_DATA(life) *self, struct drm_tessera_job_status *st)
 {
-	uint64_t seq;
-	int ret;
-
-	ret = submit(self, self->sync, &seq);
-	if (!ret)
-		ret = tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS);
-	return ret ?: tsr_job_status(self->fd, seq, st);
+	return tsr_run_two(self->fd, &self->c, &self->host, &self->hbm,
+			   self->sync, st);
 }
 
 /*

@@ -414,6 +414,39 @@ static inline int tsr_job_status(int fd, uint64_t seq,
 }
 
 /*
+ * Submit @c on queue 0 using @host and @hbm, its out-sync @sync reset
+ * first, and empty @c; no wait (the lifecycle and power tests' jobs).
+ */
+static inline int tsr_submit_two(int fd, struct tsr_cmds *c,
+				 const struct tsr_bo *host,
+				 const struct tsr_bo *hbm, uint32_t sync,
+				 uint64_t *seq)
+{
+	const struct tsr_bo *bos[] = { host, hbm };
+	int ret;
+
+	drmSyncobjReset(fd, &sync, 1);
+	ret = tsr_submit(fd, c, 0, bos, 2, sync, seq);
+	c->len = 0;
+	return ret;
+}
+
+/* tsr_submit_two(), then wait for the job and read its status. */
+static inline int tsr_run_two(int fd, struct tsr_cmds *c,
+			      const struct tsr_bo *host,
+			      const struct tsr_bo *hbm, uint32_t sync,
+			      struct drm_tessera_job_status *st)
+{
+	uint64_t seq;
+	int ret;
+
+	ret = tsr_submit_two(fd, c, host, hbm, sync, &seq);
+	if (!ret)
+		ret = tsr_wait(fd, sync, TSR_TEST_WAIT_NS);
+	return ret ?: tsr_job_status(fd, seq, st);
+}
+
+/*
  * Ping the chip behind @fd through its debugfs file "ping" (root only):
  * @cookie comes back in @echo through the device interrupt; -errno.
  */
