@@ -74,6 +74,8 @@ OBJECT_DECLARE_SIMPLE_TYPE(TesseraState, TESSERA)
 #define TESSERA_RING_SIZE (2 * MiB)
 /* Bytes the main loop takes from a ring before it lets others run. */
 #define TESSERA_RING_BUDGET (4 * MiB)
+/* The receive thread's longest sleep: what a peer that never wakes costs. */
+#define TESSERA_RX_SLEEP_NS (100 * SCALE_MS)
 
 /*
  * Where a port's connection is, in order: the handshake's phases first
@@ -117,6 +119,19 @@ typedef struct TesseraPort {
     bool lends;                 /* tx lent to the link; out_lock */
     QEMUBH *rx_bh;              /* a ring with more than a budget to read */
     /*
+     * Futex doorbells (TSR_ICI_HELLO_FUTEX), and then the chip's receive
+     * thread reads rx too.  futex: set by the main loop, under out_lock;
+     * peer_futex: the peer's HELLO offered them.  A reader of rx, the
+     * thread or the main loop, holds rx_lock; rx_live (the thread may
+     * read rx) and rx_watch are the thread's, changed under rx_lock and the
+     * chip's rx_sleep_lock both.
+     */
+    bool futex;
+    bool peer_futex;
+    QemuMutex rx_lock;
+    bool rx_live;
+    TsrRingWatch rx_watch;
+    /*
      * Connections after the first (main loop): each one the link resumes
      * on if it comes back within its deadline (a TCP connection lost).
      */
@@ -154,6 +169,22 @@ struct TesseraState {
     QEMUBH *ici_bh;
     QEMUTimer *ici_timer;
 
+    /*
+     * The receive thread (tessera-ici-rx), which reads the rings of the
+     * ports on futex doorbells without the BQL.  It sleeps holding
+     * rx_sleep_lock; the main loop, to change what it watches, counts
+     * itself in rx_waiters and kicks rx_ctl before it takes the lock.
+     */
+    QemuThread rx_thread;
+    bool rx_started;
+    bool rx_made;
+    QemuMutex rx_sleep_lock;
+    QemuCond rx_cond;
+    uint32_t rx_ctl;
+    int rx_waiters;
+    bool rx_quit;
+    bool rx_stall;              /* x-ici-rx-stall: a starved thread */
+
     /* Properties: a preset, then overrides (0 keeps the preset's value). */
     char *preset;
     TsrConfig over;
@@ -165,6 +196,7 @@ struct TesseraState {
     uint32_t ici_retransmit_us; /* 0: the chip's own */
     uint32_t ici_keepalive_ms;  /* UINT32_MAX: the chip's own */
     char *ici_transport;        /* "auto" or "socket" */
+    bool ici_rx_thread;         /* futex doorbells and the receive thread */
     char *ici_secret;           /* the id of the slice's key, a secret */
 
     /* The slice's key (none: NULL), and what a PROOF says we are. */
@@ -242,7 +274,11 @@ static void tessera_guest_error(void *opaque, const char *msg)
 /* A doorbell for the peer if it sleeps, after writing; out_lock held. */
 static void tessera_ring_written(TesseraPort *p)
 {
-    if (tsr_ring_data_doorbell(p->tx) && fifo8_num_free(&p->out)) {
+    if (!tsr_ring_data_doorbell(p->tx)) {
+        /* Awake: it reads on. */
+    } else if (p->futex) {
+        tsr_ring_wake_data(p->tx);
+    } else if (fifo8_num_free(&p->out)) {
         fifo8_push(&p->out, TSR_ICI_DOORBELL_DATA);
     }
     p->ring_broken |= tsr_ring_broken(p->tx);
@@ -659,7 +695,11 @@ static void tessera_ici_tick(void *opaque)
     unsigned int i;
 
     tessera_ici_bh(s);
-    /* Rings too, whatever their doorbells did: a peer may not ring. */
+    /*
+     * Rings too, whatever their doorbells did: a peer may not ring, and
+     * the receive thread may be starved.  Nothing the peer wrote is left
+     * in our ring when its silence is judged below.
+     */
     for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
         if (s->ports[i].phase == TESSERA_PHASE_RING) {
             tessera_ring_read(&s->ports[i]);
@@ -686,14 +726,139 @@ static void tessera_port_send(TesseraPort *p, const void *buf, size_t len)
     tessera_port_drain(p);
 }
 
+/* ------------------------------------------------ the receive thread */
+
+typedef enum TesseraRingTaken {
+    TESSERA_RING_EMPTY,         /* all read */
+    TESSERA_RING_MORE,          /* a budget read, more to come */
+    TESSERA_RING_BROKEN,        /* tessera_ring_broken() is due */
+} TesseraRingTaken;
+
+static TesseraRingTaken tessera_ring_take(TesseraPort *p);
+
+/*
+ * Let port @p's ring be read by the receive thread (@live) or no longer:
+ * once this returns false, the thread neither reads nor sleeps on it, and
+ * the main loop may free it.
+ */
+static void tessera_rx_set(TesseraPort *p, bool live)
+{
+    TesseraState *s = p->s;
+
+    /* Only the main loop makes it live: false here is false. */
+    if (!s->rx_started || (!live && !qatomic_read(&p->rx_live))) {
+        return;
+    }
+    qatomic_inc(&s->rx_waiters);
+    tsr_ring_kick(&s->rx_ctl);
+    qemu_mutex_lock(&s->rx_sleep_lock);
+    qemu_mutex_lock(&p->rx_lock);
+    p->rx_live = live && p->rx;
+    p->rx_watch.ring = p->rx_live ? p->rx : NULL;
+    p->rx_watch.futile = 0;
+    p->rx_watch.quiet_until = 0;
+    qemu_mutex_unlock(&p->rx_lock);
+    qatomic_dec(&s->rx_waiters);
+    qemu_cond_broadcast(&s->rx_cond);
+    qemu_mutex_unlock(&s->rx_sleep_lock);
+    trace_tessera_ici_rx_live(p->index, p->rx_live);
+}
+
+/* One port's ring, from the thread. */
+static void tessera_rx_read(TesseraPort *p)
+{
+    qemu_mutex_lock(&p->rx_lock);
+    if (p->rx_live && tessera_ring_take(p) == TESSERA_RING_BROKEN) {
+        /* The main loop hangs up (tessera_ring_read() finds it broken). */
+        p->rx_live = false;
+        qemu_bh_schedule(p->rx_bh);
+    }
+    qemu_mutex_unlock(&p->rx_lock);
+    tessera_ici_arm(p->s);
+}
+
+/*
+ * Sleep on the rings of the ports on futex doorbells (and rx_ctl), then
+ * read each.  The control word is read before rx_quit and rx_waiters, and
+ * the main loop changes those before it kicks: a kick that came after the
+ * look finds the word changed, and the sleep ends at once.
+ */
+static void *tessera_rx_thread(void *opaque)
+{
+    TesseraState *s = opaque;
+    TsrRingWatch w[TSR_ICI_MAX_PORTS];
+    unsigned int at[TSR_ICI_MAX_PORTS];
+    unsigned int i, n;
+    uint32_t ctl;
+
+    /* What a frame brings may be DMA: the thread must be an RCU reader. */
+    rcu_register_thread();
+    qemu_mutex_lock(&s->rx_sleep_lock);
+    for (;;) {
+        ctl = qatomic_load_acquire(&s->rx_ctl);
+        /* The word before the flags (see above): pairs with the kick's. */
+        smp_mb();
+        if (qatomic_read(&s->rx_quit)) {
+            break;
+        }
+        if (qatomic_read(&s->rx_waiters)) {
+            qemu_cond_wait(&s->rx_cond, &s->rx_sleep_lock);
+            continue;
+        }
+        n = 0;
+        for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
+            if (s->ports[i].rx_live && !qatomic_read(&s->rx_stall)) {
+                w[n] = s->ports[i].rx_watch;
+                at[n++] = i;
+            }
+        }
+        tsr_ring_sleep(w, n, &s->rx_ctl, ctl, TESSERA_RX_SLEEP_NS);
+        for (i = 0; i < n; i++) {
+            s->ports[at[i]].rx_watch = w[i];
+        }
+        qemu_mutex_unlock(&s->rx_sleep_lock);
+        for (i = 0; i < n; i++) {
+            tessera_rx_read(&s->ports[at[i]]);
+        }
+        qemu_mutex_lock(&s->rx_sleep_lock);
+    }
+    qemu_mutex_unlock(&s->rx_sleep_lock);
+    rcu_unregister_thread();
+    return NULL;
+}
+
+static void tessera_rx_start(TesseraState *s)
+{
+    if (!s->ici_rx_thread || !tsr_ring_futex_works()) {
+        return;
+    }
+    s->rx_quit = false;
+    qemu_thread_create(&s->rx_thread, "tessera-ici-rx", tessera_rx_thread, s,
+                       QEMU_THREAD_JOINABLE);
+    s->rx_started = true;
+}
+
+static void tessera_rx_stop(TesseraState *s)
+{
+    if (!s->rx_started) {
+        return;
+    }
+    qatomic_set(&s->rx_quit, true);
+    tsr_ring_kick(&s->rx_ctl);
+    qemu_thread_join(&s->rx_thread);
+    s->rx_started = false;
+}
+
 /*
  * Drop both rings; the connection goes back to the handshake.  What the
  * link keeps in ours for replay is copied back first.
  */
 static void tessera_ring_drop(TesseraPort *p)
 {
+    tessera_rx_set(p, false);
     qemu_mutex_lock(&p->out_lock);
     p->lends = false;
+    p->futex = false;
     qemu_mutex_unlock(&p->out_lock);
     if (p->tx) {
         tsr_ici_reclaim(tessera_ici(p->s), p->index);
@@ -719,6 +884,7 @@ static void tessera_ring_drop(TesseraPort *p)
 static void tessera_ring_broken(TesseraPort *p, const char *what)
 {
     trace_tessera_ici_ring_broken(p->index, what);
+    tessera_rx_set(p, false);
     tsr_ici_transport_error(tessera_ici(p->s), p->index);
     tessera_ring_drop(p);
     p->phase = TESSERA_PHASE_HELLO;
@@ -726,11 +892,26 @@ static void tessera_ring_broken(TesseraPort *p, const char *what)
 }
 
 /*
- * Feed the link what waits in the peer's ring, where it lies, up to a
- * budget (then again from a bottom half), and ring back if the peer waits
- * for room; sleep (ask to be rung) only once it is empty.
+ * A room doorbell for the peer, with rx_lock held: the bh sends it (a
+ * write to the chardev may hang up, and the hang-up takes rx_lock).
  */
-static void tessera_ring_read(TesseraPort *p)
+static void tessera_port_queue(TesseraPort *p, uint8_t bell)
+{
+    qemu_mutex_lock(&p->out_lock);
+    if (fifo8_num_free(&p->out)) {
+        fifo8_push(&p->out, bell);
+    }
+    qemu_mutex_unlock(&p->out_lock);
+    qemu_bh_schedule(p->s->ici_bh);
+}
+
+/*
+ * Feed the link what waits in the peer's ring, where it lies, up to a
+ * budget, and ring back if the peer waits for room.  On socket doorbells,
+ * sleep (ask to be rung) once it is empty; on futex ones the receive
+ * thread does (tsr_ring_sleep()), and rx_lock is held.
+ */
+static TesseraRingTaken tessera_ring_take(TesseraPort *p)
 {
     size_t budget = TESSERA_RING_BUDGET;
     uint8_t bell = TSR_ICI_DOORBELL_ROOM;
@@ -738,13 +919,13 @@ static void tessera_ring_read(TesseraPort *p)
     while (p->rx) {
         size_t n;
         const uint8_t *buf = tsr_ring_peek(p->rx, &n);
+        bool room;
 
         if (!buf) {
-            tessera_ring_broken(p, "wrote a head no producer writes");
-            return;
+            return TESSERA_RING_BROKEN;
         }
         if (!n) {
-            if (!tsr_ring_wait_data(p->rx)) {
+            if (p->futex || !tsr_ring_wait_data(p->rx)) {
                 break;
             }
             continue;
@@ -752,14 +933,44 @@ static void tessera_ring_read(TesseraPort *p)
         n = MIN(n, budget);
         tsr_ici_receive(tessera_ici(p->s), p->index, buf, n);
         tsr_ring_consume(p->rx, n);
-        if (tsr_ring_room_doorbell(p->rx)) {
+        room = tsr_ring_room_doorbell(p->rx);
+        if (room && p->futex) {
+            tessera_port_queue(p, bell);
+        } else if (room) {
             tessera_port_send(p, &bell, 1);
         }
         budget -= n;
         if (!budget) {
-            qemu_bh_schedule(p->rx_bh);
-            break;
+            return TESSERA_RING_MORE;
         }
+    }
+    return TESSERA_RING_EMPTY;
+}
+
+/*
+ * From the main loop.  A ring the receive thread reads is read here too
+ * (the links' tick, a stray doorbell): if the thread holds it, it is
+ * reading, and we wait for it to be done, so that what the peer wrote
+ * reaches the link before the link judges the peer.
+ */
+static void tessera_ring_read(TesseraPort *p)
+{
+    TesseraRingTaken taken;
+
+    if (p->futex && qemu_mutex_trylock(&p->rx_lock)) {
+        trace_tessera_ici_rx_busy(p->index);
+        qemu_mutex_lock(&p->rx_lock);
+    }
+    taken = tessera_ring_take(p);
+    if (p->futex) {
+        qemu_mutex_unlock(&p->rx_lock);
+    }
+    if (taken == TESSERA_RING_BROKEN) {
+        tessera_ring_broken(p, "wrote a head no producer writes");
+        return;
+    }
+    if (taken == TESSERA_RING_MORE) {
+        qemu_bh_schedule(p->rx_bh);
     }
     tessera_ici_arm(p->s);
 }
@@ -791,6 +1002,11 @@ static void tessera_send_hello(TesseraPort *p, uint32_t magic, bool ring)
         flags |= TSR_ICI_HELLO_RING;
         h.ring_size = cpu_to_le32(TESSERA_RING_SIZE);
     }
+    /* Futex doorbells: offered with a ring, agreed to if offered. */
+    if (ring && p->s->rx_started &&
+        (magic == TSR_ICI_HELLO_MAGIC || p->peer_futex)) {
+        flags |= TSR_ICI_HELLO_FUTEX;
+    }
     if (magic == TSR_ICI_HELLO_MAGIC && p->s->ici_key) {
         flags |= TSR_ICI_HELLO_AUTH;
     }
@@ -803,8 +1019,12 @@ static void tessera_send_hello(TesseraPort *p, uint32_t magic, bool ring)
     }
 }
 
-/* The connection runs on @phase from now on: the link trains. */
-static void tessera_transport_chosen(TesseraPort *p, TesseraLinkPhase phase)
+/*
+ * The connection runs on @phase from now on (on a ring, with @futex
+ * doorbells, read by the receive thread): the link trains.
+ */
+static void tessera_transport_chosen(TesseraPort *p, TesseraLinkPhase phase,
+                                     bool futex)
 {
     if (phase == TESSERA_PHASE_SOCKET) {
         tessera_ring_drop(p);
@@ -812,15 +1032,20 @@ static void tessera_transport_chosen(TesseraPort *p, TesseraLinkPhase phase)
     qemu_mutex_lock(&p->out_lock);
     p->phase = phase;
     p->lends = phase == TESSERA_PHASE_RING;
+    p->futex = futex && phase == TESSERA_PHASE_RING;
     qemu_mutex_unlock(&p->out_lock);
-    trace_tessera_ici_transport(p->index, phase == TESSERA_PHASE_RING ?
-                                "ring" : "socket");
+    trace_tessera_ici_transport(p->index, phase == TESSERA_PHASE_SOCKET ?
+                                "socket" : p->futex ?
+                                "ring, futex doorbells" : "ring");
     tsr_ici_set_transport(tessera_ici(p->s), p->index,
                           phase == TESSERA_PHASE_RING ?
                           TSR_ICI_TRANSPORT_RING : TSR_ICI_TRANSPORT_SOCKET);
     tsr_ici_connected(tessera_ici(p->s), p->index);
     if (phase == TESSERA_PHASE_RING) {
         tessera_ring_read(p);
+    }
+    if (p->futex) {
+        tessera_rx_set(p, true);
     }
     tessera_ici_arm(p->s);
 }
@@ -831,6 +1056,7 @@ static void tessera_take_hello(TesseraPort *p)
     const char *why = "we offered none";
     bool ring = le16_to_cpu(p->hello.flags) & TSR_ICI_HELLO_RING;
 
+    p->peer_futex = le16_to_cpu(p->hello.flags) & TSR_ICI_HELLO_FUTEX;
     if (ring && p->tx && p->peer_fd >= 0) {
         p->rx = tsr_ring_open(p->peer_fd, le32_to_cpu(p->hello.ring_size),
                               &why);
@@ -1009,7 +1235,7 @@ static size_t tessera_handshake(TesseraPort *p, const uint8_t *buf,
         /* Frames: give them to the link, from the first byte. */
         size_t had = p->hello_len - n;
 
-        tessera_transport_chosen(p, TESSERA_PHASE_SOCKET);
+        tessera_transport_chosen(p, TESSERA_PHASE_SOCKET, false);
         tsr_ici_receive(tessera_ici(p->s), p->index, &p->hello, had);
         return 0;
     }
@@ -1035,9 +1261,13 @@ static size_t tessera_handshake(TesseraPort *p, const uint8_t *buf,
         tessera_send_hello(p, TSR_ICI_READY_MAGIC, false);
         p->phase = TESSERA_PHASE_READY;
     } else if (magic == TSR_ICI_READY_MAGIC) {
-        tessera_transport_chosen(p, p->rx && (le16_to_cpu(p->hello.flags) &
-                                              TSR_ICI_HELLO_RING) ?
-                                 TESSERA_PHASE_RING : TESSERA_PHASE_SOCKET);
+        uint16_t flags = le16_to_cpu(p->hello.flags);
+
+        /* Futex doorbells if both READYs say so (ours did if it offered). */
+        tessera_transport_chosen(p, p->rx && (flags & TSR_ICI_HELLO_RING) ?
+                                 TESSERA_PHASE_RING : TESSERA_PHASE_SOCKET,
+                                 p->s->rx_started && p->peer_futex &&
+                                 (flags & TSR_ICI_HELLO_FUTEX));
     } else {
         trace_tessera_ici_transport(p->index, "a READY that is not one");
         tsr_ici_transport_error(tessera_ici(p->s), p->index);
@@ -1105,6 +1335,7 @@ static void tessera_port_event(void *opaque, QEMUChrEvent event)
         tessera_ring_drop(p);
         p->phase = TESSERA_PHASE_HELLO;
         p->hello_len = 0;
+        p->peer_futex = false;
         /*
          * A ring only where descriptors pass (a UNIX socket): over TCP
          * the peer may be another machine, and frames go on the socket.
@@ -1121,6 +1352,8 @@ static void tessera_port_event(void *opaque, QEMUChrEvent event)
             tessera_auth_refuse(p, "no nonce could be drawn");
         }
     } else if (event == CHR_EVENT_CLOSED) {
+        /* The thread gives nothing more to a link going down. */
+        tessera_rx_set(p, false);
         qemu_mutex_lock(&p->out_lock);
         fifo8_reset(&p->out);
         qemu_mutex_unlock(&p->out_lock);
@@ -1209,9 +1442,13 @@ static bool tessera_ici_realize(TesseraState *s, Error **errp)
         p->peer_fd = -1;
         p->rx_bh = qemu_bh_new(tessera_ring_read_bh, p);
         qemu_mutex_init(&p->out_lock);
+        qemu_mutex_init(&p->rx_lock);
         fifo8_create(&p->out, TESSERA_PORT_BUF);
         p->out_made = true;
     }
+    qemu_mutex_init(&s->rx_sleep_lock);
+    qemu_cond_init(&s->rx_cond);
+    s->rx_made = true;
     s->ici_bh = qemu_bh_new(tessera_ici_bh, s);
     s->ici_timer = timer_new_ns(QEMU_CLOCK_REALTIME, tessera_ici_tick, s);
     if (!tessera_slice(s, &sl, errp)) {
@@ -1248,6 +1485,7 @@ static bool tessera_ici_realize(TesseraState *s, Error **errp)
                    s->ici_transport);
         return false;
     }
+    tessera_rx_start(s);
     for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
         TesseraPort *p = &s->ports[i];
 
@@ -1274,6 +1512,8 @@ static void tessera_ici_unrealize(TesseraState *s)
 {
     unsigned int i;
 
+    /* First: then only the main loop touches the rings. */
+    tessera_rx_stop(s);
     for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
         TesseraPort *p = &s->ports[i];
 
@@ -1289,12 +1529,18 @@ static void tessera_ici_unrealize(TesseraState *s)
         if (p->out_made) {
             tessera_ring_drop(p);
             qemu_mutex_destroy(&p->out_lock);
+            qemu_mutex_destroy(&p->rx_lock);
             fifo8_destroy(&p->out);
             p->out_made = false;
         }
     }
     g_free(s->ici_key);
     s->ici_key = NULL;
+    if (s->rx_made) {
+        qemu_cond_destroy(&s->rx_cond);
+        qemu_mutex_destroy(&s->rx_sleep_lock);
+        s->rx_made = false;
+    }
     if (s->ici_timer) {
         timer_free(s->ici_timer);
         s->ici_timer = NULL;
@@ -1937,6 +2183,19 @@ static void tessera_get_port_counts(Object *obj, Visitor *v, const char *name,
     visit_type_str(v, name, &str, errp);
 }
 
+static bool tessera_get_rx_stall(Object *obj, Error **errp)
+{
+    return qatomic_read(&TESSERA(obj)->rx_stall);
+}
+
+static void tessera_set_rx_stall(Object *obj, bool stall, Error **errp)
+{
+    TesseraState *s = TESSERA(obj);
+
+    qatomic_set(&s->rx_stall, stall);
+    tsr_ring_kick(&s->rx_ctl);
+}
+
 static void tessera_add_fault_props(Object *obj)
 {
     size_t i;
@@ -1976,6 +2235,17 @@ static void tessera_add_fault_props(Object *obj)
     object_property_set_description(obj, "ici-auth-refused",
         "peers each wired ICI port refused for want of the slice's key, "
         "read-only: PORT:COUNT, space-separated");
+    object_property_add(obj, "ici-futile-wakeups", "str",
+                        tessera_get_port_counts, NULL, NULL,
+                        (void *)offsetof(TesseraPort,
+                                         rx_watch.futile_wakeups));
+    object_property_set_description(obj, "ici-futile-wakeups",
+        "wake-ups of the receive thread by each wired ICI port's peer with "
+        "nothing in its ring, read-only: PORT:COUNT, space-separated");
+    object_property_add_bool(obj, "x-ici-rx-stall", tessera_get_rx_stall,
+                             tessera_set_rx_stall);
+    object_property_set_description(obj, "x-ici-rx-stall",
+        "for tests: the receive thread reads no ring, as if starved");
 }
 
 static const Property tessera_properties[] = {
@@ -2016,6 +2286,8 @@ static const Property tessera_properties[] = {
                        UINT32_MAX),
     /* auto: a shared-memory ring pair where both ends can; or socket. */
     DEFINE_PROP_STRING("ici-transport", TesseraState, ici_transport),
+    /* Futex doorbells and the receive thread where both ends have them. */
+    DEFINE_PROP_BOOL("ici-rx-thread", TesseraState, ici_rx_thread, true),
     /* The id of a secret object: the slice's key, which its peers prove. */
     DEFINE_PROP_STRING("ici-secret", TesseraState, ici_secret),
     DEFINE_PROP_CHR("ici0", TesseraState, ports[0].chr),

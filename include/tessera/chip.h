@@ -985,6 +985,12 @@ struct tsr_ici_train {
 #define TSR_ICI_HELLO_VERSION		1
 #define TSR_ICI_HELLO_RING		0x0001
 /*
+ * With TSR_ICI_HELLO_RING, in the HELLO and READY both: the sender rings
+ * TSR_ICI_DOORBELL_DATA as a FUTEX_WAKE of the ring's @consumer_waiting
+ * instead of a byte; both READYs must say so, else both ring bytes.
+ */
+#define TSR_ICI_HELLO_FUTEX		0x0004
+/*
  * Authentication (Documentation/ici.md, "Authentication").  A HELLO with
  * TSR_ICI_HELLO_AUTH says its sender holds the slice's key; both ends must,
  * or neither.  Each keyed end follows its HELLO with a CHALLENGE (a fresh

@@ -15,6 +15,7 @@ up or refuse it cleanly.  Run by tessera_qtest.py as the "ici" suite.
 """
 
 import atexit
+import ctypes
 import fcntl
 import hashlib
 import hmac
@@ -45,6 +46,8 @@ atexit.register(shutil.rmtree, SOCK_DIR, ignore_errors=True)
 PEER_SOCK = os.path.join(SOCK_DIR, "peer.sock")
 
 TESTS = []
+LIBC = ctypes.CDLL(None, use_errno=True)
+SYS_FUTEX, FUTEX_WAKE = 202, 1     # x86-64; shared, not FUTEX_PRIVATE
 
 
 def test(fn):
@@ -163,6 +166,14 @@ class Ring:
         self.put(TAIL, tail + n)
         return out
 
+    def wake(self):
+        """A futex doorbell: clear the consumer's word, FUTEX_WAKE it."""
+        if self.get(CONSUMER_WAITING, "<I"):
+            self.put(CONSUMER_WAITING, 0, "<I")
+            word = ctypes.c_uint32.from_buffer(self.mem, CONSUMER_WAITING)
+            LIBC.syscall(SYS_FUTEX, ctypes.byref(word), FUTEX_WAKE, 1, 0, 0, 0)
+            del word
+
     def close(self):
         self.mem.close()
         os.close(self.fd)
@@ -184,13 +195,15 @@ class Peer:
     frames then go through shared memory), or "frames" (no handshake at
     all: an older Tessera, which speaks frames at once).  @key: the
     slice's key, which the handshake then proves (CHALLENGE, PROOF).
+    @futex: with a ring, offer futex doorbells (TSR_ICI_HELLO_FUTEX);
+    .futex says whether both READYs agreed.
 
     The chip's DATA and TAIL frames are answered as a real peer answers
     them (answer()); @lose DATA frames to come are taken for lost.
     """
 
     def __init__(self, transport="socket", offer=None, chip_offers=True,
-                 address=PEER_SOCK, key=None):
+                 address=PEER_SOCK, key=None, futex=False):
         deadline = time.monotonic() + 10
         while True:
             # @address: a path, or (host, port) for a port over TCP.
@@ -210,8 +223,10 @@ class Peer:
         self.fds = []
         self.tx = self.rx = None
         self.snd_nxt = self.rcv_next = self.lose = 0
+        self.futex = False
         if transport != "frames":
-            self.handshake(transport == "ring", offer, chip_offers, key)
+            self.handshake(transport == "ring", offer, chip_offers, key,
+                           futex)
 
     def recv(self, timeout):
         """Bytes (and descriptors) from the socket within @timeout."""
@@ -247,7 +262,8 @@ class Peer:
         """Send our PROOF, as chip (1), port 1, of @key."""
         self.sock.sendall(proof(key, (1, 0, 0), 1, self.nonce, chip_nonce))
 
-    def handshake(self, ring=False, offer=None, chip_offers=True, key=None):
+    def handshake(self, ring=False, offer=None, chip_offers=True, key=None,
+                  futex=False):
         """HELLO and READY each way; the chip's HELLO offers its ring
         (unless @chip_offers is false: ici-transport=socket); with @key,
         CHALLENGE and PROOF each way between them."""
@@ -257,6 +273,9 @@ class Peer:
               f"the chip's HELLO says it has a key: {flags}")
         auth = C["TSR_ICI_HELLO_AUTH"] if key else 0
         offered = bool(flags & C["TSR_ICI_HELLO_RING"]) and len(self.fds) == 1
+        self.chip_hello_flags = flags
+        futex = futex and bool(flags & C["TSR_ICI_HELLO_FUTEX"])
+        ours = C["TSR_ICI_HELLO_FUTEX"] if futex else 0
         check(offered == chip_offers,
               f"the chip's offer (flags {flags}, fds {self.fds})")
         if ring:
@@ -264,7 +283,7 @@ class Peer:
                 self.rx = Ring(self.fds.pop(), size)
             self.tx = offer or Ring.create()
             self.hello(C["TSR_ICI_HELLO_MAGIC"],
-                       C["TSR_ICI_HELLO_RING"] | auth, self.tx.size,
+                       C["TSR_ICI_HELLO_RING"] | auth | ours, self.tx.size,
                        [self.tx.fd])
         else:
             self.hello(C["TSR_ICI_HELLO_MAGIC"], auth)
@@ -277,10 +296,12 @@ class Peer:
                   AUTH.pack(*got), "the chip's PROOF does not hold")
             self.prove(key, chip_nonce)
         self.hello(C["TSR_ICI_READY_MAGIC"],
-                   C["TSR_ICI_HELLO_RING"] if self.rx else 0)
+                   C["TSR_ICI_HELLO_RING"] | ours if self.rx else 0)
         magic, _, flags, _, _ = HELLO.unpack(self.read_exact(HELLO.size))
         check(magic == C["TSR_ICI_READY_MAGIC"], f"READY magic {magic:#x}")
         self.ring_ready = bool(flags & C["TSR_ICI_HELLO_RING"])
+        self.futex = bool(self.rx and self.ring_ready and ours and
+                          flags & C["TSR_ICI_HELLO_FUTEX"])
         if not (ring and self.ring_ready):
             self.drop_rings()
 
@@ -290,10 +311,14 @@ class Peer:
                 r.close()
         self.tx = self.rx = None
 
-    def send(self, data):
+    def send(self, data, bell=True):
+        """Send @data; on a ring, ring the doorbell unless told not to."""
         if self.tx:
             self.tx.write(intact(data))
-            self.sock.sendall(bytes([C["TSR_ICI_DOORBELL_DATA"]]))
+            if bell and self.futex:
+                self.tx.wake()
+            elif bell:
+                self.sock.sendall(bytes([C["TSR_ICI_DOORBELL_DATA"]]))
         else:
             self.sock.sendall(data)
 
@@ -739,6 +764,84 @@ test(a_peer_that_answers_no_keepalive_is_given_up_on)
 a_peer_that_answers_no_keepalive_is_given_up_on.props = \
     a_peer_that_answers_no_keepalive_is_given_up_on.props.replace(
         ",x-ici-keepalive-ms=0", "")
+
+
+def on_futex_doorbells_the_links_tick_reads_what_the_receive_thread_leaves(
+        qt):
+    """Both ends offer futex doorbells: the chip's receive thread reads
+    the ring.  A thread that does not run (starved on a busy host; here
+    x-ici-rx-stall) leaves the peer's frames in it: the links' tick reads
+    them, so the peer is heard, and its link, keepalive on, stays up well
+    past the deadline for a silent peer (0.955 s)."""
+    qt.enable()
+    peer = Peer("ring", futex=True)
+    check(peer.futex, "futex doorbells agreed")
+    peer.train()
+    wait_state(qt, C["TSR_ICI_STATE_UP"])
+    check(transport(qt) == C["TSR_ICI_TRANSPORT_RING"], "on the ring")
+    qt.qom_set("x-ici-rx-stall", True)
+    rx = counter(qt, "FRAMES_RX")
+    end = time.monotonic() + 2.5
+    while time.monotonic() < end:
+        # An ACK: the peer is heard; no doorbell, as if the thread slept.
+        peer.send(frame(C["TSR_ICI_FRAME_ACK"], ack=peer.rcv_next),
+                  bell=False)
+        peer.frames(0.1)
+    check(state(qt) == C["TSR_ICI_STATE_UP"], f"port state {state(qt)}")
+    check(counter(qt, "TIMEOUTS") == 0, "no timeout")
+    check(counter(qt, "FRAMES_RX") >= rx + 10,
+          f"{counter(qt, 'FRAMES_RX') - rx} frames read from the ring")
+    qt.qom_set("x-ici-rx-stall", False)
+    peer.close()
+    wait_gone(qt)
+
+
+test(on_futex_doorbells_the_links_tick_reads_what_the_receive_thread_leaves)
+on_futex_doorbells_the_links_tick_reads_what_the_receive_thread_leaves\
+    .props = on_futex_doorbells_the_links_tick_reads_what_the_receive_thread_leaves\
+    .props.replace(",x-ici-keepalive-ms=0", "")
+
+
+@test
+def on_futex_doorbells_the_receive_thread_reads_a_ring_it_is_woken_for(qt):
+    """A frame rung for with a FUTEX_WAKE, no byte on the socket, is
+    answered through the chip's ring; a peer that clears and wakes the
+    word for nothing is counted (ici-futile-wakeups)."""
+    qt.enable()
+    peer = Peer("ring", futex=True)
+    check(peer.futex, "futex doorbells agreed")
+    peer.train()
+    wait_state(qt, C["TSR_ICI_STATE_UP"])
+    probe(peer)
+    check(any(f[0] == C["TSR_ICI_FRAME_ACK"] for f in peer.frames(1)),
+          "the chip's answer came through its ring")
+    for _ in range(40):
+        peer.tx.put(CONSUMER_WAITING, 1, "<I")
+        peer.tx.wake()
+        time.sleep(0.005)
+    futile = int(qt.qom_get("ici-futile-wakeups").split(":")[1])
+    check(futile >= 1, f"futile wake-ups counted: {futile}")
+    peer.close()
+    wait_gone(qt)
+
+
+def a_chip_without_its_receive_thread_agrees_to_no_futex_doorbells(qt):
+    """ici-rx-thread=off: the chip's HELLO offers no futex doorbells and
+    its READY agrees to none; the ring runs on doorbell bytes."""
+    qt.enable()
+    peer = Peer("ring", futex=True)
+    check(not peer.chip_hello_flags & C["TSR_ICI_HELLO_FUTEX"],
+          f"the chip's HELLO flags {peer.chip_hello_flags}")
+    check(not peer.futex, "no futex doorbells")
+    peer.train()
+    wait_state(qt, C["TSR_ICI_STATE_UP"])
+    check(transport(qt) == C["TSR_ICI_TRANSPORT_RING"], "on the ring")
+    peer.close()
+
+
+test(a_chip_without_its_receive_thread_agrees_to_no_futex_doorbells)
+a_chip_without_its_receive_thread_agrees_to_no_futex_doorbells.props += \
+    ",ici-rx-thread=off"
 
 
 def ici_links(qt):
