@@ -24,7 +24,6 @@
 #include "kselftest_harness.h"
 #include "tessera_util.h"
 
-#define KIB 1024u
 
 FIXTURE(life) {
 	int fd;
@@ -39,12 +38,8 @@ FIXTURE_SETUP(life)
 	self->fd = tsr_open(0);
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, tsr_pci_address(0, self->pci, sizeof(self->pci)));
-	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->c.bo));
-	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->host));
-	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, DRM_TESSERA_BO_HBM,
-				   &self->hbm));
-	self->sync = tsr_syncobj(self->fd);
-	ASSERT_LT(0, (int)self->sync);
+	ASSERT_EQ(0, tsr_make_two(self->fd, &self->c, &self->host, &self->hbm,
+				  &self->sync));
 }
 
 FIXTURE_TEARDOWN(life)

@@ -25,7 +25,6 @@
 #include "kselftest_harness.h"
 #include "tessera_util.h"
 
-#define KIB 1024u
 #define S3_WAKE_LINE "Waking up from system sleep state S3"
 
 FIXTURE(s3) {
@@ -43,12 +42,8 @@ FIXTURE_SETUP(s3)
 	self->fd = tsr_open(0);
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, tsr_pci_address(0, self->pci, sizeof(self->pci)));
-	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->c.bo));
-	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->host));
-	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, DRM_TESSERA_BO_HBM,
-				   &self->hbm));
-	self->sync = tsr_syncobj(self->fd);
-	ASSERT_LT(0, (int)self->sync);
+	ASSERT_EQ(0, tsr_make_two(self->fd, &self->c, &self->host, &self->hbm,
+				  &self->sync));
 }
 
 FIXTURE_TEARDOWN(s3)
@@ -289,12 +284,8 @@ FIXTURE_SETUP(rpm)
 	snprintf(path, sizeof(path), "%s/autosuspend_delay_ms", self->power);
 	self->delay_ms = tsr_read_number(path);
 	ASSERT_LE(0, self->delay_ms);
-	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->c.bo));
-	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->host));
-	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, DRM_TESSERA_BO_HBM,
-				   &self->hbm));
-	self->sync = tsr_syncobj(self->fd);
-	ASSERT_LT(0, (int)self->sync);
+	ASSERT_EQ(0, tsr_make_two(self->fd, &self->c, &self->host, &self->hbm,
+				  &self->sync));
 }
 
 FIXTURE_TEARDOWN(rpm)
@@ -309,16 +300,8 @@ FIXTURE_TEARDOWN(rpm)
 
 static int rpm_run(FIXTURE_DATA(rpm) *self, struct drm_tessera_job_status *st)
 {
-	const struct tsr_bo *bos[] = { &self->host, &self->hbm };
-	uint64_t seq;
-	int ret;
-
-	drmSyncobjReset(self->fd, &self->sync, 1);
-	ret = tsr_submit(self->fd, &self->c, 0, bos, 2, self->sync, &seq);
-	self->c.len = 0;
-	if (!ret)
-		ret = tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS);
-	return ret ?: tsr_job_status(self->fd, seq, st);
+	return tsr_run_two(self->fd, &self->c, &self->host, &self->hbm,
+			   self->sync, st);
 }
 
 /* As for most PCI devices, runtime PM waits for user space to allow it. */

@@ -414,6 +414,24 @@ static inline int tsr_job_status(int fd, uint64_t seq,
 }
 
 /*
+ * The lifecycle and power tests' set-up on @fd: a command buffer @c, 64 KiB
+ * of system memory @host and of HBM @hbm, a syncobj *@sync; -errno.
+ */
+static inline int tsr_make_two(int fd, struct tsr_cmds *c, struct tsr_bo *host,
+			       struct tsr_bo *hbm, uint32_t *sync)
+{
+	int ret = tsr_bo_create(fd, 64 * 1024, 0, &c->bo) ?:
+		  tsr_bo_create(fd, 64 * 1024, 0, host) ?:
+		  tsr_bo_create(fd, 64 * 1024, DRM_TESSERA_BO_HBM, hbm) ?:
+		  tsr_syncobj(fd);
+
+	if (ret < 0)
+		return ret;
+	*sync = ret;
+	return 0;
+}
+
+/*
  * Submit @c on queue 0 using @host and @hbm, its out-sync @sync reset
  * first, and empty @c; no wait (the lifecycle and power tests' jobs).
  */
