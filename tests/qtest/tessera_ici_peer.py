@@ -799,7 +799,7 @@ def on_futex_doorbells_the_links_tick_reads_what_the_receive_thread_leaves(
 test(on_futex_doorbells_the_links_tick_reads_what_the_receive_thread_leaves)
 on_futex_doorbells_the_links_tick_reads_what_the_receive_thread_leaves\
     .props = on_futex_doorbells_the_links_tick_reads_what_the_receive_thread_leaves\
-    .props.replace(",x-ici-keepalive-ms=0", "")
+    .props.replace(",x-ici-keepalive-ms=0", "") + ",ici-rx-thread=on"
 
 
 @test
@@ -823,6 +823,10 @@ def on_futex_doorbells_the_receive_thread_reads_a_ring_it_is_woken_for(qt):
     check(futile >= 1, f"futile wake-ups counted: {futile}")
     peer.close()
     wait_gone(qt)
+
+
+on_futex_doorbells_the_receive_thread_reads_a_ring_it_is_woken_for.props += \
+    ",ici-rx-thread=on"
 
 
 def a_chip_without_its_receive_thread_agrees_to_no_futex_doorbells(qt):
