@@ -110,8 +110,8 @@ USER_HEADERS := $(wildcard uapi/drm/*.h include/tessera/*.h libaccel/include/acc
 # some twenty, it cost about 8 s of CPU apiece.
 CORE_SRCS := $(wildcard qemu-device/core/*.c)
 CORE_OBJS := $(CORE_SRCS:%.c=$(B)/obj/%.o)
-CORE_CFLAGS = -Iqemu-device/core -I$(REPO)/include $(shell pkg-config --cflags openblas 2>/dev/null)
-CORE_LIBS = $(shell pkg-config --libs openblas 2>/dev/null) -lm -pthread
+CORE_CFLAGS = -Iqemu-device/core -I$(REPO)/include $(shell pkg-config --cflags openblas libisal 2>/dev/null)
+CORE_LIBS = $(shell pkg-config --libs openblas libisal 2>/dev/null) -lm -pthread
 
 HOST_TESTS := $(patsubst tests/host/%.c,$(B)/tests/host/%,$(wildcard tests/host/*_test.c))
 # Tests of the chip core that check it against libaccel's CPU reference.
@@ -299,7 +299,7 @@ $(B)/bench/chip_bench: tests/bench/chip_bench.c tests/host/tessera_chip.h $(CORE
 $(B)/bench/link_floor: tests/bench/link_floor.c $(B)/obj/qemu-device/core/tessera-link.o \
 		$(B)/obj/qemu-device/core/tessera-ring.o $(USER_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c %.o,$^) -pthread
+	$(CC) $(USER_CFLAGS) $(CORE_CFLAGS) -o $@ $(filter %.c %.o,$^) $(CORE_LIBS)
 
 # The host's reference for the collectives: Open MPI's MPI_Allreduce.
 $(B)/bench/mpi_allreduce: tests/bench/mpi_allreduce.c $(DEPS_STAMP)
