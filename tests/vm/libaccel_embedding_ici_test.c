@@ -401,9 +401,17 @@ TEST_F_TIMEOUT(emb, too_many_ids_for_one_owner_are_named, EMB_TEST_TIMEOUT)
 	unsigned int i;
 	uint32_t k;
 
+	/*
+	 * Owner 1 needs five ids of its own: VOCAB gives it one on a slice
+	 * of more than 60 chips (4x4x4), so this plan's table is larger,
+	 * enough for slices of up to 127 chips (it is never filled: every
+	 * call is refused).
+	 */
+	d.vocab = 512;
 	d.max_ids_per_chip = 4;
 	d.max_unique_ids_per_chip = 3;
 	ASSERT_EQ(ACCEL_OK, open_plan(self, WINDOW_BASE + 4, &d, NULL));
+	ASSERT_GT(d.vocab, 1 + self->chips * 4);
 	for (i = 0; i < self->n; i++) {
 		/* Five ids of owner 1 in five samples: one over its limit. */
 		for (k = 0; k < 5; k++) {
