@@ -1230,10 +1230,17 @@ void tsr_ici_writable(TsrIci *ici, unsigned int port)
 
 void tsr_ici_poll(TsrIci *ici)
 {
-    uint64_t now = now_ns();
+    uint64_t now;
     unsigned int p;
 
+    /*
+     * The time once the lock is ours: a receive that took it meanwhile
+     * (QEMU's receive thread) heard the peer after any time read before
+     * it, and a link polled at a time before it last heard its peer
+     * finds it silent for ever (now - heard_at wraps) and goes down.
+     */
     pthread_mutex_lock(&ici->lock);
+    now = now_ns();
     for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {
         TsrLink *link = ici->port[p].link;
 

@@ -2124,4 +2124,172 @@ TEST(a_frame_being_filled_is_not_sent_again_half_filled)
 	slice_free(s);
 }
 
+/*
+ * A gate on what chip 0's port 1 sends: a sender waits there, holding
+ * the chip's ICI lock, until the test opens it.
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool closed, waiting;
+} gate = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	    .cond = PTHREAD_COND_INITIALIZER };
+
+static size_t gated_out(struct test_chip *c, unsigned int port,
+			const void *buf, size_t len)
+{
+	pthread_mutex_lock(&gate.lock);
+	gate.waiting = port == TSR_ICI_PORT(0, 1);
+	pthread_cond_broadcast(&gate.cond);
+	while (gate.closed && port == TSR_ICI_PORT(0, 1))
+		pthread_cond_wait(&gate.cond, &gate.lock);
+	pthread_mutex_unlock(&gate.lock);
+	return slice_out(c, port, buf, len);
+}
+
+struct gated_call {
+	struct slice *s;
+	pid_t tid;
+	const void *buf;
+	size_t len;
+};
+
+static void *retrain_port_1(void *arg)
+{
+	struct gated_call *g = arg;
+
+	tsr_ici_port_control(slice_ici(g->s, 0), TSR_ICI_PORT(0, 1),
+			     TSR_ICI_CTRL_RETRAIN);
+	return NULL;
+}
+
+static void *receive_on_port_0(void *arg)
+{
+	struct gated_call *g = arg;
+
+	__atomic_store_n(&g->tid, gettid(), __ATOMIC_RELEASE);
+	tsr_ici_receive(slice_ici(g->s, 0), TSR_ICI_PORT(0, 0), g->buf,
+			g->len);
+	return NULL;
+}
+
+static void *poll_chip_0(void *arg)
+{
+	struct gated_call *g = arg;
+
+	__atomic_store_n(&g->tid, gettid(), __ATOMIC_RELEASE);
+	tsr_ici_poll(slice_ici(g->s, 0));
+	return NULL;
+}
+
+/* Wait (2 s at most) until the thread @g started sleeps (on a lock). */
+static bool asleep(struct gated_call *g)
+{
+	char path[64], stat[256], *state;
+	int i;
+
+	for (i = 0; i < 20000; i++, usleep(100)) {
+		pid_t tid = __atomic_load_n(&g->tid, __ATOMIC_ACQUIRE);
+		FILE *f;
+
+		if (!tid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		state = fgets(stat, sizeof(stat), f) ? strrchr(stat, ')') : NULL;
+		fclose(f);
+		if (state && state[1] == ' ' && state[2] == 'S')
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The links' timer and a receiving thread (QEMU's tessera-ici-rx) take
+ * turns at a chip's ICI lock.  The timer waits for it while the peer's
+ * frame is read; the frame is heard after the timer's call began, and
+ * must not make the timer find the peer silent since before it was ever
+ * heard (now - heard_at wrapping): the keepalive due then sees a peer
+ * just heard, and the link stays up.  Chip 0's lock is held by a retrain
+ * of its other port, stopped in its send; the receive queues for the
+ * lock first, then the timer's poll, and the lock goes to them in turn.
+ */
+TEST(a_frame_read_while_the_links_timer_waits_for_the_lock_keeps_the_link)
+{
+	struct slice *s = slice_alloc(2);
+	struct gated_call a, r, p;
+	pthread_t ta, tr, tp;
+	struct wire *w;
+	unsigned int i;
+	uint8_t *frame;
+	size_t len;
+
+	s->test = calloc(1, sizeof(struct own));
+	for (i = 0; i < 2; i++) {
+		TsrSlice sl = {
+			.slice_id = 3,
+			.topo = { .dims = { 2, 1, 1 }, .wrap = { true } },
+			.coords = { i, 0, 0 },
+		};
+
+		slice_add_chip(s, i, &sl, 8 << 20);
+		/* A poll up to a second late is on time (not overslept). */
+		tsr_ici_set_retransmit(slice_ici(s, i), 1000000000);
+	}
+	slice_join(s, 0, TSR_ICI_PORT(0, 0), 1, TSR_ICI_PORT(0, 1));
+	slice_join(s, 1, TSR_ICI_PORT(0, 0), 0, TSR_ICI_PORT(0, 1));
+	slice_start(s, TSR_ICI_TRANSPORT_SOCKET);
+	ASSERT_TRUE(slice_wait_up(s));
+	s->stop = true;
+	pthread_join(s->pump, NULL);
+
+	/* Past chip 0's keepalive (100 ms), chip 1 probes both its ports. */
+	usleep(150000);
+	tsr_ici_poll(slice_ici(s, 1));
+	w = s->wires[1][TSR_ICI_PORT(0, 1)];
+	ASSERT_EQ(0, w->to_chip);
+	ASSERT_EQ(TSR_ICI_PORT(0, 0), w->to_port);
+	len = slice_wire_left(w);
+	ASSERT_LT(0, len);
+	frame = malloc(len);
+	memcpy(frame, w->buf, len);
+	w->len = 0;
+
+	gate.closed = true;
+	s->chip[0]->ici_out = gated_out;
+	a = (struct gated_call){ .s = s };
+	ASSERT_EQ(0, pthread_create(&ta, NULL, retrain_port_1, &a));
+	pthread_mutex_lock(&gate.lock);
+	while (!gate.waiting)
+		pthread_cond_wait(&gate.cond, &gate.lock);
+	pthread_mutex_unlock(&gate.lock);
+	r = (struct gated_call){ .s = s, .buf = frame, .len = len };
+	ASSERT_EQ(0, pthread_create(&tr, NULL, receive_on_port_0, &r));
+	ASSERT_TRUE(asleep(&r));
+	p = (struct gated_call){ .s = s };
+	ASSERT_EQ(0, pthread_create(&tp, NULL, poll_chip_0, &p));
+	ASSERT_TRUE(asleep(&p));
+	pthread_mutex_lock(&gate.lock);
+	gate.closed = false;
+	pthread_cond_broadcast(&gate.cond);
+	pthread_mutex_unlock(&gate.lock);
+	pthread_join(ta, NULL);
+	pthread_join(tr, NULL);
+	pthread_join(tp, NULL);
+
+	EXPECT_EQ(TSR_ICI_STATE_UP,
+		  tsr_ici_port_state(slice_ici(s, 0), TSR_ICI_PORT(0, 0)));
+	EXPECT_EQ(0, port_counter(s->chip[0], TSR_ICI_PORT(0, 0),
+				  TSR_ICI_CNT_TIMEOUTS));
+	EXPECT_EQ(0, port_counter(s->chip[0], TSR_ICI_PORT(0, 0),
+				  TSR_ICI_CNT_LINK_DOWNS));
+	s->chip[0]->ici_out = slice_out;
+	free(frame);
+	s->stop = false;
+	pthread_create(&s->pump, NULL, slice_pump, s);
+	slice_free(s);
+}
+
 TEST_HARNESS_MAIN
