@@ -4,6 +4,7 @@
  *
  *   null job round trip   submit one NOP job, wait for its syncobj, repeat
  *   pipelined jobs        NOP jobs with 64 in flight (timeline points)
+ *   batched jobs          the same, queued 32 at a time by SUBMIT_BATCH
  *   matmul                one 2048^3 bf16 MATMUL in HBM, wall time
  *
  * Prints "BENCH <name> <value> <unit>" lines.
@@ -15,6 +16,7 @@
 #define DEPTH		64
 #define ROUND_TRIPS	400
 #define PIPELINED	4000
+#define BATCH		32
 #define MM		2048
 
 static void die(const char *what, int err)
@@ -91,6 +93,61 @@ static void bench_pipelined(int fd, struct tsr_cmds *c)
 		die("timeline wait", -errno);
 	printf("BENCH vm_pipelined_jobs %.0f jobs/s\n",
 	       PIPELINED / ((tsr_now_ns() - t0) / 1e9));
+	fflush(stdout);
+}
+
+/*
+ * NOP jobs queued BATCH at a time by one SUBMIT_BATCH, as libaccel queues
+ * a call's jobs; at most DEPTH + BATCH in flight.  The pipeline's rate
+ * once a job costs no system call of its own.
+ */
+static void bench_batched(int fd, struct tsr_cmds *c)
+{
+	static struct drm_tessera_sync out[BATCH];
+	static struct drm_tessera_submit jobs[BATCH];
+	struct drm_tessera_submit_batch b = {
+		.flags = DRM_TESSERA_SUBMIT_WAIT_ROOM,
+		.count = BATCH,
+		.jobs = (uintptr_t)jobs,
+		.stride = sizeof(jobs[0]),
+	};
+	uint32_t tl;
+	uint64_t t0, point;
+	unsigned int i, j;
+	int ret;
+
+	if (drmSyncobjCreate(fd, 0, &tl))
+		die("syncobj", -errno);
+	t0 = tsr_now_ns();
+	for (i = 0; i < PIPELINED; i += BATCH) {
+		for (j = 0; j < BATCH; j++) {
+			out[j] = TSR_SIGNAL(tl, i + j + 1);
+			jobs[j] = (struct drm_tessera_submit) {
+				.queue = 0,
+				.cmdbuf_handle = c->bo.handle,
+				.cmdbuf_size = c->len,
+			};
+			tsr_submit_syncs(&jobs[j], &out[j], 1);
+		}
+		if (i >= DEPTH) {
+			point = i - DEPTH;
+			if (drmSyncobjTimelineWait(fd, &tl, &point, 1,
+						   tsr_now_ns() + TSR_TEST_WAIT_NS,
+						   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
+						   NULL))
+				die("timeline wait", -errno);
+		}
+		ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_SUBMIT_BATCH, &b);
+		if (ret)
+			die("batched submit", ret);
+	}
+	point = i;
+	if (drmSyncobjTimelineWait(fd, &tl, &point, 1,
+				   tsr_now_ns() + TSR_TEST_WAIT_NS,
+				   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, NULL))
+		die("timeline wait", -errno);
+	printf("BENCH vm_batched_jobs %.0f jobs/s\n",
+	       i / ((tsr_now_ns() - t0) / 1e9));
 	fflush(stdout);
 }
 
@@ -179,6 +236,7 @@ int main(void)
 	tsr_emit_nop(&c);
 	bench_round_trip(fd, &c);
 	bench_pipelined(fd, &c);
+	bench_batched(fd, &c);
 	bench_matmul(fd, &info);
 	return 0;
 }
