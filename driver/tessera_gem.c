@@ -31,6 +31,7 @@
 #include "tessera_drv.h"
 #include "tessera_gem.h"
 #include "tessera_mmu.h"
+#include "tessera_pm.h"
 
 /* Buffers of at least this size start on a 2 MiB boundary (large pages). */
 #define TESSERA_LARGE_ALIGN_MIN		TSR_LARGE_PAGE_SIZE
@@ -382,14 +383,42 @@ static int tessera_hbm_mmap(struct drm_gem_object *obj,
 		return -EINVAL;
 	if (!drm_dev_enter(obj->dev, &idx))
 		return -ENODEV;
+	/*
+	 * User space may touch HBM through the mapping at any time: the chip
+	 * stays resumed until the mapping's last VMA is closed
+	 * (tessera_hbm_vm_close()).  On a failure here no close follows.
+	 */
+	ret = tessera_pm_get(tdev);
+	if (ret)
+		goto out;
 	/* drm_gem_mmap_obj() has checked the size; the offset is the object's. */
 	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
 	ret = io_remap_pfn_range(vma, vma->vm_start,
 				 (tdev->hbm_bus + bo->hbm_node.start) >> PAGE_SHIFT,
 				 vma->vm_end - vma->vm_start, vma->vm_page_prot);
+	if (ret)
+		tessera_pm_put(tdev);
+out:
 	drm_dev_exit(idx);
 	return ret;
+}
+
+/* A copy of the VMA (fork(), mremap(), a split): its own PM reference. */
+static void tessera_hbm_vm_open(struct vm_area_struct *vma)
+{
+	struct drm_gem_object *obj = vma->vm_private_data;
+
+	tessera_pm_get_noresume(to_tessera_device(obj->dev));
+	drm_gem_vm_open(vma);
+}
+
+static void tessera_hbm_vm_close(struct vm_area_struct *vma)
+{
+	struct drm_gem_object *obj = vma->vm_private_data;
+
+	tessera_pm_put(to_tessera_device(obj->dev));
+	drm_gem_vm_close(vma);
 }
 
 static struct dma_buf *tessera_hbm_export(struct drm_gem_object *obj,
@@ -414,8 +443,8 @@ static enum drm_gem_object_status tessera_hbm_status(struct drm_gem_object *obj)
 }
 
 static const struct vm_operations_struct tessera_hbm_vm_ops = {
-	.open = drm_gem_vm_open,
-	.close = drm_gem_vm_close,
+	.open = tessera_hbm_vm_open,
+	.close = tessera_hbm_vm_close,
 };
 
 static const struct drm_gem_object_funcs tessera_hbm_funcs = {

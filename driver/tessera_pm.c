@@ -11,7 +11,9 @@
  * job holds a reference from its creation to its release
  * (tessera_pm_get(), _put()), so a suspended chip has no job on a ring:
  * suspending turns its interrupts off, resuming resets it and programs it
- * again (context table, queues, interrupts) as a system resume does.  A
+ * again (context table, queues, interrupts) as a system resume does.  So
+ * does every CPU mapping of HBM (BAR 2), from mmap() to munmap(): user
+ * space may touch the chip's memory at any time through it.  A
  * chip with a peer on any of its ICI links does not suspend: the peer may
  * write into its HBM at any time.  As for most PCI devices, user space
  * allows it (power/control "auto"); the chip saves no power on QEMU.
@@ -122,6 +124,15 @@ void tessera_pm_fini(struct tessera_device *tdev)
 int tessera_pm_get(struct tessera_device *tdev)
 {
 	return pm_runtime_resume_and_get(tdev->drm.dev);
+}
+
+/*
+ * One more reference beside one that is held, so the chip is resumed
+ * already (a CPU mapping of HBM copied by fork() or mremap()).
+ */
+void tessera_pm_get_noresume(struct tessera_device *tdev)
+{
+	pm_runtime_get_noresume(tdev->drm.dev);
 }
 
 void tessera_pm_put(struct tessera_device *tdev)

@@ -14,6 +14,7 @@ extern const struct dev_pm_ops tessera_pm_ops;
 void tessera_pm_init(struct tessera_device *tdev);
 void tessera_pm_fini(struct tessera_device *tdev);
 int tessera_pm_get(struct tessera_device *tdev);
+void tessera_pm_get_noresume(struct tessera_device *tdev);
 void tessera_pm_put(struct tessera_device *tdev);
 
 #endif /* __TESSERA_PM_H__ */

@@ -3,7 +3,7 @@
  * The tessera driver's power management.  s3: across a real system
  * sleep, the guest suspended to RAM (S3) and woken by the host, the driver
  * has restored the chip.  rpm: runtime PM, an idle chip suspended and
- * resumed by the next job.
+ * resumed by the next job, and held resumed by every CPU mapping of HBM.
  *
  * QEMU resets every device when it wakes a guest from S3, as a machine
  * whose devices lost power: the chip's registers are wiped and the PCI
@@ -21,11 +21,15 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/klog.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "tessera_util.h"
 
 #define S3_WAKE_LINE "Waking up from system sleep state S3"
+/* What the PM core logs for a put without its get. */
+#define RPM_UNDERFLOW_LINE "Runtime PM usage count underflow"
 
 FIXTURE(s3) {
 	int fd;
@@ -97,8 +101,8 @@ static void programmed_registers(const char *pci, char *out, size_t len)
 	fclose(f);
 }
 
-/* How many times the kernel log says the guest woke from S3. */
-static int s3_wakeups(void)
+/* How many times the kernel log holds @text. */
+static int klog_count(const char *text)
 {
 	int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
 	char *log, *p;
@@ -115,7 +119,7 @@ static int s3_wakeups(void)
 		return -1;
 	}
 	log[len] = '\0';
-	for (p = log; (p = strstr(p, S3_WAKE_LINE)); p++)
+	for (p = log; (p = strstr(p, text)); p++)
 		n++;
 	free(log);
 	return n;
@@ -164,7 +168,7 @@ TEST_F(s3, a_suspend_to_ram_keeps_buffers_and_the_chip_runs_jobs_after)
 	uint64_t *sem = self->host.map;
 	uint64_t seq, later_seq;
 	long long irqs;
-	int wakeups = s3_wakeups();
+	int wakeups = klog_count(S3_WAKE_LINE);
 
 	ASSERT_LE(0, resets);
 	ASSERT_LE(0, lost);
@@ -185,7 +189,7 @@ TEST_F(s3, a_suspend_to_ram_keeps_buffers_and_the_chip_runs_jobs_after)
 
 	/* Returns once the guest has been woken and the devices resumed. */
 	ASSERT_EQ(0, tsr_write_file("/sys/power/state", "mem"));
-	ASSERT_EQ(wakeups + 1, s3_wakeups()) TH_LOG("not a sleep in S3");
+	ASSERT_EQ(wakeups + 1, klog_count(S3_WAKE_LINE)) TH_LOG("not a sleep in S3");
 	EXPECT_EQ(resets + 1, tsr_sysfs_counter(self->pci, "device_resets"));
 
 	/* The running job failed as in a chip reset; the one behind ran. */
@@ -227,6 +231,7 @@ FIXTURE(rpm) {
 	long long delay_ms;
 	struct tsr_cmds c;
 	struct tsr_bo host, hbm;
+	uint64_t hbm_offset;
 	uint32_t sync;
 };
 
@@ -272,8 +277,46 @@ static bool runtime_status_becomes(FIXTURE_DATA(rpm) *self,
 	return true;
 }
 
+/*
+ * Whether runtime_status reads @status all along the next @ms
+ * milliseconds (read every 10 ms): nothing to wait for but time.
+ */
+static bool runtime_status_stays(FIXTURE_DATA(rpm) *self, const char *status,
+				 unsigned int ms)
+{
+	uint64_t end = tsr_now_ns() + ms * 1000000ull;
+
+	do {
+		if (!runtime_status_is(self, status) || usleep(10000))
+			return false;
+	} while (tsr_now_ns() < end);
+	return runtime_status_is(self, status);
+}
+
+/* A new CPU mapping of the fixture's HBM buffer, or MAP_FAILED. */
+static uint32_t *map_hbm(FIXTURE_DATA(rpm) *self)
+{
+	return mmap(NULL, self->hbm.size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    self->fd, self->hbm_offset);
+}
+
+/*
+ * Runtime PM allowed with a 50 ms delay; true once the idle chip, its HBM
+ * mapped nowhere, has suspended.
+ */
+static bool allow_and_suspend(FIXTURE_DATA(rpm) *self)
+{
+	return !power_write(self, "autosuspend_delay_ms", "50") &&
+	       !power_write(self, "control", "auto") &&
+	       runtime_status_becomes(self, "suspended");
+}
+
+/* Long enough past the 50 ms delay for a chip with no reference to suspend. */
+#define RPM_HOLD_MS 500
+
 FIXTURE_SETUP(rpm)
 {
+	struct drm_tessera_bo_info info = { 0 };
 	char path[160];
 
 	self->fd = tsr_open(0);
@@ -286,6 +329,12 @@ FIXTURE_SETUP(rpm)
 	ASSERT_LE(0, self->delay_ms);
 	ASSERT_EQ(0, tsr_make_two(self->fd, &self->c, &self->host, &self->hbm,
 				  &self->sync));
+	/* A CPU mapping of HBM holds the chip resumed: jobs use it here. */
+	info.handle = self->hbm.handle;
+	ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_INFO, &info));
+	self->hbm_offset = info.mmap_offset;
+	ASSERT_EQ(0, munmap(self->hbm.map, self->hbm.size));
+	self->hbm.map = NULL;
 }
 
 FIXTURE_TEARDOWN(rpm)
@@ -340,9 +389,7 @@ TEST_F(rpm, an_idle_chip_suspends_and_a_job_resumes_it_with_the_right_result)
 	ASSERT_EQ(DRM_TESSERA_JOB_DONE, st.state);
 	programmed_registers(self->pci, before, sizeof(before));
 
-	ASSERT_EQ(0, power_write(self, "autosuspend_delay_ms", "50"));
-	ASSERT_EQ(0, power_write(self, "control", "auto"));
-	ASSERT_TRUE(runtime_status_becomes(self, "suspended"));
+	ASSERT_TRUE(allow_and_suspend(self));
 
 	irqs = tsr_sysfs_counter(self->pci, "irq_count");
 	tsr_emit_copy(&self->c, self->hbm.va, self->host.va, 4096);
@@ -361,6 +408,114 @@ TEST_F(rpm, an_idle_chip_suspends_and_a_job_resumes_it_with_the_right_result)
 	EXPECT_TRUE(runtime_status_is(self, "active"));
 	programmed_registers(self->pci, after, sizeof(after));
 	EXPECT_STREQ(before, after);
+}
+
+/*
+ * A CPU mapping of HBM (BAR 2) holds the suspended chip resumed from
+ * mmap() to munmap(), however long it sits idle: what is written through
+ * it reads back, the chip's jobs see it, and after munmap() the chip
+ * suspends again.
+ */
+TEST_F(rpm, a_cpu_mapping_of_hbm_holds_the_chip_resumed_until_munmap)
+{
+	struct drm_tessera_job_status st;
+	uint32_t *words = self->host.map;
+	uint32_t *hbm;
+	unsigned int i;
+
+	ASSERT_TRUE(allow_and_suspend(self));
+	hbm = map_hbm(self);
+	ASSERT_NE(MAP_FAILED, hbm);
+	EXPECT_TRUE(runtime_status_is(self, "active"))
+		TH_LOG("mmap() of HBM left the chip suspended");
+	for (i = 0; i < 1024; i++)
+		hbm[i] = 0x4d000000 | i;
+	EXPECT_TRUE(runtime_status_stays(self, "active", RPM_HOLD_MS))
+		TH_LOG("the chip suspended with HBM mapped");
+	for (i = 0; i < 1024; i++)
+		if (hbm[i] != (0x4d000000 | i))
+			break;
+	EXPECT_EQ(1024u, i) TH_LOG("HBM word %u reads back wrong", i);
+
+	ASSERT_EQ(0, munmap(hbm, self->hbm.size));
+	ASSERT_TRUE(runtime_status_becomes(self, "suspended"));
+
+	/* The chip, resumed by a job, holds what the CPU wrote. */
+	tsr_emit_copy(&self->c, self->hbm.va, self->host.va, 4096);
+	ASSERT_EQ(0, rpm_run(self, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x4d000000u, words[0]);
+	EXPECT_EQ(0x4d0003ffu, words[1023]);
+}
+
+/*
+ * fork() copies the mapping with its own reference: the child writes
+ * through its copy, unmaps it and exits, and the parent's mapping still
+ * holds the chip resumed; once the parent unmaps too the chip suspends,
+ * with no reference given back twice (the PM core logs an underflow).
+ */
+TEST_F(rpm, a_forked_hbm_mapping_holds_its_own_reference)
+{
+	int underflows = klog_count(RPM_UNDERFLOW_LINE);
+	volatile uint32_t *hbm;
+	int status;
+	pid_t pid;
+
+	ASSERT_LE(0, underflows);
+	ASSERT_TRUE(allow_and_suspend(self));
+	hbm = map_hbm(self);
+	ASSERT_NE(MAP_FAILED, hbm);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		hbm[0] = 0x6f726b;
+		_exit(munmap((void *)hbm, self->hbm.size) ? 1 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	EXPECT_TRUE(runtime_status_stays(self, "active", RPM_HOLD_MS))
+		TH_LOG("the child's munmap() gave back the parent's reference");
+	EXPECT_EQ(0x6f726bu, hbm[0]);
+	ASSERT_EQ(0, munmap((void *)hbm, self->hbm.size));
+	EXPECT_TRUE(runtime_status_becomes(self, "suspended"));
+	EXPECT_EQ(underflows, klog_count(RPM_UNDERFLOW_LINE));
+}
+
+/*
+ * mremap() moves the mapping (a new VMA, the old one closed) and a
+ * partial munmap() splits it (two VMAs, one closed): the rest still holds
+ * the chip resumed, reads what was written, and its munmap() lets the
+ * chip suspend, with no underflow.
+ */
+TEST_F(rpm, a_moved_or_split_hbm_mapping_keeps_one_reference)
+{
+	int underflows = klog_count(RPM_UNDERFLOW_LINE);
+	size_t page = getpagesize();
+	uint32_t *hbm, *moved, *spot;
+
+	ASSERT_LE(0, underflows);
+	ASSERT_TRUE(allow_and_suspend(self));
+	hbm = map_hbm(self);
+	ASSERT_NE(MAP_FAILED, hbm);
+	hbm[page / 4] = 0x6d6f7665;
+
+	/* A free spot elsewhere to move to. */
+	spot = mmap(NULL, self->hbm.size, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, spot);
+	moved = mremap(hbm, self->hbm.size, self->hbm.size,
+		       MREMAP_MAYMOVE | MREMAP_FIXED, spot);
+	ASSERT_EQ(spot, moved);
+	ASSERT_EQ(0, munmap(moved, page));
+
+	EXPECT_TRUE(runtime_status_stays(self, "active", RPM_HOLD_MS))
+		TH_LOG("the chip suspended with HBM mapped");
+	EXPECT_EQ(0x6d6f7665u, moved[page / 4]);
+	ASSERT_EQ(0, munmap(moved + page / 4, self->hbm.size - page));
+	EXPECT_TRUE(runtime_status_becomes(self, "suspended"));
+	EXPECT_EQ(underflows, klog_count(RPM_UNDERFLOW_LINE));
 }
 
 TEST_HARNESS_MAIN
