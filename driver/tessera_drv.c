@@ -284,6 +284,7 @@ static int tessera_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	init_completion(&tdev->ping_done);
 	spin_lock_init(&tdev->ping_irq_lock);
 	spin_lock_init(&tdev->reg64_lock);
+	spin_lock_init(&tdev->chip_counter_lock);
 
 	ret = pcim_enable_device(pdev);
 	if (ret)

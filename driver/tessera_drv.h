@@ -69,6 +69,9 @@ enum tessera_counter {
 	TESSERA_CNT_COUNT
 };
 
+/* The chip's own counters in sysfs (tessera_sysfs.c). */
+#define TESSERA_CHIP_COUNTERS	9
+
 struct tessera_device;
 struct tessera_file;
 struct tessera_mapping;
@@ -199,6 +202,12 @@ struct tessera_queue {
  * @hbm_mm: allocator of HBM
  * @hbm_used: bytes of HBM allocated
  * @counters: driver counters, enum tessera_counter
+ * @chip_counter_lock: protects @chip_counter_base and @chip_counters_saved
+ * @chip_counter_base: what the chip's counters (tessera_sysfs.c) held at
+ *	each runtime suspend since the last counted chip reset: a runtime
+ *	resume resets the chip, and its counters with it
+ * @chip_counters_saved: the chip is runtime suspended, its counters all in
+ *	@chip_counter_base
  * @inject_submit_wait_done: this many coming submits wait for their job to
  *	run and be freed before returning (debugfs)
  * @inject_timeout_wait_free: this many coming lost-interrupt timeouts let
@@ -255,6 +264,10 @@ struct tessera_device {
 	u64 hbm_used;
 
 	atomic64_t counters[TESSERA_CNT_COUNT];
+	/* protects chip_counter_base and chip_counters_saved */
+	spinlock_t chip_counter_lock;
+	u64 chip_counter_base[TESSERA_CHIP_COUNTERS];
+	bool chip_counters_saved;
 	atomic_t inject_submit_wait_done;
 	atomic_t inject_timeout_wait_free;
 	atomic_t inject_stop_wait_end;

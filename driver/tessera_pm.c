@@ -11,7 +11,9 @@
  * job holds a reference from its creation to its release
  * (tessera_pm_get(), _put()), so a suspended chip has no job on a ring:
  * suspending turns its interrupts off, resuming resets it and programs it
- * again (context table, queues, interrupts) as a system resume does.  So
+ * again (context table, queues, interrupts) as a system resume does; the
+ * chip's counters, which that reset restarts, are saved at the suspend and
+ * go on from there (tessera_chip_counters_save()).  So
  * does every CPU mapping of HBM (BAR 2), from mmap() to munmap(): user
  * space may touch the chip's memory at any time through it.  A
  * chip with a peer on any of its ICI links does not suspend: the peer may
@@ -30,6 +32,7 @@
 #include "tessera_hw.h"
 #include "tessera_pm.h"
 #include "tessera_reset.h"
+#include "tessera_sysfs.h"
 
 #define TESSERA_AUTOSUSPEND_MS	1000
 
@@ -72,6 +75,7 @@ static int tessera_pm_runtime_suspend(struct device *dev)
 		return -EBUSY;
 	mutex_lock(&tdev->reset_lock);
 	tessera_hw_irq_off(tdev);
+	tessera_chip_counters_save(tdev);
 	mutex_unlock(&tdev->reset_lock);
 	drm_dbg(&tdev->drm, "runtime suspended\n");
 	return 0;
@@ -91,6 +95,7 @@ static int tessera_pm_runtime_resume(struct device *dev)
 		spin_unlock_irqrestore(&tdev->queues[i].lock, flags);
 	}
 	tessera_hw_reset(tdev);
+	tessera_chip_counters_resumed(tdev);
 	mutex_unlock(&tdev->reset_lock);
 	drm_dbg(&tdev->drm, "runtime resumed; the chip is reset\n");
 	return 0;

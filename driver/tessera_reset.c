@@ -28,6 +28,7 @@
 #include "tessera_mmu.h"
 #include "tessera_pm.h"
 #include "tessera_reset.h"
+#include "tessera_sysfs.h"
 #include "tessera_trace.h"
 
 /**
@@ -138,6 +139,7 @@ static void tessera_recover_restart(struct tessera_device *tdev,
 
 	trace_tessera_reset(tdev, chip ? -1 : (int)__ffs(mask));
 	if (chip) {
+		tessera_chip_counters_clear(tdev);
 		tessera_count(tdev, TESSERA_CNT_DEVICE_RESETS);
 		tessera_reset_uevent(tdev, "chip", -1);
 	} else {

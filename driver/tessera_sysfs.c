@@ -58,12 +58,63 @@ TESSERA_COUNTER_ATTR(link_events_suppressed, TESSERA_CNT_LINK_EVENTS_SUPPRESSED)
 TESSERA_COUNTER_ATTR(pcie_errors, TESSERA_CNT_PCIE_ERRORS);
 TESSERA_COUNTER_ATTR(pcie_correctable_errors, TESSERA_CNT_PCIE_CORRECTABLE);
 
-struct tessera_chip_counter_attr {
-	struct device_attribute attr;
-	u32 reg;
+/* The chip's counters, 64-bit registers, in chip_counter_base's order. */
+static const u32 tessera_chip_counter_regs[TESSERA_CHIP_COUNTERS] = {
+	TSR_REG_CNT_MXU_BUSY_LO,
+	TSR_REG_CNT_VPU_BUSY_LO,
+	TSR_REG_CNT_DMA_BUSY_LO,
+	TSR_REG_CNT_SC_BUSY_LO,
+	TSR_REG_CNT_JOBS_LO,
+	TSR_REG_CNT_COMMANDS_LO,
+	TSR_REG_CNT_HBM_READ_LO,
+	TSR_REG_CNT_HBM_WRITE_LO,
+	TSR_REG_CLOCK_LO,
 };
 
-/* A 64-bit counter of the chip; it restarts from zero at a chip reset. */
+/**
+ * tessera_chip_counters_save() - the chip is runtime suspending
+ * @tdev: the device, idle
+ *
+ * Its counters are added to what earlier suspends saved: the resume resets
+ * the chip, and a suspended chip's registers are not read.
+ */
+void tessera_chip_counters_save(struct tessera_device *tdev)
+{
+	unsigned int i;
+
+	spin_lock(&tdev->chip_counter_lock);
+	for (i = 0; i < TESSERA_CHIP_COUNTERS; i++)
+		tdev->chip_counter_base[i] +=
+			tessera_reg_read64(tdev, tessera_chip_counter_regs[i]);
+	tdev->chip_counters_saved = true;
+	spin_unlock(&tdev->chip_counter_lock);
+}
+
+/* The chip is resumed and reset: its counters go on from the saved ones. */
+void tessera_chip_counters_resumed(struct tessera_device *tdev)
+{
+	spin_lock(&tdev->chip_counter_lock);
+	tdev->chip_counters_saved = false;
+	spin_unlock(&tdev->chip_counter_lock);
+}
+
+/* A chip reset that counts (device_resets): the chip's counters restart. */
+void tessera_chip_counters_clear(struct tessera_device *tdev)
+{
+	spin_lock(&tdev->chip_counter_lock);
+	memset(tdev->chip_counter_base, 0, sizeof(tdev->chip_counter_base));
+	spin_unlock(&tdev->chip_counter_lock);
+}
+
+struct tessera_chip_counter_attr {
+	struct device_attribute attr;
+	unsigned int index;
+};
+
+/*
+ * A 64-bit counter of the chip, from its last counted reset on; a runtime
+ * suspended chip is not woken to be read.
+ */
 static ssize_t tessera_chip_counter_show(struct device *dev,
 					 struct device_attribute *attr, char *buf)
 {
@@ -75,26 +126,31 @@ static ssize_t tessera_chip_counter_show(struct device *dev,
 
 	if (!drm_dev_enter(&tdev->drm, &idx))
 		return -ENODEV;
-	value = tessera_reg_read64(tdev, ca->reg);
+	spin_lock(&tdev->chip_counter_lock);
+	value = tdev->chip_counter_base[ca->index];
+	if (!tdev->chip_counters_saved)
+		value += tessera_reg_read64(tdev,
+					    tessera_chip_counter_regs[ca->index]);
+	spin_unlock(&tdev->chip_counter_lock);
 	drm_dev_exit(idx);
 	return sysfs_emit(buf, "%llu\n", value);
 }
 
-#define TESSERA_CHIP_COUNTER_ATTR(_name, _reg) \
+#define TESSERA_CHIP_COUNTER_ATTR(_name, _index) \
 	static struct tessera_chip_counter_attr dev_attr_##_name = { \
 		.attr = __ATTR(_name, 0444, tessera_chip_counter_show, NULL), \
-		.reg = _reg, \
+		.index = _index, \
 	}
 
-TESSERA_CHIP_COUNTER_ATTR(mxu_busy_cycles, TSR_REG_CNT_MXU_BUSY_LO);
-TESSERA_CHIP_COUNTER_ATTR(vpu_busy_cycles, TSR_REG_CNT_VPU_BUSY_LO);
-TESSERA_CHIP_COUNTER_ATTR(dma_busy_cycles, TSR_REG_CNT_DMA_BUSY_LO);
-TESSERA_CHIP_COUNTER_ATTR(sc_busy_cycles, TSR_REG_CNT_SC_BUSY_LO);
-TESSERA_CHIP_COUNTER_ATTR(chip_jobs, TSR_REG_CNT_JOBS_LO);
-TESSERA_CHIP_COUNTER_ATTR(chip_commands, TSR_REG_CNT_COMMANDS_LO);
-TESSERA_CHIP_COUNTER_ATTR(hbm_read_bytes, TSR_REG_CNT_HBM_READ_LO);
-TESSERA_CHIP_COUNTER_ATTR(hbm_write_bytes, TSR_REG_CNT_HBM_WRITE_LO);
-TESSERA_CHIP_COUNTER_ATTR(clock_cycles, TSR_REG_CLOCK_LO);
+TESSERA_CHIP_COUNTER_ATTR(mxu_busy_cycles, 0);
+TESSERA_CHIP_COUNTER_ATTR(vpu_busy_cycles, 1);
+TESSERA_CHIP_COUNTER_ATTR(dma_busy_cycles, 2);
+TESSERA_CHIP_COUNTER_ATTR(sc_busy_cycles, 3);
+TESSERA_CHIP_COUNTER_ATTR(chip_jobs, 4);
+TESSERA_CHIP_COUNTER_ATTR(chip_commands, 5);
+TESSERA_CHIP_COUNTER_ATTR(hbm_read_bytes, 6);
+TESSERA_CHIP_COUNTER_ATTR(hbm_write_bytes, 7);
+TESSERA_CHIP_COUNTER_ATTR(clock_cycles, 8);
 
 static ssize_t irq_count_show(struct device *dev, struct device_attribute *attr,
 			      char *buf)

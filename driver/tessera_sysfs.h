@@ -8,5 +8,8 @@
 #include "tessera_drv.h"
 
 int tessera_sysfs_init(struct tessera_device *tdev);
+void tessera_chip_counters_save(struct tessera_device *tdev);
+void tessera_chip_counters_resumed(struct tessera_device *tdev);
+void tessera_chip_counters_clear(struct tessera_device *tdev);
 
 #endif /* __TESSERA_SYSFS_H__ */

@@ -411,6 +411,41 @@ TEST_F(rpm, an_idle_chip_suspends_and_a_job_resumes_it_with_the_right_result)
 }
 
 /*
+ * The chip's own counters (sysfs tessera/chip_*, *_busy_cycles, ...) go
+ * on across a runtime suspend, although the resume resets the chip: read
+ * while it sleeps they hold what they held, and the job that wakes it
+ * adds to them.
+ */
+TEST_F(rpm, the_chip_s_counters_go_on_across_a_runtime_suspend)
+{
+	struct drm_tessera_job_status st;
+	long long jobs, commands, clock;
+
+	tsr_emit_fill(&self->c, self->hbm.va, 0x636e74, 4096);
+	ASSERT_EQ(0, rpm_run(self, &st));
+	ASSERT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	jobs = tsr_sysfs_counter(self->pci, "chip_jobs");
+	commands = tsr_sysfs_counter(self->pci, "chip_commands");
+	clock = tsr_sysfs_counter(self->pci, "clock_cycles");
+	ASSERT_LT(0, jobs);
+	ASSERT_LT(0, commands);
+
+	ASSERT_TRUE(allow_and_suspend(self));
+	EXPECT_EQ(jobs, tsr_sysfs_counter(self->pci, "chip_jobs"));
+	EXPECT_EQ(commands, tsr_sysfs_counter(self->pci, "chip_commands"));
+	EXPECT_TRUE(runtime_status_is(self, "suspended"))
+		TH_LOG("reading the counters woke the chip");
+
+	tsr_emit_fill(&self->c, self->hbm.va, 0x636e74, 4096);
+	ASSERT_EQ(0, rpm_run(self, &st));
+	ASSERT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(jobs + 1, tsr_sysfs_counter(self->pci, "chip_jobs"));
+	/* One command, the fill. */
+	EXPECT_EQ(commands + 1, tsr_sysfs_counter(self->pci, "chip_commands"));
+	EXPECT_LT(clock, tsr_sysfs_counter(self->pci, "clock_cycles"));
+}
+
+/*
  * A CPU mapping of HBM (BAR 2) holds the suspended chip resumed from
  * mmap() to munmap(), however long it sits idle: what is written through
  * it reads back, the chip's jobs see it, and after munmap() the chip
