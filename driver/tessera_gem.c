@@ -458,6 +458,22 @@ static const struct drm_gem_object_funcs tessera_hbm_funcs = {
 	.vm_ops = &tessera_hbm_vm_ops,
 };
 
+/*
+ * No buffer sees what the previous owner of its HBM left there.  The chip
+ * is resumed to be written, as for a CPU mapping.
+ */
+static int tessera_hbm_clear(struct tessera_device *tdev, u64 offset,
+			     u64 size)
+{
+	int ret = tessera_pm_get(tdev);
+
+	if (ret)
+		return ret;
+	memset_io(tdev->hbm + offset, 0, size);
+	tessera_pm_put(tdev);
+	return 0;
+}
+
 static struct drm_gem_object *tessera_hbm_bo_create(struct tessera_device *tdev,
 						    u64 size)
 {
@@ -486,12 +502,11 @@ static struct drm_gem_object *tessera_hbm_bo_create(struct tessera_device *tdev,
 		kfree(bo);
 		return ERR_PTR(-ENOMEM);
 	}
-	/* No buffer sees what the previous owner of its HBM left there. */
-	memset_io(tdev->hbm + bo->hbm_node.start, 0, size);
 
 	obj->funcs = &tessera_hbm_funcs;
 	drm_gem_private_object_init(&tdev->drm, obj, size);
-	ret = drm_gem_create_mmap_offset(obj);
+	ret = tessera_hbm_clear(tdev, bo->hbm_node.start, size) ?:
+	      drm_gem_create_mmap_offset(obj);
 	if (ret) {
 		drm_gem_object_put(obj);
 		return ERR_PTR(ret);

@@ -2287,8 +2287,7 @@ static const Property tessera_properties[] = {
     /* auto: a shared-memory ring pair where both ends can; or socket. */
     DEFINE_PROP_STRING("ici-transport", TesseraState, ici_transport),
     /* Futex doorbells and the receive thread where both ends have them. */
-    /* Off until a 4x4x4 slice keeps its links with it (ici.md). */
-    DEFINE_PROP_BOOL("ici-rx-thread", TesseraState, ici_rx_thread, false),
+    DEFINE_PROP_BOOL("ici-rx-thread", TesseraState, ici_rx_thread, true),
     /* The id of a secret object: the slice's key, which its peers prove. */
     DEFINE_PROP_STRING("ici-secret", TesseraState, ici_secret),
     DEFINE_PROP_CHR("ici0", TesseraState, ports[0].chr),

@@ -445,6 +445,38 @@ TEST_F(rpm, the_chip_s_counters_go_on_across_a_runtime_suspend)
 	EXPECT_LT(clock, tsr_sysfs_counter(self->pci, "clock_cycles"));
 }
 
+/* A new buffer's handle, made by BO_CREATE alone (no mapping), or 0. */
+static uint32_t create_unmapped(int fd, uint32_t flags)
+{
+	struct drm_tessera_bo_create create = { .size = 1 << 20, .flags = flags };
+
+	return tsr_ioctl(fd, DRM_IOCTL_TESSERA_BO_CREATE, &create) ? 0 :
+	       create.handle;
+}
+
+/*
+ * Creating an HBM buffer writes HBM (it is cleared): the suspended chip is
+ * resumed for it.  A system-memory buffer leaves the chip asleep.
+ */
+TEST_F(rpm, creating_an_hbm_buffer_resumes_the_chip_to_clear_it)
+{
+	struct drm_gem_close host = { 0 }, hbm = { 0 };
+
+	ASSERT_TRUE(allow_and_suspend(self));
+	/* Once resumed, the chip stays so long enough to be seen. */
+	ASSERT_EQ(0, power_write(self, "autosuspend_delay_ms", "5000"));
+
+	host.handle = create_unmapped(self->fd, 0);
+	ASSERT_NE(0u, host.handle);
+	EXPECT_TRUE(runtime_status_is(self, "suspended"));
+	hbm.handle = create_unmapped(self->fd, DRM_TESSERA_BO_HBM);
+	ASSERT_NE(0u, hbm.handle);
+	EXPECT_TRUE(runtime_status_is(self, "active"))
+		TH_LOG("HBM was cleared with the chip suspended");
+	drmIoctl(self->fd, DRM_IOCTL_GEM_CLOSE, &host);
+	drmIoctl(self->fd, DRM_IOCTL_GEM_CLOSE, &hbm);
+}
+
 /*
  * A CPU mapping of HBM (BAR 2) holds the suspended chip resumed from
  * mmap() to munmap(), however long it sits idle: what is written through
