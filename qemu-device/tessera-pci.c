@@ -123,8 +123,8 @@ typedef struct TesseraPort {
      * thread reads rx too.  futex: set by the main loop, under out_lock;
      * peer_futex: the peer's HELLO offered them.  A reader of rx, the
      * thread or the main loop, holds rx_lock; rx_live (the thread may
-     * read rx) and rx_watch are the thread's, changed under rx_lock and the
-     * chip's rx_sleep_lock both.
+     * read rx) and rx_watch are the thread's, changed under rx_lock and
+     * the thread's sleep_lock both.
      */
     bool futex;
     bool peer_futex;
@@ -169,20 +169,9 @@ struct TesseraState {
     QEMUBH *ici_bh;
     QEMUTimer *ici_timer;
 
-    /*
-     * The receive thread (tessera-ici-rx), which reads the rings of the
-     * ports on futex doorbells without the BQL.  It sleeps holding
-     * rx_sleep_lock; the main loop, to change what it watches, counts
-     * itself in rx_waiters and kicks rx_ctl before it takes the lock.
-     */
-    QemuThread rx_thread;
+    /* Served by the process's receive thread (TesseraRx), on its list. */
     bool rx_started;
-    bool rx_made;
-    QemuMutex rx_sleep_lock;
-    QemuCond rx_cond;
-    uint32_t rx_ctl;
-    int rx_waiters;
-    bool rx_quit;
+    QLIST_ENTRY(TesseraState) rx_next;
     bool rx_stall;              /* x-ici-rx-stall: a starved thread */
 
     /* Properties: a preset, then overrides (0 keeps the preset's value). */
@@ -737,30 +726,65 @@ typedef enum TesseraRingTaken {
 static TesseraRingTaken tessera_ring_take(TesseraPort *p);
 
 /*
+ * The receive thread (tessera-ici-rx), one a process, reads the rings of
+ * every chip's ports on futex doorbells without the BQL, all in one
+ * wake-up as the main loop's poll does.  It sleeps holding sleep_lock
+ * and reads holding read_lock.  The main loop (under the BQL) changes
+ * what it watches by counting itself in waiters and kicking ctl before it
+ * takes sleep_lock (tessera_rx_lock()), and, having taken a chip off the
+ * list, takes read_lock once: the pass that may still read its ports has
+ * ended, and no later pass reads them.
+ */
+typedef struct TesseraRx {
+    QemuThread thread;
+    QemuMutex sleep_lock;
+    QemuMutex read_lock;
+    QemuCond cond;
+    uint32_t ctl;
+    int waiters;
+    bool quit;
+    QLIST_HEAD(, TesseraState) chips;   /* sleep_lock, and the BQL */
+    unsigned int nr_chips;              /* BQL */
+} TesseraRx;
+
+static TesseraRx tessera_rx;
+
+/* At most this many rings are slept on (futex_waitv()'s 128, less ctl). */
+#define TESSERA_RX_WATCH_MAX 127
+
+static void tessera_rx_lock(void)
+{
+    qatomic_inc(&tessera_rx.waiters);
+    tsr_ring_kick(&tessera_rx.ctl);
+    qemu_mutex_lock(&tessera_rx.sleep_lock);
+}
+
+static void tessera_rx_unlock(void)
+{
+    qatomic_dec(&tessera_rx.waiters);
+    qemu_cond_broadcast(&tessera_rx.cond);
+    qemu_mutex_unlock(&tessera_rx.sleep_lock);
+}
+
+/*
  * Let port @p's ring be read by the receive thread (@live) or no longer:
  * once this returns false, the thread neither reads nor sleeps on it, and
  * the main loop may free it.
  */
 static void tessera_rx_set(TesseraPort *p, bool live)
 {
-    TesseraState *s = p->s;
-
     /* Only the main loop makes it live: false here is false. */
-    if (!s->rx_started || (!live && !qatomic_read(&p->rx_live))) {
+    if (!p->s->rx_started || (!live && !qatomic_read(&p->rx_live))) {
         return;
     }
-    qatomic_inc(&s->rx_waiters);
-    tsr_ring_kick(&s->rx_ctl);
-    qemu_mutex_lock(&s->rx_sleep_lock);
+    tessera_rx_lock();
     qemu_mutex_lock(&p->rx_lock);
     p->rx_live = live && p->rx;
     p->rx_watch.ring = p->rx_live ? p->rx : NULL;
     p->rx_watch.futile = 0;
     p->rx_watch.quiet_until = 0;
     qemu_mutex_unlock(&p->rx_lock);
-    qatomic_dec(&s->rx_waiters);
-    qemu_cond_broadcast(&s->rx_cond);
-    qemu_mutex_unlock(&s->rx_sleep_lock);
+    tessera_rx_unlock();
     trace_tessera_ici_rx_live(p->index, p->rx_live);
 }
 
@@ -778,75 +802,107 @@ static void tessera_rx_read(TesseraPort *p)
 }
 
 /*
- * Sleep on the rings of the ports on futex doorbells (and rx_ctl), then
- * read each.  The control word is read before rx_quit and rx_waiters, and
+ * Sleep on the rings of every chip's ports on futex doorbells (and ctl),
+ * then read each.  The control word is read before quit and waiters, and
  * the main loop changes those before it kicks: a kick that came after the
  * look finds the word changed, and the sleep ends at once.
  */
 static void *tessera_rx_thread(void *opaque)
 {
-    TesseraState *s = opaque;
-    TsrRingWatch w[TSR_ICI_MAX_PORTS];
-    unsigned int at[TSR_ICI_MAX_PORTS];
+    TesseraRx *rx = opaque;
+    TsrRingWatch w[TESSERA_RX_WATCH_MAX];
+    TesseraPort *at[TESSERA_RX_WATCH_MAX];
+    TesseraState *s;
     unsigned int i, n;
     uint32_t ctl;
 
     /* What a frame brings may be DMA: the thread must be an RCU reader. */
     rcu_register_thread();
-    qemu_mutex_lock(&s->rx_sleep_lock);
+    qemu_mutex_lock(&rx->sleep_lock);
     for (;;) {
-        ctl = qatomic_load_acquire(&s->rx_ctl);
+        ctl = qatomic_load_acquire(&rx->ctl);
         /* The word before the flags (see above): pairs with the kick's. */
         smp_mb();
-        if (qatomic_read(&s->rx_quit)) {
+        if (qatomic_read(&rx->quit)) {
             break;
         }
-        if (qatomic_read(&s->rx_waiters)) {
-            qemu_cond_wait(&s->rx_cond, &s->rx_sleep_lock);
+        if (qatomic_read(&rx->waiters)) {
+            qemu_cond_wait(&rx->cond, &rx->sleep_lock);
             continue;
         }
         n = 0;
-        for (i = 0; i < TSR_ICI_MAX_PORTS; i++) {
-            if (s->ports[i].rx_live && !qatomic_read(&s->rx_stall)) {
-                w[n] = s->ports[i].rx_watch;
-                at[n++] = i;
+        QLIST_FOREACH(s, &rx->chips, rx_next) {
+            for (i = 0; i < TSR_ICI_MAX_PORTS && n < TESSERA_RX_WATCH_MAX;
+                 i++) {
+                if (s->ports[i].rx_live && !qatomic_read(&s->rx_stall)) {
+                    w[n] = s->ports[i].rx_watch;
+                    at[n++] = &s->ports[i];
+                }
             }
         }
-        tsr_ring_sleep(w, n, &s->rx_ctl, ctl, TESSERA_RX_SLEEP_NS);
+        tsr_ring_sleep(w, n, &rx->ctl, ctl, TESSERA_RX_SLEEP_NS);
         for (i = 0; i < n; i++) {
-            s->ports[at[i]].rx_watch = w[i];
+            at[i]->rx_watch = w[i];
         }
-        qemu_mutex_unlock(&s->rx_sleep_lock);
+        qemu_mutex_lock(&rx->read_lock);
+        qemu_mutex_unlock(&rx->sleep_lock);
         for (i = 0; i < n; i++) {
-            tessera_rx_read(&s->ports[at[i]]);
+            tessera_rx_read(at[i]);
         }
-        qemu_mutex_lock(&s->rx_sleep_lock);
+        qemu_mutex_unlock(&rx->read_lock);
+        qemu_mutex_lock(&rx->sleep_lock);
     }
-    qemu_mutex_unlock(&s->rx_sleep_lock);
+    qemu_mutex_unlock(&rx->sleep_lock);
     rcu_unregister_thread();
     return NULL;
 }
 
+/* Chip @s's rings to the process's receive thread, started by the first. */
 static void tessera_rx_start(TesseraState *s)
 {
+    TesseraRx *rx = &tessera_rx;
+
     if (!s->ici_rx_thread || !tsr_ring_futex_works()) {
         return;
     }
-    s->rx_quit = false;
-    qemu_thread_create(&s->rx_thread, "tessera-ici-rx", tessera_rx_thread, s,
-                       QEMU_THREAD_JOINABLE);
+    if (!rx->nr_chips++) {
+        qemu_mutex_init(&rx->sleep_lock);
+        qemu_mutex_init(&rx->read_lock);
+        qemu_cond_init(&rx->cond);
+        QLIST_INIT(&rx->chips);
+        rx->quit = false;
+        qemu_thread_create(&rx->thread, "tessera-ici-rx", tessera_rx_thread,
+                           rx, QEMU_THREAD_JOINABLE);
+    }
+    tessera_rx_lock();
+    QLIST_INSERT_HEAD(&rx->chips, s, rx_next);
+    tessera_rx_unlock();
     s->rx_started = true;
 }
 
+/* Off the thread: it reads none of @s's rings from now on. */
 static void tessera_rx_stop(TesseraState *s)
 {
+    TesseraRx *rx = &tessera_rx;
+
     if (!s->rx_started) {
         return;
     }
-    qatomic_set(&s->rx_quit, true);
-    tsr_ring_kick(&s->rx_ctl);
-    qemu_thread_join(&s->rx_thread);
+    tessera_rx_lock();
+    QLIST_REMOVE(s, rx_next);
+    tessera_rx_unlock();
+    qemu_mutex_lock(&rx->read_lock);
+    qemu_mutex_unlock(&rx->read_lock);
     s->rx_started = false;
+    if (--rx->nr_chips) {
+        return;
+    }
+    qatomic_set(&rx->quit, true);
+    tsr_ring_kick(&rx->ctl);
+    qemu_thread_join(&rx->thread);
+    qemu_cond_destroy(&rx->cond);
+    qemu_mutex_destroy(&rx->read_lock);
+    qemu_mutex_destroy(&rx->sleep_lock);
 }
 
 /*
@@ -1446,9 +1502,6 @@ static bool tessera_ici_realize(TesseraState *s, Error **errp)
         fifo8_create(&p->out, TESSERA_PORT_BUF);
         p->out_made = true;
     }
-    qemu_mutex_init(&s->rx_sleep_lock);
-    qemu_cond_init(&s->rx_cond);
-    s->rx_made = true;
     s->ici_bh = qemu_bh_new(tessera_ici_bh, s);
     s->ici_timer = timer_new_ns(QEMU_CLOCK_REALTIME, tessera_ici_tick, s);
     if (!tessera_slice(s, &sl, errp)) {
@@ -1536,11 +1589,6 @@ static void tessera_ici_unrealize(TesseraState *s)
     }
     g_free(s->ici_key);
     s->ici_key = NULL;
-    if (s->rx_made) {
-        qemu_cond_destroy(&s->rx_cond);
-        qemu_mutex_destroy(&s->rx_sleep_lock);
-        s->rx_made = false;
-    }
     if (s->ici_timer) {
         timer_free(s->ici_timer);
         s->ici_timer = NULL;
@@ -2193,7 +2241,7 @@ static void tessera_set_rx_stall(Object *obj, bool stall, Error **errp)
     TesseraState *s = TESSERA(obj);
 
     qatomic_set(&s->rx_stall, stall);
-    tsr_ring_kick(&s->rx_ctl);
+    tsr_ring_kick(&tessera_rx.ctl);
 }
 
 static void tessera_add_fault_props(Object *obj)
