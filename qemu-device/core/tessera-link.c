@@ -539,6 +539,15 @@ static void arm_tail_probe(TsrLink *link, uint64_t now)
                           at : 0;
 }
 
+/*
+ * Time from @then to @now, 0 if @then is later: a caller whose @now was
+ * read before another thread heard the peer costs the link nothing.
+ */
+static uint64_t since(uint64_t then, uint64_t now)
+{
+    return now > then ? now - then : 0;
+}
+
 /* When a timer armed at @now fires: an interval on, or when we give up. */
 static uint64_t timer_at(const TsrLink *link, uint64_t now)
 {
@@ -553,7 +562,7 @@ static bool timed_out(TsrLink *link, uint64_t now)
 {
     link->cnt.timeouts++;
     link->retries++;
-    return now - link->progress_at >= link->give_up_ns;
+    return since(link->progress_at, now) >= link->give_up_ns;
 }
 
 /* ------------------------------------------------------------ the wire */
@@ -2037,7 +2046,7 @@ static void tail_probe(TsrLink *link, uint64_t now)
  */
 static bool keepalive(TsrLink *link, uint64_t now)
 {
-    uint64_t quiet = now - link->heard_at;
+    uint64_t quiet = since(link->heard_at, now);
 
     if (quiet >= link->give_up_ns && now >= link->hold_until) {
         link->cnt.timeouts++;

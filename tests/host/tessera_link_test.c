@@ -2115,6 +2115,38 @@ TEST_F(link, a_keepalive_takes_an_idle_link_to_a_stopped_peer_down)
 	EXPECT_EQ(1, counters(&self->a).link_downs);
 }
 
+/*
+ * A poll whose time was read before the peer was last heard (another
+ * thread took the lock between the two and read a frame) finds the peer
+ * heard no time ago, not silent for ever: the link stays up, no timeout.
+ */
+TEST_F(link, a_poll_timed_before_the_peer_was_last_heard_keeps_the_link)
+{
+	uint64_t due, heard;
+
+	self->ca.keepalive_ns = self->cb.keepalive_ns = 20 * RTO_NS;
+	ASSERT_TRUE(train(self));
+	EXPECT_LE(3 * self->ca.keepalive_ns,
+		  until_a_down(self, 3 * self->ca.keepalive_ns));
+	ASSERT_EQ(TSR_ICI_STATE_UP, tsr_link_state(self->a.link));
+	/* A's keepalive comes due and is not run; B's probes reach A after. */
+	due = tsr_link_deadline(self->a.link);
+	heard = counters(&self->a).frames_rx;
+	while (self->now < due + 2 * self->cb.keepalive_ns) {
+		carry(self, &self->a);
+		carry(self, &self->b);
+		self->now += self->step_ns;
+		if (self->now >= tsr_link_deadline(self->b.link))
+			tsr_link_poll(self->b.link, self->now);
+	}
+	ASSERT_LT(heard, counters(&self->a).frames_rx);
+	/* Then the poll whose time was read at the due time. */
+	tsr_link_poll(self->a.link, due);
+	EXPECT_EQ(TSR_ICI_STATE_UP, tsr_link_state(self->a.link));
+	EXPECT_EQ(0, counters(&self->a).timeouts);
+	EXPECT_EQ(0, counters(&self->a).link_downs);
+}
+
 TEST_F(link, without_a_keepalive_an_idle_link_to_a_stopped_peer_stays_up)
 {
 	ASSERT_TRUE(train(self));
