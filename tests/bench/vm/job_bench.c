@@ -55,10 +55,19 @@ static void bench_round_trip(int fd, struct tsr_cmds *c)
 	fflush(stdout);
 }
 
+/* Wait for point @point of the timeline syncobj @tl. */
+static void wait_point(int fd, uint32_t tl, uint64_t point)
+{
+	if (drmSyncobjTimelineWait(fd, &tl, &point, 1,
+				   tsr_now_ns() + TSR_TEST_WAIT_NS,
+				   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, NULL))
+		die("timeline wait", -errno);
+}
+
 static void bench_pipelined(int fd, struct tsr_cmds *c)
 {
 	uint32_t tl;
-	uint64_t t0, point;
+	uint64_t t0;
 	unsigned int i;
 	int ret;
 
@@ -74,23 +83,13 @@ static void bench_pipelined(int fd, struct tsr_cmds *c)
 		};
 
 		tsr_submit_syncs(&s, &out, 1);
-		if (i > DEPTH) {
-			point = i - DEPTH;
-			if (drmSyncobjTimelineWait(fd, &tl, &point, 1,
-						   tsr_now_ns() + TSR_TEST_WAIT_NS,
-						   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
-						   NULL))
-				die("timeline wait", -errno);
-		}
+		if (i > DEPTH)
+			wait_point(fd, tl, i - DEPTH);
 		ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_SUBMIT, &s);
 		if (ret)
 			die("pipelined submit", ret);
 	}
-	point = PIPELINED;
-	if (drmSyncobjTimelineWait(fd, &tl, &point, 1,
-				   tsr_now_ns() + TSR_TEST_WAIT_NS,
-				   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, NULL))
-		die("timeline wait", -errno);
+	wait_point(fd, tl, PIPELINED);
 	printf("BENCH vm_pipelined_jobs %.0f jobs/s\n",
 	       PIPELINED / ((tsr_now_ns() - t0) / 1e9));
 	fflush(stdout);
@@ -112,7 +111,7 @@ static void bench_batched(int fd, struct tsr_cmds *c)
 		.stride = sizeof(jobs[0]),
 	};
 	uint32_t tl;
-	uint64_t t0, point;
+	uint64_t t0;
 	unsigned int i, j;
 	int ret;
 
@@ -129,23 +128,13 @@ static void bench_batched(int fd, struct tsr_cmds *c)
 			};
 			tsr_submit_syncs(&jobs[j], &out[j], 1);
 		}
-		if (i >= DEPTH) {
-			point = i - DEPTH;
-			if (drmSyncobjTimelineWait(fd, &tl, &point, 1,
-						   tsr_now_ns() + TSR_TEST_WAIT_NS,
-						   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
-						   NULL))
-				die("timeline wait", -errno);
-		}
+		if (i >= DEPTH)
+			wait_point(fd, tl, i - DEPTH);
 		ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_SUBMIT_BATCH, &b);
 		if (ret)
 			die("batched submit", ret);
 	}
-	point = i;
-	if (drmSyncobjTimelineWait(fd, &tl, &point, 1,
-				   tsr_now_ns() + TSR_TEST_WAIT_NS,
-				   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, NULL))
-		die("timeline wait", -errno);
+	wait_point(fd, tl, i);
 	printf("BENCH vm_batched_jobs %.0f jobs/s\n",
 	       i / ((tsr_now_ns() - t0) / 1e9));
 	fflush(stdout);
