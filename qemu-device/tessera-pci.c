@@ -499,13 +499,23 @@ static void tessera_run_bh(void *opaque)
 static void tessera_worker_yield(TesseraWorker *w)
 {
     struct sched_param sp = { .sched_priority = 0 };
-    int nice = w->s->worker_nice;
+    int tid = qemu_get_thread_id(), base, nice = w->s->worker_nice;
 
     if (!nice) {
         return;
     }
+    /*
+     * Below the thread that made it (QEMU's main thread, whose nice it
+     * inherited): a QEMU started under nice 5 runs its workers at 15.
+     */
+    errno = 0;
+    base = getpriority(PRIO_PROCESS, tid);
+    if (errno) {
+        base = 0;
+    }
+    nice = MIN(base + nice, 19);
     if (pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp) ||
-        setpriority(PRIO_PROCESS, qemu_get_thread_id(), nice)) {
+        setpriority(PRIO_PROCESS, tid, nice)) {
         trace_tessera_worker_priority_refused(w->queue, nice, errno);
     }
 }

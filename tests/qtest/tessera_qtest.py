@@ -441,8 +441,9 @@ def queue_workers_yield_to_the_main_loop(qt):
     seen = worker_threads(qt)
     main = seen.pop("main")
     check(len(seen) == qt.reg(C["TSR_REG_NUM_QUEUES"]), f"workers {seen}")
-    # SCHED_BATCH (3), nice 10 below the main loop's (worker-nice).
-    check(all(w == (main[0] + 10, 3) for w in seen.values()),
+    # SCHED_BATCH (3), nice 10 below the main loop's (worker-nice), at
+    # most 19 (make check itself may run under nice).
+    check(all(w == (min(main[0] + 10, 19), 3) for w in seen.values()),
           f"main {main}, workers {seen}")
 
 
