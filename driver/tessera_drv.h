@@ -69,8 +69,19 @@ enum tessera_counter {
 	TESSERA_CNT_COUNT
 };
 
-/* The chip's own counters in sysfs (tessera_sysfs.c). */
-#define TESSERA_CHIP_COUNTERS	9
+/* The chip's own counters, as sysfs shows them (tessera_sysfs.c). */
+enum tessera_chip_counter {
+	TESSERA_CHIP_MXU_BUSY,
+	TESSERA_CHIP_VPU_BUSY,
+	TESSERA_CHIP_DMA_BUSY,
+	TESSERA_CHIP_SC_BUSY,
+	TESSERA_CHIP_JOBS,
+	TESSERA_CHIP_COMMANDS,
+	TESSERA_CHIP_HBM_READ,
+	TESSERA_CHIP_HBM_WRITE,
+	TESSERA_CHIP_CLOCK,
+	TESSERA_CHIP_COUNTERS
+};
 
 struct tessera_device;
 struct tessera_file;

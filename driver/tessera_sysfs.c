@@ -58,17 +58,17 @@ TESSERA_COUNTER_ATTR(link_events_suppressed, TESSERA_CNT_LINK_EVENTS_SUPPRESSED)
 TESSERA_COUNTER_ATTR(pcie_errors, TESSERA_CNT_PCIE_ERRORS);
 TESSERA_COUNTER_ATTR(pcie_correctable_errors, TESSERA_CNT_PCIE_CORRECTABLE);
 
-/* The chip's counters, 64-bit registers, in chip_counter_base's order. */
+/* The chip's counters: 64-bit registers, by enum tessera_chip_counter. */
 static const u32 tessera_chip_counter_regs[TESSERA_CHIP_COUNTERS] = {
-	TSR_REG_CNT_MXU_BUSY_LO,
-	TSR_REG_CNT_VPU_BUSY_LO,
-	TSR_REG_CNT_DMA_BUSY_LO,
-	TSR_REG_CNT_SC_BUSY_LO,
-	TSR_REG_CNT_JOBS_LO,
-	TSR_REG_CNT_COMMANDS_LO,
-	TSR_REG_CNT_HBM_READ_LO,
-	TSR_REG_CNT_HBM_WRITE_LO,
-	TSR_REG_CLOCK_LO,
+	[TESSERA_CHIP_MXU_BUSY] = TSR_REG_CNT_MXU_BUSY_LO,
+	[TESSERA_CHIP_VPU_BUSY] = TSR_REG_CNT_VPU_BUSY_LO,
+	[TESSERA_CHIP_DMA_BUSY] = TSR_REG_CNT_DMA_BUSY_LO,
+	[TESSERA_CHIP_SC_BUSY] = TSR_REG_CNT_SC_BUSY_LO,
+	[TESSERA_CHIP_JOBS] = TSR_REG_CNT_JOBS_LO,
+	[TESSERA_CHIP_COMMANDS] = TSR_REG_CNT_COMMANDS_LO,
+	[TESSERA_CHIP_HBM_READ] = TSR_REG_CNT_HBM_READ_LO,
+	[TESSERA_CHIP_HBM_WRITE] = TSR_REG_CNT_HBM_WRITE_LO,
+	[TESSERA_CHIP_CLOCK] = TSR_REG_CLOCK_LO,
 };
 
 /**
@@ -108,7 +108,7 @@ void tessera_chip_counters_clear(struct tessera_device *tdev)
 
 struct tessera_chip_counter_attr {
 	struct device_attribute attr;
-	unsigned int index;
+	enum tessera_chip_counter index;
 };
 
 /*
@@ -142,15 +142,15 @@ static ssize_t tessera_chip_counter_show(struct device *dev,
 		.index = _index, \
 	}
 
-TESSERA_CHIP_COUNTER_ATTR(mxu_busy_cycles, 0);
-TESSERA_CHIP_COUNTER_ATTR(vpu_busy_cycles, 1);
-TESSERA_CHIP_COUNTER_ATTR(dma_busy_cycles, 2);
-TESSERA_CHIP_COUNTER_ATTR(sc_busy_cycles, 3);
-TESSERA_CHIP_COUNTER_ATTR(chip_jobs, 4);
-TESSERA_CHIP_COUNTER_ATTR(chip_commands, 5);
-TESSERA_CHIP_COUNTER_ATTR(hbm_read_bytes, 6);
-TESSERA_CHIP_COUNTER_ATTR(hbm_write_bytes, 7);
-TESSERA_CHIP_COUNTER_ATTR(clock_cycles, 8);
+TESSERA_CHIP_COUNTER_ATTR(mxu_busy_cycles, TESSERA_CHIP_MXU_BUSY);
+TESSERA_CHIP_COUNTER_ATTR(vpu_busy_cycles, TESSERA_CHIP_VPU_BUSY);
+TESSERA_CHIP_COUNTER_ATTR(dma_busy_cycles, TESSERA_CHIP_DMA_BUSY);
+TESSERA_CHIP_COUNTER_ATTR(sc_busy_cycles, TESSERA_CHIP_SC_BUSY);
+TESSERA_CHIP_COUNTER_ATTR(chip_jobs, TESSERA_CHIP_JOBS);
+TESSERA_CHIP_COUNTER_ATTR(chip_commands, TESSERA_CHIP_COMMANDS);
+TESSERA_CHIP_COUNTER_ATTR(hbm_read_bytes, TESSERA_CHIP_HBM_READ);
+TESSERA_CHIP_COUNTER_ATTR(hbm_write_bytes, TESSERA_CHIP_HBM_WRITE);
+TESSERA_CHIP_COUNTER_ATTR(clock_cycles, TESSERA_CHIP_CLOCK);
 
 static ssize_t irq_count_show(struct device *dev, struct device_attribute *attr,
 			      char *buf)
