@@ -2,9 +2,14 @@
 /*
  * job_bench: the whole stack's job path, run inside a VM by tools/tessera-bench.
  *
+ *   null ioctl            an ioctl that does nothing (GET_PARAM), repeat
  *   null job round trip   submit one NOP job, wait for its syncobj, repeat
  *   pipelined jobs        NOP jobs with 64 in flight (timeline points)
  *   batched jobs          the same, queued 32 at a time by SUBMIT_BATCH
+ *
+ * The pipelined and batched figures come with the share of a job's time
+ * the submitting process spent on a CPU (its ioctls, mostly) and the rest
+ * (the scheduler's workers, interrupts, idle).
  *   matmul                one 2048^3 bf16 MATMUL in HBM, wall time
  *
  * Prints "BENCH <name> <value> <unit>" lines.
@@ -16,6 +21,7 @@
 #define DEPTH		64
 #define ROUND_TRIPS	400
 #define PIPELINED	4000
+#define NULL_IOCTLS	20000
 #define BATCH		32
 #define MM		2048
 
@@ -30,6 +36,47 @@ static int cmp_u64(const void *a, const void *b)
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+/* Nanoseconds this process has run on a CPU (the scheduler's account). */
+static uint64_t cpu_ns(void)
+{
+	FILE *f = fopen("/proc/self/schedstat", "r");
+	unsigned long long ns;
+
+	if (!f || fscanf(f, "%llu", &ns) != 1)
+		die("/proc/self/schedstat", -EIO);
+	fclose(f);
+	return ns;
+}
+
+/*
+ * Where @jobs jobs' @wall_ns went: this process's @cpu_ns, and the rest.
+ * Interrupts count to whoever they interrupt.
+ */
+static void print_split(const char *name, unsigned int jobs, uint64_t wall_ns,
+			uint64_t cpu)
+{
+	printf("BENCH %s_submitter_us %.3f us\n", name, cpu / 1e3 / jobs);
+	printf("BENCH %s_rest_us %.3f us\n", name,
+	       (wall_ns - cpu) / 1e3 / jobs);
+}
+
+/* The system call's own cost: an ioctl the driver answers from memory. */
+static void bench_null_ioctl(int fd)
+{
+	struct drm_tessera_get_param gp = {
+		.param = DRM_TESSERA_PARAM_NUM_QUEUES,
+	};
+	uint64_t t0 = tsr_now_ns();
+	unsigned int i;
+
+	for (i = 0; i < NULL_IOCTLS; i++)
+		if (tsr_ioctl(fd, DRM_IOCTL_TESSERA_GET_PARAM, &gp))
+			die("GET_PARAM", -errno);
+	printf("BENCH vm_null_ioctl_us %.3f us\n",
+	       (tsr_now_ns() - t0) / 1e3 / NULL_IOCTLS);
+	fflush(stdout);
 }
 
 static void bench_round_trip(int fd, struct tsr_cmds *c)
@@ -67,12 +114,13 @@ static void wait_point(int fd, uint32_t tl, uint64_t point)
 static void bench_pipelined(int fd, struct tsr_cmds *c)
 {
 	uint32_t tl;
-	uint64_t t0;
+	uint64_t t0, cpu;
 	unsigned int i;
 	int ret;
 
 	if (drmSyncobjCreate(fd, 0, &tl))
 		die("syncobj", -errno);
+	cpu = cpu_ns();
 	t0 = tsr_now_ns();
 	for (i = 1; i <= PIPELINED; i++) {
 		struct drm_tessera_sync out = TSR_SIGNAL(tl, i);
@@ -90,8 +138,10 @@ static void bench_pipelined(int fd, struct tsr_cmds *c)
 			die("pipelined submit", ret);
 	}
 	wait_point(fd, tl, PIPELINED);
-	printf("BENCH vm_pipelined_jobs %.0f jobs/s\n",
-	       PIPELINED / ((tsr_now_ns() - t0) / 1e9));
+	t0 = tsr_now_ns() - t0;
+	cpu = cpu_ns() - cpu;
+	printf("BENCH vm_pipelined_jobs %.0f jobs/s\n", PIPELINED / (t0 / 1e9));
+	print_split("vm_pipelined_job", PIPELINED, t0, cpu);
 	fflush(stdout);
 }
 
@@ -111,12 +161,13 @@ static void bench_batched(int fd, struct tsr_cmds *c)
 		.stride = sizeof(jobs[0]),
 	};
 	uint32_t tl;
-	uint64_t t0;
+	uint64_t t0, cpu;
 	unsigned int i, j;
 	int ret;
 
 	if (drmSyncobjCreate(fd, 0, &tl))
 		die("syncobj", -errno);
+	cpu = cpu_ns();
 	t0 = tsr_now_ns();
 	for (i = 0; i < PIPELINED; i += BATCH) {
 		for (j = 0; j < BATCH; j++) {
@@ -135,8 +186,10 @@ static void bench_batched(int fd, struct tsr_cmds *c)
 			die("batched submit", ret);
 	}
 	wait_point(fd, tl, i);
-	printf("BENCH vm_batched_jobs %.0f jobs/s\n",
-	       i / ((tsr_now_ns() - t0) / 1e9));
+	t0 = tsr_now_ns() - t0;
+	cpu = cpu_ns() - cpu;
+	printf("BENCH vm_batched_jobs %.0f jobs/s\n", i / (t0 / 1e9));
+	print_split("vm_batched_job", i, t0, cpu);
 	fflush(stdout);
 }
 
@@ -223,6 +276,7 @@ int main(void)
 	if (ret)
 		die("command buffer", ret);
 	tsr_emit_nop(&c);
+	bench_null_ioctl(fd);
 	bench_round_trip(fd, &c);
 	bench_pipelined(fd, &c);
 	bench_batched(fd, &c);
