@@ -45,6 +45,12 @@ struct exec {
 	enum tsr_vpu_op vpu_op;
 	uint64_t block;		/* elements per chip's block (not all-reduce) */
 	struct vmap in, acc, out;
+	/*
+	 * The op being written takes its piece from the input, where the
+	 * INIT before it, left out, would have copied it into ACC from
+	 * (fused()).
+	 */
+	bool from_in;
 	struct coll_cbs *set;		/* the call's command buffers */
 	unsigned int set_index;
 	struct accel_cmdbuf *cb;
@@ -356,20 +362,26 @@ static int transfer(struct exec *x, const struct vmap *dst,
 	return ACCEL_OK;
 }
 
-/* ACC = ACC (op) what lies at @b (bytes into @bm's buffer), linearly. */
-static int reduce(struct exec *x, uint64_t v, uint64_t len,
-		  struct accel_buffer *b, uint64_t b_off)
+/*
+ * ACC = @a (op) what lies at @b (bytes into @bm's buffer), linearly; @a
+ * is ACC itself, or the input when the piece's INIT was left out.
+ */
+static int reduce(struct exec *x, const struct vmap *a, uint64_t v,
+		  uint64_t len, struct accel_buffer *b, uint64_t b_off)
 {
 	while (len) {
-		uint64_t run, i = vmap_index(x, &x->acc, v, &run);
-		uint64_t n = min3(run, len, MAX_RUN);
+		uint64_t run, ra, i = vmap_index(x, &x->acc, v, &run);
+		uint64_t ai = vmap_index(x, a, v, &ra);
+		uint64_t n = min3(min3(run, ra, len), MAX_RUN, UINT64_MAX);
 		uint64_t off = x->acc.base + i * x->acc.size;
 		struct accel_tensor acc = row(x->acc.buf, off, n, x->acc.dtype);
+		struct accel_tensor first = row(a->buf, a->base + ai * a->size,
+						n, x->acc.dtype);
 		struct accel_tensor other = row(b, b_off, n, x->acc.dtype);
 		int ret = room(x);
 
 		if (!ret)
-			ret = accel_cmdbuf_vpu(x->cb, x->vpu_op, &acc, &other,
+			ret = accel_cmdbuf_vpu(x->cb, x->vpu_op, &first, &other,
 					       NULL, &acc);
 		if (ret)
 			return ret;
@@ -385,13 +397,31 @@ static const struct vmap *vmap_of(const struct exec *x, unsigned int buf)
 	return buf == COLL_ACC ? &x->acc : &x->out;
 }
 
+/*
+ * Whether INIT @init can be left out, its piece read from the input by
+ * @next instead: the SEND that starts the piece's flow (ACC never needs
+ * it there: the all-gather brings the result), or the RECV_REDUCE that
+ * adds to it first (ACC = input (op) message, operands in the same
+ * order).  Not for a cast into ACC (bf16's f32 partial sums).  Saves a
+ * copy of the whole input a call on every chip, and its modeled DMA.
+ */
+static bool fused(const struct exec *x, const struct coll_op *init,
+		  const struct coll_op *next)
+{
+	return init->kind == COLL_OP_INIT && init->buf == COLL_ACC &&
+	       x->in.dtype == x->acc.dtype && next->buf == COLL_ACC &&
+	       (next->kind == COLL_OP_SEND ||
+		next->kind == COLL_OP_RECV_REDUCE) &&
+	       next->start == init->start && next->len == init->len;
+}
+
 static int op_send(struct exec *x, const struct coll_op *op)
 {
 	struct accel_comm *comm = x->comm;
 	unsigned int ch = coll_channel(x->plan.stream[x->stream].colour,
 				       op->dir, op->dim);
 	uint64_t m = x->chip->sent[ch]++, need = coll_credit_needed(m, COMM_SLOTS);
-	const struct vmap *src = vmap_of(x, op->buf);
+	const struct vmap *src = x->from_in ? &x->in : vmap_of(x, op->buf);
 	/* A ring of 2 has two links between its chips: one per direction. */
 	uint32_t way = op->dir == COLL_MINUS ? TSR_ICI_WRITE_MINUS : 0;
 	struct accel_ici_write w = {
@@ -438,7 +468,8 @@ static int op_receive(struct exec *x, const struct coll_op *op)
 	if (!ret)
 		ret = wait_sem(x, SEM_DATA(ch), m + 1);
 	if (!ret && op->kind == COLL_OP_RECV_REDUCE) {
-		ret = reduce(x, op->start, op->len, x->chip->window_buf, slot);
+		ret = reduce(x, x->from_in ? &x->in : &x->acc, op->start,
+			     op->len, x->chip->window_buf, slot);
 	} else if (!ret) {
 		/* The message, seen as a linear vector starting at op->start. */
 		msg.buf = x->chip->window_buf;
@@ -602,6 +633,23 @@ static int plan_for(struct comm_chip *chip, const struct coll_params *params,
 	return ACCEL_OK;
 }
 
+/* Write stream @s's ops, each INIT that fused() allows left out. */
+static int run_stream(struct exec *x, unsigned int s)
+{
+	const struct coll_op *ops = x->plan.stream[s].ops;
+	size_t o, count = x->plan.stream[s].count;
+	int ret = ACCEL_OK;
+
+	for (o = 0; !ret && o < count; o++) {
+		x->from_in = o > 0 && fused(x, &ops[o - 1], &ops[o]);
+		if (o + 1 < count && fused(x, &ops[o], &ops[o + 1]))
+			continue;
+		ret = run_op(x, &ops[o]);
+	}
+	x->from_in = false;
+	return ret;
+}
+
 /* Write and submit chip @i's streams of the call. */
 static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
 		 struct accel_coll *coll)
@@ -616,7 +664,6 @@ static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
 			 0 : c->count,
 	};
 	unsigned int k, s;
-	size_t o;
 	int ret;
 
 	x.params = (struct coll_params){
@@ -638,8 +685,8 @@ static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
 		ret = place(&x, c, i);
 	for (s = 0; !ret && s < x.plan.streams; s++) {
 		ret = begin_stream(&x, s);
-		for (o = 0; !ret && o < x.plan.stream[s].count; o++)
-			ret = run_op(&x, &x.plan.stream[s].ops[o]);
+		if (!ret)
+			ret = run_stream(&x, s);
 		ret = end_stream(&x, ret);
 	}
 	ret = finish(&x, ret);
