@@ -56,7 +56,6 @@ static void tessera_job_release(struct kref *ref)
 		if (job->bos[i])
 			drm_gem_object_put(job->bos[i]);
 	}
-	kvfree(job->bos);
 	if (job->hw_fence)
 		dma_fence_put(job->hw_fence);
 	kfree(job->prealloc);
@@ -64,7 +63,7 @@ static void tessera_job_release(struct kref *ref)
 	tessera_ctx_put(job->ctx);
 	if (job->pm_held)
 		tessera_pm_put(job->tdev);
-	kfree(job);
+	kvfree(job);
 }
 
 void tessera_job_put(struct tessera_job *job)
@@ -112,24 +111,41 @@ static int tessera_jobs_reserve(struct tessera_file *tfile, u32 n, bool wait)
 					tessera_jobs_fit(ctx, n));
 }
 
-/* A job of @tfile's context, in a place tessera_jobs_reserve() took. */
+/*
+ * A job of @tfile's context, in a place tessera_jobs_reserve() took, with
+ * room for @max_bos buffers in the same allocation.  @resumed: another job
+ * of the caller's holds the chip resumed already.
+ */
 static struct tessera_job *tessera_job_create(struct tessera_file *tfile,
-					      u32 queue)
+					      u32 queue, u32 max_bos,
+					      bool resumed)
 {
 	struct tessera_device *tdev = tfile->tdev;
 	struct tessera_ctx *ctx = tfile->ctx;
 	struct tessera_job *job;
-	int ret;
+	int ret = 0;
 
-	job = kzalloc(sizeof(*job), GFP_KERNEL_ACCOUNT);
+	job = kvzalloc(size_add(sizeof(*job),
+				size_mul(max_bos, sizeof(*job->bos) +
+					 sizeof(*job->maps) +
+					 sizeof(*job->bo_write))),
+		       GFP_KERNEL_ACCOUNT);
 	if (!job)
 		return ERR_PTR(-ENOMEM);
+	job->bos = (struct drm_gem_object **)(job + 1);
+	job->maps = (struct tessera_mapping **)(job->bos + max_bos);
+	job->bo_write = (bool *)(job->maps + max_bos);
 	job->prealloc = kzalloc(sizeof(*job->prealloc), GFP_KERNEL_ACCOUNT);
 	/* The chip stays resumed while the job lives. */
-	ret = job->prealloc ? tessera_pm_get(tdev) : -ENOMEM;
+	if (!job->prealloc)
+		ret = -ENOMEM;
+	else if (resumed)
+		tessera_pm_get_noresume(tdev);
+	else
+		ret = tessera_pm_get(tdev);
 	if (ret) {
 		kfree(job->prealloc);
-		kfree(job);
+		kvfree(job);
 		return ERR_PTR(ret);
 	}
 	job->pm_held = true;
@@ -167,10 +183,14 @@ struct tessera_out_sync {
  * @job: the job, once created
  * @inited: drm_sched_job_init() was done for @job, and it is not queued
  * @finished: its scheduler fence, once queued
+ * @bos_inline: @bos when there are few enough
+ * @syncs_inline: @syncs when there are few enough
+ * @outs_inline: @outs when there are few enough
  *
  * Everything copied from user space is copied before drm_dev_enter(): a
  * copy may wait on a page fault for as long as user space likes, and must
- * not hold off an unplug meanwhile.
+ * not hold off an unplug meanwhile.  A job with few buffers and syncs
+ * allocates nothing for them: it is one of up to DRM_TESSERA_MAX_BATCH.
  */
 struct tessera_submit {
 	struct drm_tessera_submit args;
@@ -182,16 +202,21 @@ struct tessera_submit {
 	struct tessera_job *job;
 	bool inited;
 	struct dma_fence *finished;
+	struct drm_tessera_submit_bo bos_inline[4];
+	struct drm_tessera_sync syncs_inline[4];
+	struct tessera_out_sync outs_inline[2];
 };
 
 /*
  * @count elements of @size bytes, @stride bytes apart from @uptr, by
- * copy_struct_from_user()'s rule: bytes past @size must be zero.
+ * copy_struct_from_user()'s rule: bytes past @size must be zero.  Into
+ * @room if they fit its @room_count elements, else into an allocation.
  */
 static void *tessera_copy_array(struct drm_device *drm, const char *what,
-				u64 uptr, u32 count, u32 stride, size_t size)
+				u64 uptr, u32 count, u32 stride, size_t size,
+				void *room, u32 room_count)
 {
-	void *a;
+	void *a = room;
 	u32 i;
 	int ret;
 
@@ -202,9 +227,13 @@ static void *tessera_copy_array(struct drm_device *drm, const char *what,
 			stride, size, DRM_TESSERA_MAX_STRIDE);
 		return ERR_PTR(-EINVAL);
 	}
-	if (stride == size)
+	if (stride == size && count > room_count)
 		return vmemdup_array_user(u64_to_user_ptr(uptr), count, size);
-	a = kvmalloc_array(count, size, GFP_KERNEL_ACCOUNT);
+	if (stride == size)
+		return copy_from_user(a, u64_to_user_ptr(uptr), count * size) ?
+		       ERR_PTR(-EFAULT) : a;
+	if (count > room_count)
+		a = kvmalloc_array(count, size, GFP_KERNEL_ACCOUNT);
 	if (!a)
 		return ERR_PTR(-ENOMEM);
 	for (i = 0; i < count; i++) {
@@ -214,7 +243,8 @@ static void *tessera_copy_array(struct drm_device *drm, const char *what,
 		if (ret) {
 			drm_dbg(drm, "SUBMIT: %s[%u]: %d (bytes past %zu must be zero)\n",
 				what, i, ret, size);
-			kvfree(a);
+			if (a != room)
+				kvfree(a);
 			return ERR_PTR(ret);
 		}
 	}
@@ -330,12 +360,14 @@ static int tessera_submit_copy_in(struct tessera_device *tdev,
 	if (ret)
 		return ret;
 	bos = tessera_copy_array(drm, "bos", args->bos, args->bo_count,
-				 args->bo_stride, sizeof(*s->bos));
+				 args->bo_stride, sizeof(*s->bos), s->bos_inline,
+				 ARRAY_SIZE(s->bos_inline));
 	if (IS_ERR(bos))
 		return PTR_ERR(bos);
 	s->bos = bos;
 	syncs = tessera_copy_array(drm, "syncs", args->syncs, args->sync_count,
-				   args->sync_stride, sizeof(*s->syncs));
+				   args->sync_stride, sizeof(*s->syncs),
+				   s->syncs_inline, ARRAY_SIZE(s->syncs_inline));
 	if (IS_ERR(syncs))
 		return PTR_ERR(syncs);
 	s->syncs = syncs;
@@ -376,14 +408,7 @@ static int tessera_submit_lookup_bos(struct tessera_job *job,
 	}
 
 	/* The command buffer is entry 0 unless the list names it. */
-	job->bos = kvcalloc(n + !cmd_listed, sizeof(*job->bos) +
-			    sizeof(*job->maps) + sizeof(*job->bo_write),
-			    GFP_KERNEL_ACCOUNT);
-	if (!job->bos)
-		return -ENOMEM;
 	job->bo_count = n + !cmd_listed;
-	job->maps = (struct tessera_mapping **)(job->bos + job->bo_count);
-	job->bo_write = (bool *)(job->maps + job->bo_count);
 
 	for (i = 0; i < job->bo_count; i++) {
 		u32 handle = cmd_listed ? ubos[i].handle :
@@ -614,7 +639,8 @@ static int tessera_out_syncs_get(struct tessera_submit *s,
 
 	if (!s->out_count)
 		return 0;
-	s->outs = kcalloc(s->out_count, sizeof(*s->outs), GFP_KERNEL_ACCOUNT);
+	s->outs = s->out_count <= ARRAY_SIZE(s->outs_inline) ? s->outs_inline :
+		  kcalloc(s->out_count, sizeof(*s->outs), GFP_KERNEL_ACCOUNT);
 	if (!s->outs)
 		return -ENOMEM;
 	out = s->outs;
@@ -656,7 +682,8 @@ static void tessera_out_syncs_put(struct tessera_submit *s,
 			dma_fence_chain_free(out->chain);
 		drm_syncobj_put(out->syncobj);
 	}
-	kfree(s->outs);
+	if (s->outs != s->outs_inline)
+		kfree(s->outs);
 	s->outs = NULL;
 }
 
@@ -712,12 +739,17 @@ static void tessera_submit_wait_done(struct drm_gpu_scheduler *sched,
 	flush_work(&sched->work_free_job);
 }
 
-/* Create @s's job and take everything it needs but the file's lock. */
+/*
+ * Create @s's job and take everything it needs but the file's lock;
+ * @resumed as for tessera_job_create().
+ */
 static int tessera_submit_prepare(struct tessera_file *tfile,
 				  struct drm_file *file,
-				  struct tessera_submit *s)
+				  struct tessera_submit *s, bool resumed)
 {
-	s->job = tessera_job_create(tfile, s->args.queue);
+	/* Its listed buffers and the command buffer, if not among them. */
+	s->job = tessera_job_create(tfile, s->args.queue, s->args.bo_count + 1,
+				    resumed);
 	if (IS_ERR(s->job)) {
 		int ret = PTR_ERR(s->job);
 
@@ -758,8 +790,10 @@ static void tessera_submit_fini(struct tessera_submit *s)
 			drm_sched_job_cleanup(&s->job->base);
 		tessera_job_put(s->job);
 	}
-	kvfree(s->bos);
-	kvfree(s->syncs);
+	if (s->bos != s->bos_inline)
+		kvfree(s->bos);
+	if (s->syncs != s->syncs_inline)
+		kvfree(s->syncs);
 }
 
 /*
@@ -792,7 +826,8 @@ static int tessera_submit_jobs(struct drm_device *drm, struct drm_file *file,
 		return -ENODEV;
 	}
 	for (i = 0; i < n; i++) {
-		ret = tessera_submit_prepare(tfile, file, &subs[i]);
+		/* Job 0 holds the chip resumed until every job is made. */
+		ret = tessera_submit_prepare(tfile, file, &subs[i], i > 0);
 		if (ret) {
 			/* The jobs made give their places back as they go. */
 			tessera_jobs_unreserve(tfile->ctx, n - i - !!subs[i].job);

@@ -585,4 +585,61 @@ TEST_F(rpm, a_moved_or_split_hbm_mapping_keeps_one_reference)
 	EXPECT_EQ(underflows, klog_count(RPM_UNDERFLOW_LINE));
 }
 
+/*
+ * Each job of a SUBMIT_BATCH holds the chip resumed while it lives, from
+ * the ioctl to its end (the chip is resumed once for the batch): the
+ * chip's runtime usage count goes up by one a job, and back down.
+ */
+TEST_F(rpm, every_job_of_a_batch_holds_the_chip_resumed)
+{
+	enum { JOBS = 3 };
+	struct drm_tessera_submit_bo bo = {
+		self->host.handle, DRM_TESSERA_BO_READ,
+	};
+	struct drm_tessera_sync out = TSR_SIGNAL(self->sync, 0);
+	struct drm_tessera_submit jobs[JOBS];
+	struct drm_tessera_submit_batch b = {
+		.count = JOBS,
+		.jobs = (uintptr_t)jobs,
+		.stride = sizeof(jobs[0]),
+	};
+	uint64_t *sem = self->host.map;
+	uint64_t deadline;
+	char path[160];
+	long long usage;
+	unsigned int i;
+	size_t nop;
+
+	snprintf(path, sizeof(path), "%s/runtime_usage", self->power);
+	usage = tsr_read_number(path);
+	if (usage < 0)
+		tsr_skip_test("no power/runtime_usage (CONFIG_PM_ADVANCED_DEBUG)");
+	/* The first job waits for the semaphore; the others queue behind. */
+	sem[0] = 0;
+	self->c.len = 0;
+	tsr_emit_sem(&self->c, TSR_OP_SEM_WAIT, self->host.va, 1);
+	nop = self->c.len;
+	tsr_emit_nop(&self->c);
+	for (i = 0; i < JOBS; i++) {
+		jobs[i] = (struct drm_tessera_submit){
+			.cmdbuf_handle = self->c.bo.handle,
+			.cmdbuf_offset = i ? nop : 0,
+			.cmdbuf_size = i ? self->c.len - nop : nop,
+		};
+		tsr_submit_bos(&jobs[i], &bo, 1);
+	}
+	tsr_submit_syncs(&jobs[JOBS - 1], &out, 1);
+	drmSyncobjReset(self->fd, &self->sync, 1);
+
+	ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_SUBMIT_BATCH, &b));
+	EXPECT_EQ(usage + JOBS, tsr_read_number(path));
+	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	/* A job lets the chip go when the scheduler frees it, just after. */
+	deadline = tsr_now_ns() + TSR_TEST_WAIT_NS;
+	while (tsr_read_number(path) != usage && tsr_now_ns() < deadline)
+		usleep(1000);
+	EXPECT_EQ(usage, tsr_read_number(path));
+}
+
 TEST_HARNESS_MAIN

@@ -399,6 +399,47 @@ TEST_F(submit, a_larger_stride_with_a_zero_tail_is_taken)
 	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
 }
 
+/*
+ * A job with many buffers and syncs, spaced by a larger stride: every
+ * buffer taken, every in-sync waited for, every out-sync signalled.
+ */
+TEST_F(submit, a_job_with_many_buffers_and_syncs_signals_every_out_sync)
+{
+	enum { BOS = 6, OUTS = 7 };
+	struct grown_bo bo[BOS];
+	struct grown_sync sync[OUTS + 1];
+	struct tsr_bo buf[BOS];
+	struct drm_tessera_sync first = TSR_SIGNAL(self->sync, 0);
+	struct drm_tessera_submit s = nop_job(self, &first);
+	struct drm_tessera_job_status st;
+	unsigned int i;
+
+	ASSERT_EQ(0, submit(self, &s));
+	memset(bo, 0, sizeof(bo));
+	memset(sync, 0, sizeof(sync));
+	for (i = 0; i < BOS; i++) {
+		ASSERT_EQ(0, tsr_bo_create(self->fd, 4096, 0, &buf[i]));
+		bo[i].bo = (struct drm_tessera_submit_bo){
+			buf[i].handle,
+			i % 2 ? DRM_TESSERA_BO_WRITE : DRM_TESSERA_BO_READ,
+		};
+	}
+	/* The first job's out-sync is this one's in-sync. */
+	sync[0].sync = (struct drm_tessera_sync){ .handle = self->sync };
+	for (i = 1; i <= OUTS; i++)
+		sync[i].sync = TSR_SIGNAL(tsr_syncobj(self->fd), 0);
+	s = nop_job(self, &sync[0].sync);
+	tsr_submit_bos(&s, &bo[0].bo, BOS);
+	tsr_submit_syncs(&s, &sync[0].sync, OUTS + 1);
+	s.bo_stride = sizeof(bo[0]);
+	s.sync_stride = sizeof(sync[0]);
+	ASSERT_EQ(0, submit(self, &s));
+	for (i = 1; i <= OUTS; i++)
+		EXPECT_EQ(0, tsr_wait(self->fd, sync[i].sync.handle, WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, s.seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+}
+
 TEST_F(submit, a_larger_stride_with_a_nonzero_tail_is_e2big)
 {
 	struct grown_bo bo[2] = {
