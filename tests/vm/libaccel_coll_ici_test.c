@@ -1432,12 +1432,15 @@ static int sum_cycles(FIXTURE_DATA(coll) *self, uint64_t count,
  * whole input into the output first: the chips spend no more modeled time
  * on it than in place (the copy cost 5.6% at this size).  After a first
  * call: a communicator's first call has no earlier one to wait for, and
- * is shorter.
+ * is shorter.  In one process: split across VMs, when each host's chips
+ * start a call moves its modeled cycles by about as much (1.1% on 4x4).
  */
 TEST_F_TIMEOUT(coll, out_of_place_all_reduce_copies_no_input, COLL_TEST_TIMEOUT)
 {
 	uint64_t first, in_place, out_of_place;
 
+	if (!whole_slice(self))
+		SKIP(return, "the slice spans other VMs, whose start times move the cycles");
 	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 31, ACCEL_COLL_PINCER));
 	self->size = accel_comm_size(self->comm);
 	ASSERT_EQ(ACCEL_OK, sum_cycles(self, 16384, true, &first));
