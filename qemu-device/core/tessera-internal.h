@@ -362,6 +362,15 @@ int tsr_mem_check_write(TsrMem *mem, uint64_t va, uint64_t len);
  * off.
  */
 const uint8_t *tsr_mem_read_view(TsrMem *mem, uint64_t va, uint64_t len);
+/*
+ * A host pointer to [va, va + len) if the range is mapped writable to
+ * contiguous HBM, else NULL (then tsr_mem_write() names what is wrong).
+ * Write through it only between tsr_job_write_begin() and
+ * tsr_job_write_end(), which a reset cuts off, as tsr_mem_write() does,
+ * and count each write with tsr_mem_count_written().
+ */
+uint8_t *tsr_mem_write_view(TsrMem *mem, uint64_t va, uint64_t len);
+void tsr_mem_count_written(TsrMem *mem, uint64_t len);
 /* Copy between two VAs of the job; @bounce serves system-to-system pieces. */
 int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
                  uint8_t *bounce, uint64_t bounce_len);

@@ -359,28 +359,40 @@ int tsr_mem_copy(TsrMem *mem, uint64_t dst, uint64_t src, uint64_t len,
     return 0;
 }
 
-static const uint8_t *hbm_view(TsrMem *mem, uint64_t va, uint64_t len)
+/*
+ * Where [va, va + len) lies in HBM if it is mapped (writable, for
+ * @write) to one contiguous range of it; -1 if not.
+ */
+static int64_t hbm_range(TsrMem *mem, uint64_t va, uint64_t len, bool write)
 {
-    uint64_t start = 0, off = 0, bad, end;
+    uint64_t start = 0, off = 0, end;
 
     if (!len || !tsr_add(va, len, &end)) {
-        return NULL;
+        return -1;
     }
     while (off < len) {
         TsrXlate x;
 
-        if (translate(mem, va + off, false, &x) || !x.hbm) {
-            return NULL;
+        if (translate(mem, va + off, write, &x) || !x.hbm) {
+            return -1;
         }
         if (!off) {
             start = x.addr;
         } else if (x.addr != start + off) {
-            return NULL;
+            return -1;
         }
         off += x.len;
     }
+    return start;
+}
+
+static const uint8_t *hbm_view(TsrMem *mem, uint64_t va, uint64_t len)
+{
+    int64_t start = hbm_range(mem, va, len, false);
+    uint64_t bad;
+
     /* Poisoned HBM: the caller's copy path reports the error with its VA. */
-    if (tsr_core_hbm_poisoned(mem->core, start, len) ||
+    if (start < 0 || tsr_core_hbm_poisoned(mem->core, start, len) ||
         tsr_core_hbm_read_check(mem->core, start, len, &bad)) {
         return NULL;
     }
@@ -396,6 +408,19 @@ const uint8_t *tsr_mem_read_view(TsrMem *mem, uint64_t va, uint64_t len)
         count_hbm(mem, len, false);
     }
     return p;
+}
+
+uint8_t *tsr_mem_write_view(TsrMem *mem, uint64_t va, uint64_t len)
+{
+    int64_t start = hbm_range(mem, va, len, true);
+
+    return start < 0 ? NULL : mem->core->hbm + start;
+}
+
+void tsr_mem_count_written(TsrMem *mem, uint64_t len)
+{
+    count_bytes(mem, 0, len);
+    count_hbm(mem, len, true);
 }
 
 int tsr_mem_read(TsrMem *mem, uint64_t va, void *buf, uint64_t len)

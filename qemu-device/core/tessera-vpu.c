@@ -233,6 +233,7 @@ static uint32_t vpu_check(const struct tsr_cmd_vpu *c, unsigned int *nargs)
 typedef struct VpuBlock {
     float *a, *b, *c, *out;
     const float *view_a, *view_b, *view_c;
+    float *view_out;    /* same_shape_in_place()'s output, or NULL */
 } VpuBlock;
 
 /*
@@ -291,6 +292,40 @@ static bool apply2_same_shape(uint32_t op, const float *restrict a,
 }
 
 /*
+ * acc = acc (op) b, as apply2_same_shape() with out and a the same
+ * array (restrict forbids passing one array as both): each element read
+ * before it is written, as there.
+ */
+static void accumulate_same_shape(uint32_t op, float *restrict acc,
+                                  const float *restrict b, uint64_t n)
+{
+    switch (op) {
+    case TSR_VPU_ADD:
+        VPU_FOR_EACH(n, i, acc[i] = acc[i] + b[i]);
+        break;
+    case TSR_VPU_SUB:
+        VPU_FOR_EACH(n, i, acc[i] = acc[i] - b[i]);
+        break;
+    case TSR_VPU_MUL:
+        VPU_FOR_EACH(n, i, acc[i] = acc[i] * b[i]);
+        break;
+    case TSR_VPU_MAX:
+        VPU_FOR_EACH(n, i, acc[i] = tsr_maxf(acc[i], b[i]));
+        break;
+    case TSR_VPU_MIN:
+        VPU_FOR_EACH(n, i, acc[i] = tsr_minf(acc[i], b[i]));
+        break;
+    }
+}
+
+/* The operations apply2_same_shape() runs. */
+static bool same_shape_op(uint32_t op)
+{
+    return op == TSR_VPU_ADD || op == TSR_VPU_SUB || op == TSR_VPU_MUL ||
+           op == TSR_VPU_MAX || op == TSR_VPU_MIN;
+}
+
+/*
  * Load rows [@row, @row + @rows) of operand @t, broadcast like @b, into
  * @buf: a row broadcast down the rows is the same for every block, and
  * loaded once.
@@ -341,6 +376,65 @@ static const float *operand_rows(TsrMem *mem, const struct tsr_tensor *t,
         return t->rows == 1 ? view : view + (uint64_t)row * t->cols;
     }
     return load_operand_rows(mem, t, row, rows, buf) ? NULL : buf;
+}
+
+/*
+ * The output of a same-shape f32 operation (apply2_same_shape()), where
+ * it can be computed in place: dense f32 in HBM, mapped writable, and
+ * disjoint from both operands (read in place), or exactly the first and
+ * disjoint from the second (an accumulation, out = out (op) b), so that
+ * no element is written before another reads it.  NULL if not: the
+ * blocks are computed aside and stored, as for every other command.
+ */
+static float *output_view(TsrMem *mem, const struct tsr_cmd_vpu *c,
+                          unsigned int nargs, const VpuBlock *v)
+{
+    const struct tsr_tensor *t = &c->out;
+    uint64_t bytes = elems(t) * sizeof(float);
+    const float *ops[2] = { v->view_a, v->view_b };
+    const uint8_t *out;
+    unsigned int i;
+
+    if (nargs != 2 || int_command(c) || t->dtype != TSR_DTYPE_F32 ||
+        t->stride != t->cols || c->b.rows != t->rows ||
+        c->b.cols != t->cols || !v->view_a || !v->view_b) {
+        return NULL;
+    }
+    out = tsr_mem_write_view(mem, t->va, bytes);
+    for (i = 0; out && i < 2; i++) {
+        const uint8_t *op = (const uint8_t *)ops[i];
+        bool accumulates = i == 0 && op == out;
+
+        if (!accumulates && op < out + bytes && out < op + bytes) {
+            return NULL;
+        }
+    }
+    return (float *)out;
+}
+
+/*
+ * Block rows [@row, @row + @rows) of a same-shape operation computed
+ * straight into its output's HBM (output_view()): no block aside, no
+ * copy of it.  Cut off by a reset as any write.
+ */
+static uint32_t same_shape_in_place(TsrMem *mem, const struct tsr_cmd_vpu *c,
+                                    uint32_t row, uint64_t n,
+                                    const float *va, const float *vb,
+                                    const VpuBlock *v)
+{
+    float *out = v->view_out + (uint64_t)row * c->out.cols;
+
+    if (!tsr_job_write_begin(mem->core, mem->queue, mem->generation)) {
+        return TSR_ERR_ABORTED;
+    }
+    if (out == va) {
+        accumulate_same_shape(c->op, out, vb, n);
+    } else {
+        apply2_same_shape(c->op, va, vb, out, n);
+    }
+    tsr_job_write_end(mem->core, mem->queue);
+    tsr_mem_count_written(mem, n * sizeof(float));
+    return TSR_ERR_NONE;
 }
 
 /* Element (r, c) of a dense I32 operand that may be broadcast. */
@@ -399,6 +493,9 @@ static uint32_t vpu_block(TsrMem *mem, const struct tsr_cmd_vpu *c,
         return tsr_tensor_store_raw(mem, &out, v->out) ? mem->error
                                                         : TSR_ERR_NONE;
     }
+    if (v->view_out && same_shape_op(c->op)) {
+        return same_shape_in_place(mem, c, row, n, va, vb, v);
+    }
     if (nargs == 2 && c->b.rows == c->out.rows && c->b.cols == c->out.cols &&
         apply2_same_shape(c->op, va, vb, v->out, n)) {
         return tsr_tensor_store_f32(mem, &out, v->out) ? mem->error
@@ -431,14 +528,16 @@ static uint32_t vpu_run(TsrMem *mem, const struct tsr_cmd_vpu *c,
         .view_a = operand_view(mem, &c->a, &c->out),
         .view_b = nargs >= 2 ? operand_view(mem, &c->b, &c->out) : NULL,
         .view_c = nargs == 3 ? operand_view(mem, &c->c, &c->out) : NULL,
-        .out = malloc(size),
     };
     uint32_t err = TSR_ERR_NONE, row, rows;
+
+    v.view_out = same_shape_op(c->op) ? output_view(mem, c, nargs, &v) : NULL;
+    v.out = v.view_out ? NULL : malloc(size);
 
     v.a = v.view_a ? NULL : malloc(size);
     v.b = nargs < 2 || v.view_b ? NULL : malloc(size);
     v.c = nargs < 3 || v.view_c ? NULL : malloc(size);
-    if (!v.out || (!v.view_a && !v.a) || (nargs >= 2 && !v.view_b && !v.b) ||
+    if ((!v.view_out && !v.out) || (!v.view_a && !v.a) || (nargs >= 2 && !v.view_b && !v.b) ||
         (nargs == 3 && !v.view_c && !v.c)) {
         err = TSR_ERR_TOO_LARGE;
     }

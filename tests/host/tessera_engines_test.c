@@ -505,6 +505,52 @@ TEST_F(eng, a_large_vpu_add_in_place_in_hbm_sees_its_broadcast_row_as_it_was)
 	free(row0);
 }
 
+/*
+ * A same-shape add in HBM whose output is computed in place there only
+ * when no element is written before it is read: out = a + out (b is
+ * out), and out one row past a (overlapping it), are each what the
+ * operands held before the command, as when the block is computed
+ * aside and stored.
+ */
+TEST_F(eng, a_same_shape_vpu_op_whose_output_overlaps_an_operand_reads_it_as_it_was)
+{
+	const unsigned int r = 4, cols = 64, n = r * cols;
+	const uint64_t va = 0x40000000;
+	float *m = hbm_buffer(self->c, va, 0, 4 * n * 4);
+	float *a = m, *b = m + 2 * n, *want = malloc(n * 4);
+	struct tsr_cmd_vpu cmd = {
+		.hdr = HDR(TSR_OP_VPU, struct tsr_cmd_vpu), .op = TSR_VPU_SUB,
+		.a = tensor(va, r, cols, TSR_DTYPE_F32),
+		.b = tensor(va + 2 * n * 4, r, cols, TSR_DTYPE_F32),
+		.out = tensor(va + 2 * n * 4, r, cols, TSR_DTYPE_F32),
+	};
+	unsigned int i;
+
+	ASSERT_NE(NULL, want);
+	for (i = 0; i < n; i++) {
+		a[i] = i * 3.0f;
+		b[i] = i * 0.5f;
+		want[i] = a[i] - b[i];
+	}
+	/* b = a - b */
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(want[i], b[i]) TH_LOG("b = a - b, element %u", i);
+
+	/* out, one row past a, = a - b: a's rows as they were. */
+	for (i = 0; i < n + cols; i++)
+		a[i] = i * 3.0f;
+	for (i = 0; i < n; i++) {
+		b[i] = i * 0.5f;
+		want[i] = a[i] - b[i];
+	}
+	cmd.out = tensor(va + cols * 4, r, cols, TSR_DTYPE_F32);
+	ASSERT_EQ(TSR_ERR_NONE, chip_run(self->c, &cmd, sizeof(cmd))->error);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(want[i], a[cols + i]) TH_LOG("out = a + 1 row, element %u", i);
+	free(want);
+}
+
 TEST_F(eng, compare_and_select_build_a_mask)
 {
 	uint64_t a = chip_buffer(self->c, 1, 4096);
