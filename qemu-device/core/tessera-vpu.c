@@ -537,7 +537,8 @@ static uint32_t vpu_run(TsrMem *mem, const struct tsr_cmd_vpu *c,
     v.a = v.view_a ? NULL : malloc(size);
     v.b = nargs < 2 || v.view_b ? NULL : malloc(size);
     v.c = nargs < 3 || v.view_c ? NULL : malloc(size);
-    if ((!v.view_out && !v.out) || (!v.view_a && !v.a) || (nargs >= 2 && !v.view_b && !v.b) ||
+    if ((!v.view_out && !v.out) || (!v.view_a && !v.a) ||
+        (nargs >= 2 && !v.view_b && !v.b) ||
         (nargs == 3 && !v.view_c && !v.c)) {
         err = TSR_ERR_TOO_LARGE;
     }
