@@ -69,7 +69,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(TesseraState, TESSERA)
 /* Bytes an ICI port holds for its chardev before the link waits. */
 #define TESSERA_PORT_BUF (1 * MiB)
 /* The ICI timers run at least this often. */
-#define TESSERA_ICI_TICK_NS (10 * SCALE_MS)
+#define TESSERA_ICI_TICK_NS (50 * SCALE_MS)
 /* Data bytes of a port's outgoing ring. */
 #define TESSERA_RING_SIZE (2 * MiB)
 /* Bytes the main loop takes from a ring before it lets others run. */
