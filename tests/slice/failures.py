@@ -880,6 +880,9 @@ def test_tcp_cut_long(results, slices):
         held = time.monotonic() - t0
     finally:
         sl.net("ip", "link", "set", "lo", "up")
+    # A chip names its ports after its failure, then its next job's fate:
+    # its lines are all in once that last one is (seen read 32 ms early).
+    run.wait_chips(AFTER.pattern, len(chips), WATCH_S)
     ok, lines = failures_after(
         run, t0, chips, lambda code: bool(LINK_CAUSES.fullmatch(code)))
     failed = run.chips(FAILED.pattern)
