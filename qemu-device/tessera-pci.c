@@ -698,11 +698,11 @@ static void tessera_ici_tick(void *opaque)
     tessera_ici_bh(s);
     /*
      * Rings too, whatever their doorbells did, when a link's timer is due
-     * and at least every tick: a peer may not ring, and the receive thread
-     * may be starved.  Nothing the peer wrote is left in our ring when its
-     * silence is judged below.  A timer that fired before a deadline that
-     * moved later since (most of them, under traffic: ~90% of ~1900 a
-     * second) leaves the rings to the receive thread, which would
+     * and at least every TESSERA_ICI_TICK_NS: a peer may not ring, and the
+     * receive thread may be starved.  Nothing the peer wrote is left in
+     * our ring when its silence is judged below.  A timer that fired
+     * before a deadline that moved later since (under traffic, ~90% of its
+     * firings) leaves the rings to the receive thread, which would
      * otherwise wait for the main loop's pass on each of them.
      */
     if (tsr_ici_deadline(tessera_ici(s)) <= (uint64_t)now ||

@@ -395,7 +395,8 @@ static float *output_view(TsrMem *mem, const struct tsr_cmd_vpu *c,
     const uint8_t *out;
     unsigned int i;
 
-    if (nargs != 2 || int_command(c) || t->dtype != TSR_DTYPE_F32 ||
+    if (nargs != 2 || !same_shape_op(c->op) || int_command(c) ||
+        t->dtype != TSR_DTYPE_F32 ||
         t->stride != t->cols || c->b.rows != t->rows ||
         c->b.cols != t->cols || !v->view_a || !v->view_b) {
         return NULL;
@@ -493,7 +494,7 @@ static uint32_t vpu_block(TsrMem *mem, const struct tsr_cmd_vpu *c,
         return tsr_tensor_store_raw(mem, &out, v->out) ? mem->error
                                                         : TSR_ERR_NONE;
     }
-    if (v->view_out && same_shape_op(c->op)) {
+    if (v->view_out) {
         return same_shape_in_place(mem, c, row, n, va, vb, v);
     }
     if (nargs == 2 && c->b.rows == c->out.rows && c->b.cols == c->out.cols &&
@@ -531,7 +532,7 @@ static uint32_t vpu_run(TsrMem *mem, const struct tsr_cmd_vpu *c,
     };
     uint32_t err = TSR_ERR_NONE, row, rows;
 
-    v.view_out = same_shape_op(c->op) ? output_view(mem, c, nargs, &v) : NULL;
+    v.view_out = output_view(mem, c, nargs, &v);
     v.out = v.view_out ? NULL : malloc(size);
 
     v.a = v.view_a ? NULL : malloc(size);
