@@ -12,7 +12,11 @@ QEMU_LINT_FILES := $(shell find qemu-device -name '*.[ch]')
 # dialect), and every Python program of tests/ and tools/.
 TEST_LINT_FILES := $(filter-out tests/host/tessera_chip.h,\
 	$(wildcard tests/*/*.[ch] tests/*/*/*.[ch]))
-PY_LINT_FILES := tests/run-checks $(wildcard tests/*/*.py tools/*.py) \
+# The shell scripts of tests/, tools/ and mk/ (found by their #! line).
+SHELL_LINT_FILES := $(shell grep -lsE '^\#!(/usr)?/bin/(env )?(ba|busybox )?sh' \
+	tests/*/* tools/* tools/*/* mk/*)
+PY_LINT_FILES := tests/run-checks mk/lint-versions \
+	$(wildcard tests/*/*.py tools/*.py) \
 	$(shell grep -ls '^\#!.*python' tools/tessera-*)
 
 # Each file's checkpatch verdict is kept (build/lint/FILE.FLAVOUR) until the
@@ -66,6 +70,10 @@ lint: $(DEPS_STAMP) $(QEMU_BUILD)/build.ninja
 		$(TEST_LINT_OK) $(LINT_OK)/sparse
 	@echo "lint: the tests' and tools' Python (pyflakes)"
 	@pyflakes3 $(PY_LINT_FILES)
+	@echo "lint: the shell of tests/, tools/ and mk/ (shellcheck, warnings)"
+	@shellcheck -S warning $(SHELL_LINT_FILES)
+	@echo "lint: the versions the documentation and headers state"
+	@mk/lint-versions
 	@echo "lint: clean"
 
 # make lint-patch [PATCH=FILE | REV=RANGE]: a patch (default: the last

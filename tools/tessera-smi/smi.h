@@ -80,7 +80,7 @@ enum driver_counter {
 	DRV_DEVICE_RESETS,
 	DRV_FATAL_ERRORS,
 	DRV_BANNED_CONTEXTS,
-	/* From uapi version 3 on: the ICI links. */
+	/* The ICI links. */
 	DRV_REMOTE_ACCESS_REFUSED,
 	DRV_LINK_DOWNS,
 	DRV_LINK_UPS,

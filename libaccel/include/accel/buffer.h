@@ -47,8 +47,7 @@ struct accel_buffer;
  *	ACCEL_BUFFER_DEVICE_READ_ONLY or not
  *
  * ACCEL_ERR_NO_MEMORY when the placement has no room; ACCEL_ERR_BAD_FLAGS
- * for an unknown placement or flag; ACCEL_ERR_VERSION for
- * ACCEL_BUFFER_DEVICE_READ_ONLY with a driver older than uapi version 6.
+ * for an unknown placement or flag.
  */
 ACCEL_API int accel_buffer_create(struct accel_device *dev, uint64_t size,
 				  uint32_t placement, struct accel_buffer **buf);

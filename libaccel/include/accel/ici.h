@@ -131,8 +131,7 @@ struct accel_link_info {
  *
  * A macro that passes the size of @info, so that a program built against
  * this header keeps working with a later library whose struct is larger.
- * ACCEL_ERR_INVALID_ARGUMENT for a port the chip does not have;
- * ACCEL_ERR_VERSION with a driver older than uapi version 3.
+ * ACCEL_ERR_INVALID_ARGUMENT for a port the chip does not have.
  */
 #define accel_link_get_info(dev, port, info) \
 	accel_link_get_info_sized((dev), (port), (info), sizeof(*(info)))
@@ -183,8 +182,7 @@ struct accel_window_opts {
  * close it before its device handle.  ACCEL_ERR_OUT_OF_BOUNDS unless the
  * range lies in @buf; ACCEL_ERR_BUSY if the fixed id is open already, or
  * no window is free (the chip's or, per handle, the driver's limit);
- * ACCEL_ERR_NOT_SUPPORTED on a chip without ICI; ACCEL_ERR_VERSION with a
- * driver older than uapi version 3.
+ * ACCEL_ERR_NOT_SUPPORTED on a chip without ICI.
  */
 ACCEL_API int accel_window_open(struct accel_device *dev,
 				struct accel_buffer *buf, uint64_t offset,
@@ -312,10 +310,9 @@ struct accel_slice {
  * finds the slice and its own chips without a launcher's help
  *
  * A macro that passes the size of @slice (see accel_link_get_info()).
- * ACCEL_ERR_NO_DEVICE without Tessera chips; ACCEL_ERR_VERSION with a
- * driver older than uapi version 3; ACCEL_ERR_INVALID_ARGUMENT when the
- * chips do not agree on the slice (their slice ids or topologies differ,
- * or two claim the same place).
+ * ACCEL_ERR_NO_DEVICE without Tessera chips; ACCEL_ERR_INVALID_ARGUMENT
+ * when the chips do not agree on the slice (their slice ids or topologies
+ * differ, or two claim the same place).
  */
 #define accel_slice_get(slice) \
 	accel_slice_get_sized((slice), sizeof(*(slice)))

@@ -41,9 +41,8 @@ ACCEL_API int accel_trace_create(struct accel_trace **trace);
  *
  * Each job gets a trace buffer with room for a record per command, listed
  * with the job.  ACCEL_ERR_NOT_SUPPORTED when the chip has no
- * TSR_CAP_TRACE or the driver is older than uapi version 4; ACCEL_ERR_BUSY
- * when @dev is recorded by another trace.  Starting again a device @trace
- * records already is allowed.
+ * TSR_CAP_TRACE; ACCEL_ERR_BUSY when @dev is recorded by another trace.
+ * Starting again a device @trace records already is allowed.
  */
 ACCEL_API int accel_trace_start(struct accel_trace *trace,
 				struct accel_device *dev);
