@@ -489,13 +489,13 @@ static void tessera_run_bh(void *opaque)
  * With worker-nice, a queue worker yields to the main loop and the vCPUs,
  * which carry its chip's links: a link whose owner waits behind compute
  * past its peer's deadline goes down (0.955 s), while a job only takes
- * longer on the host's clock, never on the modeled one.  SCHED_BATCH: a worker waking
- * from a semaphore does not preempt the thread it woke on; the nice value
- * weighs the workers below the rest of their QEMU (its autogroup), as a
- * share, never starved: a worker holding a frame it fills (lend_chunk())
- * still finishes soon.  0, the default, leaves them as QEMU's other
- * threads, since a worker also reads remote writes into its links' rings
- * (chip.md has what each costs).
+ * longer on the host's clock, never on the modeled one.  SCHED_BATCH: a
+ * worker waking from a semaphore does not preempt the thread it woke on;
+ * the nice value weighs the workers below the rest of their QEMU (its
+ * autogroup), as a share, never starved: a worker holding a frame it fills
+ * (lend_chunk()) still finishes soon.  0, the default, leaves them as
+ * QEMU's other threads, since a worker also reads remote writes into its
+ * links' rings (chip.md has what each costs).
  */
 static void tessera_worker_yield(TesseraWorker *w)
 {
@@ -1399,6 +1399,25 @@ static void tessera_port_receive(void *opaque, const uint8_t *buf, int size)
     tessera_ici_arm(p->s);
 }
 
+/*
+ * Whether @p offers its peer a ring: only where descriptors pass (a UNIX
+ * socket).  Over TCP the peer may be another machine, and frames go on
+ * the socket.
+ */
+static bool tessera_port_may_ring(TesseraPort *p)
+{
+    return strcmp(p->s->ici_transport, "socket") &&
+           qemu_chr_has_feature(qemu_chr_fe_get_driver(&p->chr),
+                                QEMU_CHAR_FEATURE_FD_PASS);
+}
+
+/* @p's link window: a ring's, or the socket's where frames stay there. */
+static unsigned int tessera_port_window(TesseraPort *p)
+{
+    return tessera_port_may_ring(p) ? TSR_ICI_WINDOW_RING :
+                                      TSR_ICI_WINDOW_SOCKET;
+}
+
 static void tessera_port_event(void *opaque, QEMUChrEvent event)
 {
     TesseraPort *p = opaque;
@@ -1412,13 +1431,7 @@ static void tessera_port_event(void *opaque, QEMUChrEvent event)
         p->phase = TESSERA_PHASE_HELLO;
         p->hello_len = 0;
         p->peer_futex = false;
-        /*
-         * A ring only where descriptors pass (a UNIX socket): over TCP
-         * the peer may be another machine, and frames go on the socket.
-         */
-        if (strcmp(p->s->ici_transport, "socket") &&
-            qemu_chr_has_feature(qemu_chr_fe_get_driver(&p->chr),
-                                 QEMU_CHAR_FEATURE_FD_PASS)) {
+        if (tessera_port_may_ring(p)) {
             qemu_mutex_lock(&p->out_lock);
             p->tx = tsr_ring_create(TESSERA_RING_SIZE, &fd);
             qemu_mutex_unlock(&p->out_lock);
@@ -1565,7 +1578,7 @@ static bool tessera_ici_realize(TesseraState *s, Error **errp)
         if (!qemu_chr_fe_backend_connected(&p->chr)) {
             continue;
         }
-        if (tsr_ici_attach(ici, i)) {
+        if (tsr_ici_attach(ici, i, tessera_port_window(p))) {
             error_setg(errp, "tessera: ici%u: the chip at %s has no "
                        "neighbour that way (the edge of a mesh, or a "
                        "dimension of one chip)", i,

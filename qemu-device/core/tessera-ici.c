@@ -1143,7 +1143,7 @@ void tsr_ici_reset(TsrIci *ici)
     ici_unlock(ici);
 }
 
-int tsr_ici_attach(TsrIci *ici, unsigned int port)
+int tsr_ici_attach(TsrIci *ici, unsigned int port, unsigned int window)
 {
     uint8_t peer[3];
     /*
@@ -1151,7 +1151,7 @@ int tsr_ici_attach(TsrIci *ici, unsigned int port)
      * is asked for again, the sender goes on with the frames behind it.
      */
     TsrLinkConfig cfg = {
-        .window = 32, .rx_slots = 16, .tx_slots = 16,
+        .window = window, .rx_slots = window / 2, .tx_slots = window / 2,
         .retransmit_ns = ici->retransmit_ns, .retry_limit = ICI_RETRY_LIMIT,
         .keepalive_ns = ici->keepalive_ns,
     };

@@ -43,10 +43,22 @@ void tsr_ici_free(TsrIci *ici);
 void tsr_ici_reset(TsrIci *ici);
 
 /*
- * Port @port has a socket.  Fails (-1) if the slice has no neighbour
- * there (the edge of a mesh, or a dimension of one chip).
+ * A link's window, in frames sent and not yet acknowledged (each channel
+ * gets half of it as credit and as send queue).  A port whose frames may
+ * move to a shared-memory ring keeps the ring's: a ring holds what is
+ * unacknowledged, and half of its 2 MiB stays free for a resend.  A port
+ * whose frames stay on its socket for good (TCP, ici-transport=socket)
+ * covers the round trip of two event loops and a socket instead: 4 MiB.
  */
-int tsr_ici_attach(TsrIci *ici, unsigned int port);
+#define TSR_ICI_WINDOW_RING     32
+#define TSR_ICI_WINDOW_SOCKET   128
+
+/*
+ * Port @port has a socket; its link's window is @window frames
+ * (TSR_ICI_WINDOW_*; a power of two).  Fails (-1) if the slice has no
+ * neighbour there (the edge of a mesh, or a dimension of one chip).
+ */
+int tsr_ici_attach(TsrIci *ici, unsigned int port, unsigned int window);
 void tsr_ici_connected(TsrIci *ici, unsigned int port);
 void tsr_ici_disconnected(TsrIci *ici, unsigned int port);
 void tsr_ici_receive(TsrIci *ici, unsigned int port, const void *buf,

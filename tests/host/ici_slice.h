@@ -228,7 +228,10 @@ static inline void slice_start(struct slice *s, uint32_t transport)
 	for (i = 0; i < s->n; i++)
 		for (p = 0; p < TSR_ICI_MAX_PORTS; p++)
 			if (s->chip[i] && s->wires[i][p])
-				tsr_ici_attach(slice_ici(s, i), p);
+				tsr_ici_attach(slice_ici(s, i), p,
+					       transport == TSR_ICI_TRANSPORT_RING ?
+					       TSR_ICI_WINDOW_RING :
+					       TSR_ICI_WINDOW_SOCKET);
 	pthread_create(&s->pump, NULL, slice_pump, s);
 	for (i = 0; i < s->n; i++) {
 		for (p = 0; p < TSR_ICI_MAX_PORTS; p++) {

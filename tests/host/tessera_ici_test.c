@@ -743,7 +743,7 @@ TEST(the_retransmit_timer_is_set_before_any_port_is_attached)
 	ASSERT_EQ(0, tsr_ici_set_slice(ici, &sl));
 	EXPECT_EQ(-1, tsr_ici_set_retransmit(ici, 0));
 	EXPECT_EQ(0, tsr_ici_set_retransmit(ici, 200000000));
-	ASSERT_EQ(0, tsr_ici_attach(ici, TSR_ICI_PORT(0, 0)));
+	ASSERT_EQ(0, tsr_ici_attach(ici, TSR_ICI_PORT(0, 0), TSR_ICI_WINDOW_RING));
 	EXPECT_EQ(-1, tsr_ici_set_retransmit(ici, 1000000));
 	chip_free(c);
 }
