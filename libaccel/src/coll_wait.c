@@ -128,6 +128,30 @@ int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
 }
 
 /*
+ * A stream's jobs run in order on its queue: its last one ends after the
+ * others.  The jobs were queued in order, stream by stream.
+ */
+int accel_coll_last_jobs(const struct accel_coll *coll, unsigned int i,
+			 struct accel_job **jobs, unsigned int *count)
+{
+	bool seen[TSR_MAX_QUEUES] = { false };
+	unsigned int k, n = 0;
+
+	if (!coll || !jobs || !count || i >= coll->comm->count)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	for (k = coll->count; k-- > 0;) {
+		unsigned int queue = coll->streams[k] % TSR_MAX_QUEUES;
+
+		if (coll->streams[k] / TSR_MAX_QUEUES != i || seen[queue])
+			continue;
+		seen[queue] = true;
+		jobs[n++] = coll->jobs[k];
+	}
+	*count = n;
+	return ACCEL_OK;
+}
+
+/*
  * A collective's modeled time runs from when its last stream starts (its
  * queue free and its chip's inputs there: before then the collective
  * cannot run anywhere, and the queues' clocks only meet through their

@@ -650,6 +650,27 @@ static int run_stream(struct exec *x, unsigned int s)
 	return ret;
 }
 
+/* What the plan of call @c on @chip depends on. */
+static struct coll_params params_of(const struct accel_comm *comm,
+				    const struct call *c,
+				    const struct comm_chip *chip)
+{
+	return (struct coll_params){
+		.dims = { comm->dims[0], comm->dims[1], comm->dims[2] },
+		.wrap = comm->wrap,
+		.coords = { chip->coords[0], chip->coords[1], chip->coords[2] },
+		.root = { c->root % comm->dims[0],
+			  c->root / comm->dims[0] % comm->dims[1],
+			  c->root / comm->dims[0] / comm->dims[1] },
+		.kind = c->kind, .colours = comm->colours,
+		.count = c->kind == COLL_ALL_REDUCE || c->kind == COLL_BROADCAST ?
+			 c->count : c->count * comm->chips,
+		.acc_piece = comm->slot_bytes / tsr_dtype_size(acc_dtype(c->dtype)),
+		.out_piece = comm->slot_bytes / tsr_dtype_size(c->dtype),
+		.slots = COMM_SLOTS,
+	};
+}
+
 /* Write and submit chip @i's streams of the call. */
 static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
 		 struct accel_coll *coll)
@@ -666,20 +687,7 @@ static int issue(struct accel_comm *comm, const struct call *c, unsigned int i,
 	unsigned int k, s;
 	int ret;
 
-	x.params = (struct coll_params){
-		.dims = { comm->dims[0], comm->dims[1], comm->dims[2] },
-		.wrap = comm->wrap,
-		.coords = { chip->coords[0], chip->coords[1], chip->coords[2] },
-		.root = { c->root % comm->dims[0],
-			  c->root / comm->dims[0] % comm->dims[1],
-			  c->root / comm->dims[0] / comm->dims[1] },
-		.kind = c->kind, .colours = comm->colours,
-		.count = c->kind == COLL_ALL_REDUCE || c->kind == COLL_BROADCAST ?
-			 c->count : c->count * comm->chips,
-		.acc_piece = comm->slot_bytes / tsr_dtype_size(acc_dtype(c->dtype)),
-		.out_piece = comm->slot_bytes / tsr_dtype_size(c->dtype),
-		.slots = COMM_SLOTS,
-	};
+	x.params = params_of(comm, c, chip);
 	ret = plan_for(chip, &x.params, &x.plan);
 	if (!ret)
 		ret = place(&x, c, i);
@@ -758,6 +766,154 @@ static int direct_receive(struct exec *x, struct accel_buffer *buf,
 						       SEM_DIRECT_CREDIT(x->chip->rank), 1);
 	}
 	return ret;
+}
+
+/*
+ * A small all-reduce on a slice of at most 2 chips along every dimension
+ * (2x2, 2x2x2) takes one job per chip where the pincer takes two per
+ * colour: every chip sends its whole input to every other chip's direct
+ * slot, and adds up all of them itself.  Each part of the vector is added
+ * up as the pincer's colour for it would: pairs along the colour's first
+ * dimension, then those sums paired along the next, and so on, each pair
+ * one commutative operation, so every chip gets the pincer's bits.
+ */
+#define DIRECT_MAX_BYTES	(32u * 1024)
+#define DIRECT_MAX_CHIPS	8
+
+static bool direct_fits(const struct accel_comm *comm, const struct call *c)
+{
+	uint64_t bytes = c->count * tsr_dtype_size(c->dtype);
+	unsigned int d;
+
+	if (c->kind != COLL_ALL_REDUCE || acc_dtype(c->dtype) != c->dtype ||
+	    comm->chips < 2 || bytes > DIRECT_MAX_BYTES || bytes > comm->slot_bytes)
+		return false;
+	for (d = 0; d < COLL_DIMS; d++)
+		if (comm->dims[d] > 2)
+			return false;
+	return true;
+}
+
+/* How far apart in rank two neighbours along dimension @d are. */
+static unsigned int rank_stride(const struct accel_comm *comm, unsigned int d)
+{
+	unsigned int stride = 1, e;
+
+	for (e = 0; e < d; e++)
+		stride *= comm->dims[e];
+	return stride;
+}
+
+struct where {
+	struct accel_buffer *buf;
+	uint64_t base;		/* bytes */
+};
+
+/* @dst = @a (op) @b over elements [@start, @start + @len). */
+static int reduce_range(struct exec *x, struct where dst, struct where a,
+			struct where b, uint64_t start, uint64_t len)
+{
+	uint32_t size = x->in.size;
+	int ret = ACCEL_OK;
+
+	while (!ret && len) {
+		uint64_t n = len < MAX_RUN ? len : MAX_RUN;
+		struct accel_tensor first = row(a.buf, a.base + start * size, n, x->in.dtype);
+		struct accel_tensor other = row(b.buf, b.base + start * size, n, x->in.dtype);
+		struct accel_tensor out = row(dst.buf, dst.base + start * size, n, x->in.dtype);
+
+		ret = room(x);
+		if (!ret)
+			ret = accel_cmdbuf_vpu(x->cb, x->vpu_op, &first, &other, NULL, &out);
+		start += n;
+		len -= n;
+	}
+	return ret;
+}
+
+/*
+ * Colour @k's part, from every chip's vector (the chip's own input, the
+ * others in their direct slots): the pairs are added into the lower one's
+ * place (its slot, which is the chip's until it gives the credit back, or
+ * the output for its own), the last into the output.
+ */
+static int direct_part(struct exec *x, unsigned int k)
+{
+	const struct coll_plan *plan = &x->plan;
+	struct accel_comm *comm = x->comm;
+	struct where at[DIRECT_MAX_CHIPS];
+	struct where out = { x->out.buf, 0 };
+	unsigned int me = x->chip->rank, r, i;
+	int ret = ACCEL_OK;
+
+	for (r = 0; r < comm->chips; r++)
+		at[r] = r == me ? (struct where){ x->in.buf, 0 } :
+				  (struct where){ x->chip->window_buf, direct_slot(comm, r) };
+	for (i = 0; !ret && i < plan->phases; i++) {
+		unsigned int stride = rank_stride(comm, plan->order[k][i]), e;
+		bool last = i + 1 == plan->phases;
+
+		for (r = 0; !ret && r < comm->chips; r++) {
+			struct where dst = last || r == me ? out : at[r];
+			bool lower = true;
+
+			/* The sums left: at chips at 0 along the dimensions done. */
+			for (e = 0; e <= i; e++)
+				lower &= r / rank_stride(comm, plan->order[k][e]) %
+					 comm->dims[plan->order[k][e]] == 0;
+			if (!lower)
+				continue;
+			ret = reduce_range(x, dst, at[r], at[r + stride],
+					   plan->part_start[k], plan->part_len[k]);
+			at[r] = dst;
+		}
+	}
+	return ret;
+}
+
+static int issue_direct(struct accel_comm *comm, const struct call *c,
+			unsigned int i, struct accel_coll *coll)
+{
+	struct comm_chip *chip = &comm->chip[i];
+	uint64_t bytes = c->count * tsr_dtype_size(c->dtype);
+	struct exec x = {
+		.comm = comm, .chip = chip, .coll = coll,
+		.vpu_op = accel_reduce_vpu_op(c->op),
+	};
+	unsigned int me = chip->rank, n = comm->chips, s, k;
+	int ret;
+
+	/* The plan only says how the colours split the vector, and their order. */
+	x.params = params_of(comm, c, chip);
+	x.in = (struct vmap){ c->send[i], 0, c->dtype, tsr_dtype_size(c->dtype),
+			      LAYOUT_LINEAR };
+	x.out = x.acc = (struct vmap){ c->recv[i], 0, c->dtype,
+				       tsr_dtype_size(c->dtype), LAYOUT_LINEAR };
+	ret = plan_for(chip, &x.params, &x.plan);
+	if (!ret)
+		ret = begin_stream(&x, 0);
+	for (s = 1; !ret && s < n; s++)
+		ret = direct_send(&x, c->send[i], 0, bytes, (me + s) % n);
+	for (s = 1; !ret && s < n; s++) {
+		unsigned int from = (me + n - s) % n;
+
+		ret = room(&x);
+		if (!ret)
+			ret = wait_sem(&x, SEM_DIRECT_DATA(from),
+				       ++chip->direct_taken[from]);
+	}
+	for (k = 0; !ret && k < x.plan.colours; k++)
+		ret = direct_part(&x, k);
+	for (s = 1; !ret && s < n; s++) {
+		unsigned int from = (me + n - s) % n;
+
+		ret = room(&x);
+		if (!ret)
+			ret = accel_cmdbuf_ici_sem_inc(x.cb, coll_coords_of_rank(comm, from),
+						       comm->window_id, comm->key,
+						       SEM_DIRECT_CREDIT(me), 1);
+	}
+	return finish(&x, end_stream(&x, ret));
 }
 
 static int issue_all_to_all(struct accel_comm *comm, const struct call *c,
@@ -871,8 +1027,9 @@ static int collective(struct accel_comm *comm, const struct call *c,
 		return ACCEL_ERR_NO_MEMORY;
 	coll->comm = comm;
 	for (i = 0; !ret && i < comm->count; i++)
-		ret = c->kind == COLL_ALL_TO_ALL ? issue_all_to_all(comm, c, i, coll)
-						 : issue(comm, c, i, coll);
+		ret = c->kind == COLL_ALL_TO_ALL ? issue_all_to_all(comm, c, i, coll) :
+		      direct_fits(comm, c) ? issue_direct(comm, c, i, coll) :
+		      issue(comm, c, i, coll);
 	/*
 	 * The other chips wait for the rest; or this host's counts of
 	 * messages moved on without it.

@@ -19,6 +19,7 @@
 #include "libaccel_util.h"
 #include "tessera_util.h"
 
+#include <math.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <sys/random.h>
@@ -1404,6 +1405,223 @@ TEST_F(coll, asynchronous_calls_overlap_and_end_in_order)
 	accel_coll_destroy(second);
 	vectors_free(&a, self->n);
 	vectors_free(&b, self->n);
+}
+
+/*
+ * On each local chip, a job queued behind the collective's last jobs
+ * there copies its result into @copy's receive buffers.
+ */
+static int copy_behind(FIXTURE_DATA(coll) *self, struct accel_coll *coll,
+		       struct vectors *v, struct vectors *copy, uint64_t bytes,
+		       unsigned int *most_jobs)
+{
+	unsigned int c;
+	int ret = ACCEL_OK;
+
+	for (c = 0; !ret && c < self->n; c++) {
+		struct accel_job *wait[TSR_MAX_QUEUES], *job = NULL;
+		struct accel_submit_opts opts = { .wait_jobs = wait };
+		struct accel_cmdbuf *cb = NULL;
+
+		ret = accel_coll_last_jobs(coll, c, wait, &opts.wait_job_count) ?:
+		      accel_buffer_create(self->dev[c], bytes, ACCEL_PLACEMENT_HBM,
+					  &copy->recv[c]) ?:
+		      accel_cmdbuf_create(self->dev[c], &cb) ?:
+		      accel_cmdbuf_copy(cb, copy->recv[c], 0, v->recv[c], 0,
+					(uint32_t)bytes) ?:
+		      accel_submit(self->dev[c], cb, &opts, &job) ?:
+		      accel_job_wait(job, TSR_TEST_WAIT_NS);
+		if (opts.wait_job_count > *most_jobs)
+			*most_jobs = opts.wait_job_count;
+		accel_job_destroy(job);
+		accel_cmdbuf_destroy(cb);
+	}
+	return ret;
+}
+
+TEST_F_TIMEOUT(coll, a_job_queued_behind_a_collectives_last_jobs_reads_its_result,
+	       COLL_TEST_TIMEOUT)
+{
+	static const uint64_t sizes[] = { 1009, 65521 };	/* one job a chip; streams */
+	unsigned int k;
+
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 32, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	for (k = 0; k < 2; k++) {
+		struct expect e = { ACCEL_REDUCE_SUM, 60 + k, 0, 0 };
+		struct vectors v = { 0 }, copy = { 0 };
+		struct accel_coll *coll = NULL;
+		unsigned int most = 0;
+
+		ASSERT_EQ(ACCEL_OK, vectors_make(self, &v, TSR_DTYPE_F32, sizes[k],
+						 sizes[k], e.salt, false));
+		ASSERT_EQ(ACCEL_OK, accel_all_reduce(self->comm, v.send, v.recv, sizes[k],
+						     TSR_DTYPE_F32, e.op, &coll));
+		/* No wait on the host before the copies are queued. */
+		EXPECT_EQ(ACCEL_OK, copy_behind(self, coll, &v, &copy, sizes[k] * 4,
+						&most));
+		EXPECT_EQ(ACCEL_OK, accel_coll_wait(coll, TSR_TEST_WAIT_NS));
+		EXPECT_LE(1, most);
+		EXPECT_GE(TSR_MAX_QUEUES, most);
+		EXPECT_TRUE(vectors_check(_metadata, self, &copy, TSR_DTYPE_F32,
+					  sizes[k], want_all_reduce, &e));
+		accel_coll_destroy(coll);
+		vectors_free(&v, self->n);
+		vectors_free(&copy, self->n);
+	}
+}
+
+/* Slices of at most 2 chips along each dimension: 2x2, 2x2x2. */
+static bool twos_only(void)
+{
+	struct accel_slice s;
+	unsigned int d;
+
+	if (accel_slice_get(&s))
+		return false;
+	for (d = 0; d < TSR_ICI_MAX_DIMS; d++)
+		if (s.topology[d] > 2)
+			return false;
+	return true;
+}
+
+TEST_F(coll, a_small_all_reduce_is_one_job_a_chip_on_slices_of_twos)
+{
+	struct expect e = { ACCEL_REDUCE_MAX, 62, 0, 0 };
+	struct accel_job *jobs[TSR_MAX_QUEUES];
+	struct vectors v = { 0 };
+	struct accel_coll *coll = NULL;
+	unsigned int c, count;
+
+	if (!twos_only())
+		SKIP(return, "a dimension of the slice is longer than 2: the pincer runs");
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 33, ACCEL_COLL_PINCER));
+	self->size = accel_comm_size(self->comm);
+	ASSERT_EQ(ACCEL_OK, vectors_make(self, &v, TSR_DTYPE_F32, 4811, 4811, e.salt, true));
+	ASSERT_EQ(ACCEL_OK, accel_all_reduce(self->comm, v.send, v.recv, 4811,
+					     TSR_DTYPE_F32, e.op, &coll));
+	for (c = 0; c < self->n; c++) {
+		ASSERT_EQ(ACCEL_OK, accel_coll_last_jobs(coll, c, jobs, &count));
+		EXPECT_EQ(1, count);
+	}
+	EXPECT_EQ(ACCEL_OK, accel_coll_wait(coll, TSR_TEST_WAIT_NS));
+	EXPECT_LT(0, accel_coll_cycles(coll));
+	EXPECT_TRUE(vectors_check(_metadata, self, &v, TSR_DTYPE_F32, 4811,
+				  want_all_reduce, &e));
+	accel_coll_destroy(coll);
+	vectors_free(&v, self->n);
+}
+
+/*
+ * Element @i of chip @rank's input whose sums depend on their order: a
+ * fraction scaled by 2^-10 to 2^10.
+ */
+static float unround(unsigned int rank, uint64_t i)
+{
+	uint32_t x = (uint32_t)(rank * 2654435761u ^ (i + 1) * 40503u);
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return ldexpf((float)(x & 0xffffff) / (1 << 24) - 0.5f, (int)(x >> 24) % 21 - 10);
+}
+
+/* Each local chip's @count f32, @at(j) holding unround(rank, j) for j < @n. */
+static int unrounded(FIXTURE_DATA(coll) *self, struct accel_buffer **buf,
+		     uint64_t count, uint64_t n, uint64_t (*at)(uint64_t, uint64_t),
+		     uint64_t arg)
+{
+	float *f = calloc(count, sizeof(float));
+	unsigned int c;
+	uint64_t j;
+	int ret = f ? ACCEL_OK : ACCEL_ERR_NO_MEMORY;
+
+	for (c = 0; !ret && c < self->n; c++) {
+		for (j = 0; j < n; j++)
+			f[at(j, arg)] = unround(accel_comm_rank(self->comm, c), j);
+		ret = accel_buffer_create(self->dev[c], count * 4, ACCEL_PLACEMENT_HBM,
+					  &buf[c]) ?:
+		      accel_buffer_upload(buf[c], 0, f, count * 4);
+	}
+	free(f);
+	return ret;
+}
+
+#define SMALL	1001	/* one job a chip */
+#define LARGE	20000	/* the pincer */
+
+static uint64_t same_place(uint64_t j, uint64_t unused)
+{
+	return j;
+}
+
+/*
+ * Where the pincer's call of LARGE reduces element j of the small call
+ * in the same colour: each colour's part of the small call (the plan's
+ * even split) at the start of the colour's part of the large one.
+ */
+static uint64_t in_colour(uint64_t j, uint64_t colours)
+{
+	uint64_t k = colours;
+
+	while (SMALL * k / colours > j)
+		k--;
+	return LARGE * k / colours + j - SMALL * k / colours;
+}
+
+TEST_F_TIMEOUT(coll, a_small_all_reduce_gives_the_pincers_bits, COLL_TEST_TIMEOUT)
+{
+	struct accel_buffer *small[MAX_CHIPS] = { 0 }, *large[MAX_CHIPS] = { 0 };
+	float got_small[SMALL], got_large[LARGE];
+	unsigned int c, colours, wrong = 0;
+	uint64_t j;
+
+	if (!twos_only())
+		SKIP(return, "a dimension of the slice is longer than 2: the pincer runs");
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 35, ACCEL_COLL_PINCER));
+	colours = accel_comm_colours(self->comm);
+	ASSERT_EQ(ACCEL_OK, unrounded(self, small, SMALL, SMALL, same_place, 0));
+	ASSERT_EQ(ACCEL_OK, unrounded(self, large, LARGE, SMALL, in_colour, colours));
+	ASSERT_EQ(ACCEL_OK, accel_all_reduce(self->comm, small, small, SMALL,
+					     TSR_DTYPE_F32, ACCEL_REDUCE_SUM, NULL));
+	ASSERT_EQ(ACCEL_OK, accel_all_reduce(self->comm, large, large, LARGE,
+					     TSR_DTYPE_F32, ACCEL_REDUCE_SUM, NULL));
+	for (c = 0; c < self->n; c++) {
+		ASSERT_EQ(ACCEL_OK, accel_buffer_download(small[c], 0, got_small, sizeof(got_small)));
+		ASSERT_EQ(ACCEL_OK, accel_buffer_download(large[c], 0, got_large, sizeof(got_large)));
+		for (j = 0; j < SMALL; j++) {
+			if (!memcmp(&got_small[j], &got_large[in_colour(j, colours)], 4))
+				continue;
+			if (!wrong++)
+				TH_LOG("chip %u, element %llu: %.9g, the pincer %.9g", c,
+				       (unsigned long long)j, got_small[j],
+				       got_large[in_colour(j, colours)]);
+		}
+		accel_buffer_destroy(small[c]);
+		accel_buffer_destroy(large[c]);
+	}
+	EXPECT_EQ(0, wrong);
+}
+
+TEST_F(coll, last_jobs_refuses_a_missing_argument_or_chip)
+{
+	struct accel_job *jobs[TSR_MAX_QUEUES];
+	struct vectors v = { 0 };
+	struct accel_coll *coll = NULL;
+	unsigned int count;
+
+	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 34, ACCEL_COLL_PINCER));
+	ASSERT_EQ(ACCEL_OK, vectors_make(self, &v, TSR_DTYPE_F32, 7, 7, 63, true));
+	ASSERT_EQ(ACCEL_OK, accel_all_reduce(self->comm, v.send, v.recv, 7,
+					     TSR_DTYPE_F32, ACCEL_REDUCE_SUM, &coll));
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT, accel_coll_last_jobs(NULL, 0, jobs, &count));
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT, accel_coll_last_jobs(coll, 0, NULL, &count));
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT, accel_coll_last_jobs(coll, 0, jobs, NULL));
+	EXPECT_EQ(ACCEL_ERR_INVALID_ARGUMENT,
+		  accel_coll_last_jobs(coll, self->n, jobs, &count));
+	EXPECT_EQ(ACCEL_OK, accel_coll_wait(coll, TSR_TEST_WAIT_NS));
+	accel_coll_destroy(coll);
+	vectors_free(&v, self->n);
 }
 
 /* The modeled cycles of one f32 sum of @count, in place or not. */

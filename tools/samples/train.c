@@ -729,21 +729,38 @@ static const char *const job_names[] = {
 	[JOB_UPDATE] = "the update",
 };
 
-/* Run the @kind job on every local chip at once; their statuses. */
-static int run_everywhere(struct trainer *t, enum job_kind kind)
+/*
+ * Queue the @kind job on every local chip, each behind @after's jobs on
+ * its chip (NULL: nothing) rather than behind a wait on the host.
+ */
+static int submit_everywhere(struct trainer *t, enum job_kind kind,
+			     struct accel_coll *after, struct accel_job **job)
 {
-	struct accel_job *job[MAX_CHIPS] = { 0 };
 	unsigned int i;
-	int ret = 0, r;
+	int ret = 0;
 
 	for (i = 0; i < t->n && !ret; i++) {
 		struct chip *c = &t->chip[i];
+		struct accel_job *wait[TSR_MAX_QUEUES];
+		struct accel_submit_opts opts = { .wait_jobs = wait };
 
-		ret = accel_submit(c->dev, kind == JOB_STEP ? c->step_cb : c->update_cb,
-				   NULL, &job[i]);
+		if (after)
+			ret = accel_coll_last_jobs(after, i, wait, &opts.wait_job_count);
+		ret = ret ?: accel_submit(c->dev, kind == JOB_STEP ? c->step_cb : c->update_cb,
+					  &opts, &job[i]);
 		if (ret)
 			fail(job_names[kind], ret);
 	}
+	return ret;
+}
+
+/* Wait for the @kind jobs queued on the local chips; their statuses. */
+static int wait_everywhere(struct trainer *t, enum job_kind kind,
+			   struct accel_job **job)
+{
+	unsigned int i;
+	int ret = 0, r;
+
 	for (i = 0; i < t->n && job[i]; i++) {
 		struct chip *c = &t->chip[i];
 		struct accel_job_status *st = kind == JOB_STEP ? &c->step : &c->update;
@@ -751,6 +768,7 @@ static int run_everywhere(struct trainer *t, enum job_kind kind)
 		r = accel_job_wait(job[i], WAIT_NS);
 		accel_job_status(job[i], st);
 		accel_job_destroy(job[i]);
+		job[i] = NULL;
 		if (r && !ret) {
 			fprintf(stderr, PROG ": %s on chip %u: %s", job_names[kind],
 				c->rank, accel_error_string(r));
@@ -764,16 +782,95 @@ static int run_everywhere(struct trainer *t, enum job_kind kind)
 	return ret;
 }
 
-/* One step on the chips: shares up, passes, all-reduce, update. */
-static int chip_step(struct trainer *t, const struct dataset *train,
-		     const uint32_t *order, uint32_t first, float *loss,
-		     struct step_cost *cost)
+/* Wait for @coll (NULL: none) and free it; its modeled cycles. */
+static int wait_coll(struct accel_coll *coll, const char *what, uint64_t *cycles)
 {
-	struct accel_buffer *grad[MAX_CHIPS];
+	int ret;
+
+	if (!coll)
+		return ACCEL_OK;
+	ret = accel_coll_wait(coll, WAIT_NS);
+	if (cycles)
+		*cycles = accel_coll_cycles(coll);
+	accel_coll_destroy(coll);
+	return ret ? fail(what, ret) : ACCEL_OK;
+}
+
+/*
+ * Whether every chip of the slice holds the same weights: the element-wise
+ * maximum of their bits (as integers, so that it is exact) equals each
+ * chip's own.  Each host checks its chips: check_issue() starts the
+ * all-reduce, check_result() compares once it ended.
+ */
+static int check_issue(struct trainer *t, struct accel_coll **coll)
+{
+	struct accel_buffer *params[MAX_CHIPS], *check[MAX_CHIPS];
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < t->n; i++) {
+		params[i] = t->chip[i].params;
+		check[i] = t->chip[i].check;
+	}
+	ret = accel_all_reduce(t->comm, params, check, t->l->params, TSR_DTYPE_I32,
+			       ACCEL_REDUCE_MAX, coll);
+	return ret ? fail("comparing the chips' weights", ret) : ACCEL_OK;
+}
+
+static int check_result(struct trainer *t, uint64_t step)
+{
+	uint32_t p = t->l->params, e;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < t->n; i++) {
+		struct chip *c = &t->chip[i];
+
+		ret = accel_buffer_download(c->params, 0, t->host_params, (uint64_t)p * 4) ?:
+		      accel_buffer_download(c->check, 0, t->host_check, (uint64_t)p * 4);
+		if (ret)
+			return fail("reading the weights", ret);
+		if (!memcmp(t->host_params, t->host_check, (size_t)p * 4))
+			continue;
+		for (e = 0; e < p && !memcmp(&t->host_params[e], &t->host_check[e], 4); e++)
+			;
+		fprintf(stderr, PROG ": after step %" PRIu64 ", chip %u's weight %u is %.9g but another chip's is %.9g\n",
+			step, c->rank, e, t->host_params[e], t->host_check[e]);
+		return ACCEL_ERR_IO;
+	}
+	return ACCEL_OK;
+}
+
+/* The weights' check on its own, after a step that left it out. */
+static int check_weights(struct trainer *t, uint64_t step)
+{
 	struct accel_coll *coll = NULL;
+	int ret;
+
+	if (!t->comm)
+		return ACCEL_OK;
+	ret = check_issue(t, &coll) ?:
+	      wait_coll(coll, "comparing the chips' weights", NULL);
+	return ret ?: check_result(t, step);
+}
+
+/*
+ * Step @step on the chips: shares up, passes, all-reduce, update, and with
+ * @check the weights' check after it.  Everything is queued at once, each
+ * part behind the one it needs (the all-reduce reads the gradients after
+ * the passes wrote them, the update waits for its jobs, the check reads
+ * the weights after the update wrote them), and waited for once.
+ */
+static int chip_step(struct trainer *t, const struct dataset *train,
+		     const uint32_t *order, uint32_t first, uint64_t step,
+		     bool check, float *loss, struct step_cost *cost)
+{
+	struct accel_job *job[2][MAX_CHIPS] = { { 0 } };
+	struct accel_buffer *grad[MAX_CHIPS];
+	struct accel_coll *grads = NULL, *checking = NULL;
 	const struct chip *c0 = &t->chip[0];
 	unsigned int i;
-	int ret = 0;
+	int ret = 0, r;
 
 	for (i = 0; i < t->n && !ret; i++) {
 		struct chip *c = &t->chip[i];
@@ -788,70 +885,41 @@ static int chip_step(struct trainer *t, const struct dataset *train,
 	}
 	if (ret)
 		return fail("uploading the batch", ret);
-	ret = run_everywhere(t, JOB_STEP);
-	if (ret)
-		return ret;
-	cost->ici_cycles = 0;
-	if (t->comm) {
+	ret = submit_everywhere(t, JOB_STEP, NULL, job[JOB_STEP]);
+	if (!ret && t->comm) {
 		ret = accel_all_reduce(t->comm, grad, grad, t->l->params + 1,
-				       TSR_DTYPE_F32, ACCEL_REDUCE_SUM, &coll);
-		if (!ret)
-			ret = accel_coll_wait(coll, WAIT_NS);
-		cost->ici_cycles = accel_coll_cycles(coll);
-		accel_coll_destroy(coll);
+				       TSR_DTYPE_F32, ACCEL_REDUCE_SUM, &grads);
 		if (ret)
-			return fail("the gradients' all-reduce", ret);
+			fail("the gradients' all-reduce", ret);
 	}
-	ret = run_everywhere(t, JOB_UPDATE);
+	ret = ret ?: submit_everywhere(t, JOB_UPDATE, grads, job[JOB_UPDATE]);
+	if (!ret && t->comm && check)
+		ret = check_issue(t, &checking);
+	r = wait_everywhere(t, JOB_STEP, job[JOB_STEP]);
+	ret = ret ?: r;
+	cost->ici_cycles = 0;
+	r = wait_coll(grads, "the gradients' all-reduce", &cost->ici_cycles);
+	ret = ret ?: r;
+	r = wait_everywhere(t, JOB_UPDATE, job[JOB_UPDATE]);
+	ret = ret ?: r;
+	r = wait_coll(checking, "comparing the chips' weights", NULL);
+	ret = ret ?: r;
 	if (ret)
 		return ret;
 	ret = accel_buffer_download(c0->grad, (uint64_t)t->l->loss * 4, loss,
 				    sizeof(*loss));
 	if (ret)
 		return fail("reading the loss", ret);
+	if (checking) {
+		ret = check_result(t, step);
+		if (ret)
+			return ret;
+	}
 	cost->cycles = c0->step.end_cycle - c0->step.start_cycle + cost->ici_cycles +
 		       c0->update.end_cycle - c0->update.start_cycle;
 	cost->mxu_cycles = c0->step.mxu_cycles + c0->update.mxu_cycles;
 	cost->vpu_cycles = c0->step.vpu_cycles + c0->update.vpu_cycles;
 	cost->dma_cycles = c0->step.dma_cycles + c0->update.dma_cycles;
-	return ACCEL_OK;
-}
-
-/*
- * Whether every chip of the slice holds the same weights: the element-wise
- * maximum of their bits (as integers, so that it is exact) equals each
- * chip's own.  Each host checks its chips.
- */
-static int check_weights(struct trainer *t, uint64_t step)
-{
-	struct accel_buffer *params[MAX_CHIPS], *check[MAX_CHIPS];
-	uint32_t p = t->l->params, e;
-	unsigned int i;
-	int ret;
-
-	if (!t->comm)
-		return ACCEL_OK;
-	for (i = 0; i < t->n; i++) {
-		params[i] = t->chip[i].params;
-		check[i] = t->chip[i].check;
-	}
-	ret = accel_all_reduce(t->comm, params, check, p, TSR_DTYPE_I32,
-			       ACCEL_REDUCE_MAX, NULL);
-	if (ret)
-		return fail("comparing the chips' weights", ret);
-	for (i = 0; i < t->n; i++) {
-		ret = accel_buffer_download(params[i], 0, t->host_params, (uint64_t)p * 4) ?:
-		      accel_buffer_download(check[i], 0, t->host_check, (uint64_t)p * 4);
-		if (ret)
-			return fail("reading the weights", ret);
-		if (!memcmp(t->host_params, t->host_check, (size_t)p * 4))
-			continue;
-		for (e = 0; e < p && !memcmp(&t->host_params[e], &t->host_check[e], 4); e++)
-			;
-		fprintf(stderr, PROG ": after step %" PRIu64 ", chip %u's weight %u is %.9g but another chip's is %.9g\n",
-			step, t->chip[i].rank, e, t->host_params[e], t->host_check[e]);
-		return ACCEL_ERR_IO;
-	}
 	return ACCEL_OK;
 }
 
@@ -1043,12 +1111,14 @@ static int train(struct trainer *t, const struct data *d, struct cpu_model *cpu,
 			} else {
 				bool traced = o->trace && step + 1 == o->trace_step;
 
+				/* The traced step's timeline is the step's alone. */
 				ret = traced ? trace_begin(t) : 0;
 				ret = ret ?: chip_step(t, &d->train, order, s * o->batch,
-						       &loss, &cost);
-				if (traced)
+						       step + 1, !traced, &loss, &cost);
+				if (traced) {
 					ret = trace_end(t, ret);
-				ret = ret ?: check_weights(t, step + 1);
+					ret = ret ?: check_weights(t, step + 1);
+				}
 			}
 			if (ret)
 				break;

@@ -28,6 +28,7 @@ struct accel_device;
 struct accel_buffer;
 struct accel_comm;
 struct accel_coll;
+struct accel_job;
 
 /** enum accel_coll_algo - how an all-reduce moves its data */
 enum accel_coll_algo {
@@ -233,6 +234,26 @@ ACCEL_API int accel_broadcast(struct accel_comm *comm,
  * 0 only asks: ACCEL_ERR_TIMEOUT then leaves the collective running.
  */
 ACCEL_API int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns);
+
+/**
+ * accel_coll_last_jobs() - what a job on local chip @i waits for to run
+ * after the collective there: the last job the collective queued on each
+ * of the chip's queues it uses, for accel_submit_opts.wait_jobs.
+ * @jobs: room for TSR_MAX_QUEUES entries; they stay the collective's, valid
+ *	until accel_coll_destroy() (a job submitted to wait for them holds
+ *	their fences)
+ * @count: set to the entries written, 0 if the call left the chip nothing
+ *	to do
+ *
+ * The chip then starts the next job the moment the collective ends there,
+ * with no wait on the host in between (a training step's update after its
+ * gradients' all-reduce).  That job starts whether the collective
+ * succeeded or not: accel_coll_wait() still says how it went.
+ * ACCEL_ERR_INVALID_ARGUMENT for a NULL argument or an @i that is not a
+ * local chip of the communicator.
+ */
+ACCEL_API int accel_coll_last_jobs(const struct accel_coll *coll, unsigned int i,
+				   struct accel_job **jobs, unsigned int *count);
 
 /**
  * accel_coll_cycles() - the collective's modeled time in device cycles,
