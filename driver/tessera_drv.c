@@ -58,7 +58,11 @@ module_param_named(max_pinned_mb, tessera_max_pinned_mb, uint, 0644);
 MODULE_PARM_DESC(max_pinned_mb,
 		 "System memory all buffers together may pin, MiB; 0 is half of RAM (default 0)");
 
-/* Parameters that mirror a register of the chip. */
+/*
+ * Parameters that mirror a register of the chip: fixed by the chip's make
+ * and configuration, read once at probe, since a runtime suspended chip
+ * answers nothing on its BARs and a query must not wake it.
+ */
 static const struct {
 	u32 param;
 	u32 reg;
@@ -85,6 +89,17 @@ static const struct {
 	{ DRM_TESSERA_PARAM_SC_SPMEM_KIB, TSR_REG_SC_SPMEM_KIB },
 };
 
+static_assert(ARRAY_SIZE(tessera_param_regs) == TESSERA_PARAM_REGS);
+
+static void tessera_param_regs_read(struct tessera_device *tdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(tessera_param_regs); i++)
+		tdev->param_regs[i] = tessera_reg_read(tdev,
+						       tessera_param_regs[i].reg);
+}
+
 /* The value of @param; the caller is inside drm_dev_enter(). */
 static int tessera_get_param(struct tessera_device *tdev,
 			     struct tessera_file *tfile,
@@ -95,7 +110,7 @@ static int tessera_get_param(struct tessera_device *tdev,
 
 	for (i = 0; i < ARRAY_SIZE(tessera_param_regs); i++) {
 		if (tessera_param_regs[i].param == param) {
-			*value = tessera_reg_read(tdev, tessera_param_regs[i].reg);
+			*value = tdev->param_regs[i];
 			return args->index ? -EINVAL : 0;
 		}
 	}
@@ -306,6 +321,7 @@ static int tessera_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = tessera_hw_init(tdev);
 	if (ret)
 		return ret;
+	tessera_param_regs_read(tdev);
 	ret = tessera_map_hbm(tdev);
 	if (ret)
 		return ret;

@@ -83,6 +83,9 @@ enum tessera_chip_counter {
 	TESSERA_CHIP_COUNTERS
 };
 
+/* GET_PARAM parameters that mirror a register of the chip (tessera_drv.c). */
+#define TESSERA_PARAM_REGS	20
+
 struct tessera_device;
 struct tessera_file;
 struct tessera_mapping;
@@ -102,6 +105,18 @@ struct tessera_window {
 };
 
 /**
+ * struct tessera_port_regs - what an ICI port's registers hold
+ * @info: its state and peer, as LINK_INFO tells them
+ * @transport: TSR_ICI_TRANSPORT_*
+ * @counters: its counters, by TSR_ICI_CNT_*
+ */
+struct tessera_port_regs {
+	struct drm_tessera_port info;
+	u32 transport;
+	u64 counters[DRM_TESSERA_LINK_COUNTERS];
+};
+
+/**
  * struct tessera_ici - the driver's side of the chip's ICI links
  * @ports: ports the chip has
  * @window_lock: protects @table and @windows
@@ -117,6 +132,14 @@ struct tessera_window {
  * @violations: the chip's VIOLATIONS count when the driver last looked
  * @ports_kobj: the "ici" directory in sysfs
  * @port_kobjs: its "port<p>" directories
+ * @dims: the slice's ICI_DIMS, read at probe
+ * @coords: the chip's ICI_COORDS, read at probe
+ * @slice_id: ICI_SLICE_ID, read at probe (0 without ICI)
+ * @wrap: ICI_WRAP, read at probe (0 without ICI)
+ * @ports_wired: ICI_PORTS_WIRED, read at probe (0 without ICI)
+ * @link_latency_ns: ICI_LINK_LATENCY_NS, read at probe (0 without ICI)
+ * @saved: each port as the chip held it at the last runtime suspend, what
+ *	LINK_INFO and sysfs tell while it sleeps; under chip_counter_lock
  */
 struct tessera_ici {
 	unsigned int ports;
@@ -134,6 +157,8 @@ struct tessera_ici {
 	u32 violations;
 	struct kobject *ports_kobj;
 	struct kobject *port_kobjs[TSR_ICI_MAX_PORTS];
+	u32 dims, coords, slice_id, wrap, ports_wired, link_latency_ns;
+	struct tessera_port_regs saved[TSR_ICI_MAX_PORTS];
 };
 
 /**
@@ -218,7 +243,9 @@ struct tessera_queue {
  *	each runtime suspend since the last counted chip reset: a runtime
  *	resume resets the chip, and its counters with it
  * @chip_counters_saved: the chip is runtime suspended, its counters all in
- *	@chip_counter_base
+ *	@chip_counter_base and its ports' in @ici.saved: no register is read
+ * @param_regs: the values of the GET_PARAM parameters that mirror a
+ *	register of the chip (tessera_drv.c), read at probe
  * @inject_submit_wait_done: this many coming submits wait for their job to
  *	run and be freed before returning (debugfs)
  * @inject_timeout_wait_free: this many coming lost-interrupt timeouts let
@@ -279,6 +306,7 @@ struct tessera_device {
 	spinlock_t chip_counter_lock;
 	u64 chip_counter_base[TESSERA_CHIP_COUNTERS];
 	bool chip_counters_saved;
+	u32 param_regs[TESSERA_PARAM_REGS];
 	atomic_t inject_submit_wait_done;
 	atomic_t inject_timeout_wait_free;
 	atomic_t inject_stop_wait_end;

@@ -62,20 +62,61 @@ static bool tessera_has_ici(struct tessera_device *tdev)
 	return tdev->ici.ports != 0;
 }
 
-/* A port's state and peer; the caller is inside drm_dev_enter(). */
-static void tessera_port_read(struct tessera_device *tdev, unsigned int port,
-			      struct drm_tessera_port *out)
+/* What port @port's registers hold; the chip is powered (not suspended). */
+static void tessera_port_read_chip(struct tessera_device *tdev,
+				   unsigned int port,
+				   struct tessera_port_regs *out)
 {
 	u32 base = TSR_ICI_PORT_BASE(port);
 	u32 peer = tessera_reg_read(tdev, base + TSR_IREG_PEER);
+	unsigned int i;
 
 	memset(out, 0, sizeof(*out));
-	out->state = tessera_reg_read(tdev, base + TSR_IREG_STATE);
-	out->peer_slice = tessera_reg_read(tdev, base + TSR_IREG_PEER_SLICE);
-	out->peer_coords[0] = peer & 0xff;
-	out->peer_coords[1] = (peer >> 8) & 0xff;
-	out->peer_coords[2] = (peer >> 16) & 0xff;
-	out->peer_port = peer >> 24;
+	out->info.state = tessera_reg_read(tdev, base + TSR_IREG_STATE);
+	out->info.peer_slice = tessera_reg_read(tdev, base + TSR_IREG_PEER_SLICE);
+	out->info.peer_coords[0] = peer & 0xff;
+	out->info.peer_coords[1] = (peer >> 8) & 0xff;
+	out->info.peer_coords[2] = (peer >> 16) & 0xff;
+	out->info.peer_port = peer >> 24;
+	out->transport = tessera_reg_read(tdev, base + TSR_IREG_TRANSPORT);
+	for (i = 0; i < TSR_ICI_CNT_COUNT; i++)
+		out->counters[i] = tessera_reg_read64(tdev,
+						      base + TSR_IREG_CNT_LO(i));
+}
+
+/**
+ * tessera_ici_ports_save() - the chip is runtime suspending
+ * @tdev: the device, its interrupts off
+ *
+ * Until the resume, LINK_INFO and sysfs tell each port as it is now: a
+ * suspended chip's registers are not read, nor is it woken to be asked.
+ * No port has a peer (a chip with one does not suspend), so each is down
+ * and its counters stand still.  Called before tessera_chip_counters_save(),
+ * which says the chip is suspended.
+ */
+void tessera_ici_ports_save(struct tessera_device *tdev)
+{
+	unsigned int p;
+
+	spin_lock(&tdev->chip_counter_lock);
+	for (p = 0; p < tdev->ici.ports; p++)
+		tessera_port_read_chip(tdev, p, &tdev->ici.saved[p]);
+	spin_unlock(&tdev->chip_counter_lock);
+}
+
+/*
+ * Port @port as the chip holds it, or held it at its runtime suspend if it
+ * is suspended; the caller is inside drm_dev_enter().
+ */
+static void tessera_port_read(struct tessera_device *tdev, unsigned int port,
+			      struct tessera_port_regs *out)
+{
+	spin_lock(&tdev->chip_counter_lock);
+	if (tdev->chip_counters_saved)
+		*out = tdev->ici.saved[port];
+	else
+		tessera_port_read_chip(tdev, port, out);
+	spin_unlock(&tdev->chip_counter_lock);
 }
 
 /**
@@ -85,15 +126,14 @@ static void tessera_port_read(struct tessera_device *tdev, unsigned int port,
  * @index: the dimension of TOPOLOGY and COORDS, else 0
  * @value: the parameter's value
  *
- * The caller is inside drm_dev_enter().
+ * Fixed by the slice's wiring: read at probe (tessera_ici_init()).
  *
  * Return: 0, or -EINVAL for a parameter or index the slice does not have.
  */
 int tessera_ici_get_param(struct tessera_device *tdev, u32 param, u32 index,
 			  u64 *value)
 {
-	u32 dims = tessera_reg_read(tdev, TSR_REG_ICI_DIMS);
-	u32 coords = tessera_reg_read(tdev, TSR_REG_ICI_COORDS);
+	u32 dims = tdev->ici.dims, coords = tdev->ici.coords;
 	u32 chips = 1, slice_index = 0;
 	unsigned int d;
 
@@ -120,36 +160,32 @@ int tessera_ici_get_param(struct tessera_device *tdev, u32 param, u32 index,
 		*value = slice_index;
 		return 0;
 	case DRM_TESSERA_PARAM_SLICE_ID:
-		*value = tessera_has_ici(tdev) ?
-			 tessera_reg_read(tdev, TSR_REG_ICI_SLICE_ID) : 0;
+		*value = tdev->ici.slice_id;
 		return 0;
 	case DRM_TESSERA_PARAM_WRAP:
-		*value = tessera_has_ici(tdev) ?
-			 tessera_reg_read(tdev, TSR_REG_ICI_WRAP) : 0;
+		*value = tdev->ici.wrap;
 		return 0;
 	case DRM_TESSERA_PARAM_PORTS_WIRED:
-		*value = tessera_has_ici(tdev) ?
-			 tessera_reg_read(tdev, TSR_REG_ICI_PORTS_WIRED) : 0;
+		*value = tdev->ici.ports_wired;
 		return 0;
 	case DRM_TESSERA_PARAM_MAX_WINDOWS:
 		*value = tessera_has_ici(tdev) ? DRM_TESSERA_MAX_WINDOWS : 0;
 		return 0;
 	case DRM_TESSERA_PARAM_ICI_LINK_LATENCY_NS:
-		*value = tessera_has_ici(tdev) ?
-			 tessera_reg_read(tdev, TSR_REG_ICI_LINK_LATENCY_NS) : 0;
+		*value = tdev->ici.link_latency_ns;
 		return 0;
 	default:
 		return -EINVAL;
 	}
 }
 
+/* A runtime suspended chip is not woken: it tells the port as it slept. */
 int tessera_ioctl_link_info(struct drm_device *drm, void *data,
 			    struct drm_file *file)
 {
 	struct tessera_device *tdev = to_tessera_device(drm);
 	struct drm_tessera_link_info *li = data;
-	u32 base = TSR_ICI_PORT_BASE(li->port);
-	unsigned int i;
+	struct tessera_port_regs regs;
 	int idx;
 
 	if (li->flags) {
@@ -163,12 +199,10 @@ int tessera_ioctl_link_info(struct drm_device *drm, void *data,
 	}
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
-	memset(li->counters, 0, sizeof(li->counters));
-	tessera_port_read(tdev, li->port, &li->info);
-	for (i = 0; i < TSR_ICI_CNT_COUNT; i++)
-		li->counters[i] = tessera_reg_read64(tdev,
-						     base + TSR_IREG_CNT_LO(i));
+	tessera_port_read(tdev, li->port, &regs);
 	drm_dev_exit(idx);
+	li->info = regs.info;
+	memcpy(li->counters, regs.counters, sizeof(li->counters));
 	return 0;
 }
 
@@ -481,13 +515,14 @@ static u64 tessera_port_downs(struct tessera_device *tdev, unsigned int port)
  * Return: whether telling must wait for the rate limit.
  */
 static bool tessera_link_event(struct tessera_device *tdev, unsigned int port,
-			       const struct drm_tessera_port *now,
+			       const struct tessera_port_regs *regs,
 			       bool changed)
 {
 	char port_env[32], state_env[40], peer_env[48];
 	char *envp[5];
 	u32 was = tdev->ici.state[port], told = tdev->ici.announced[port];
-	u64 downs = tessera_port_downs(tdev, port);
+	const struct drm_tessera_port *now = &regs->info;
+	u64 downs = regs->counters[TSR_ICI_CNT_LINK_DOWNS];
 
 	tdev->ici.state[port] = now->state;
 	atomic64_add(downs - tdev->ici.downs_seen[port],
@@ -524,13 +559,16 @@ static bool tessera_link_event(struct tessera_device *tdev, unsigned int port,
 	return false;
 }
 
-/* Looks at every port: a few register reads, after any port's change. */
+/*
+ * Looks at every port after any port's change: a few register reads, none
+ * if the chip has suspended since (tessera_port_read()).
+ */
 static void tessera_link_work(struct work_struct *work)
 {
 	struct tessera_device *tdev = container_of(to_delayed_work(work),
 						   struct tessera_device,
 						   ici.link_work);
-	struct drm_tessera_port now;
+	struct tessera_port_regs now;
 	bool held_back = false;
 	unsigned int port;
 	u32 changed;
@@ -614,36 +652,25 @@ static ssize_t tessera_port_show(struct kobject *kobj,
 	struct tessera_port_attr *pa = container_of(attr, struct tessera_port_attr,
 						    attr);
 	struct tessera_device *tdev = pk->tdev;
-	u32 base = TSR_ICI_PORT_BASE(pk->port);
-	struct drm_tessera_port port;
-	ssize_t len;
+	struct tessera_port_regs regs;
+	struct drm_tessera_port *port = &regs.info;
 	int idx;
 
 	if (!drm_dev_enter(&tdev->drm, &idx))
 		return -ENODEV;
-	if (pa->counter >= 0) {
-		len = sysfs_emit(buf, "%llu\n",
-				 tessera_reg_read64(tdev, base +
-						    TSR_IREG_CNT_LO(pa->counter)));
-	} else if (!strcmp(attr->attr.name, "transport")) {
-		u32 t = tessera_reg_read(tdev, base + TSR_IREG_TRANSPORT);
-
-		len = sysfs_emit(buf, "%s\n",
-				 t < ARRAY_SIZE(tessera_transport_names) ?
-				 tessera_transport_names[t] : "unknown");
-	} else {
-		tessera_port_read(tdev, pk->port, &port);
-		if (!strcmp(attr->attr.name, "state"))
-			len = sysfs_emit(buf, "%s\n",
-					 tessera_link_state_name(port.state));
-		else
-			len = sysfs_emit(buf, "%u,%u,%u:%u slice %u\n",
-					 port.peer_coords[0], port.peer_coords[1],
-					 port.peer_coords[2], port.peer_port,
-					 port.peer_slice);
-	}
+	tessera_port_read(tdev, pk->port, &regs);
 	drm_dev_exit(idx);
-	return len;
+	if (pa->counter >= 0)
+		return sysfs_emit(buf, "%llu\n", regs.counters[pa->counter]);
+	if (!strcmp(attr->attr.name, "transport"))
+		return sysfs_emit(buf, "%s\n",
+				  regs.transport < ARRAY_SIZE(tessera_transport_names) ?
+				  tessera_transport_names[regs.transport] : "unknown");
+	if (!strcmp(attr->attr.name, "state"))
+		return sysfs_emit(buf, "%s\n", tessera_link_state_name(port->state));
+	return sysfs_emit(buf, "%u,%u,%u:%u slice %u\n", port->peer_coords[0],
+			  port->peer_coords[1], port->peer_coords[2],
+			  port->peer_port, port->peer_slice);
 }
 
 #define TESSERA_PORT_ATTR(_name, _counter) \
@@ -773,12 +800,20 @@ int tessera_ici_init(struct tessera_device *tdev)
 		ratelimit_state_init(&tdev->ici.event_rs[p],
 				     TESSERA_LINK_EVENT_INTERVAL,
 				     TESSERA_LINK_EVENT_BURST);
+	/* The slice's wiring is fixed: GET_PARAM answers from here on. */
+	tdev->ici.dims = tessera_reg_read(tdev, TSR_REG_ICI_DIMS);
+	tdev->ici.coords = tessera_reg_read(tdev, TSR_REG_ICI_COORDS);
 	if (!(tessera_reg_read(tdev, TSR_REG_CAPS) & TSR_CAP_ICI))
 		return 0;
 	tdev->ici.ports = min_t(u32, tessera_reg_read(tdev, TSR_REG_ICI_PORTS),
 				TSR_ICI_MAX_PORTS);
 	if (!tdev->ici.ports)
 		return 0;
+	tdev->ici.slice_id = tessera_reg_read(tdev, TSR_REG_ICI_SLICE_ID);
+	tdev->ici.wrap = tessera_reg_read(tdev, TSR_REG_ICI_WRAP);
+	tdev->ici.ports_wired = tessera_reg_read(tdev, TSR_REG_ICI_PORTS_WIRED);
+	tdev->ici.link_latency_ns = tessera_reg_read(tdev,
+						     TSR_REG_ICI_LINK_LATENCY_NS);
 	/* Links go down with the wires, not the driver: count from here. */
 	for (p = 0; p < tdev->ici.ports; p++)
 		tdev->ici.downs_seen[p] = tessera_port_downs(tdev, p);

@@ -14,6 +14,7 @@ int tessera_ici_irq_init(struct tessera_device *tdev);
 void tessera_ici_hw_enable(struct tessera_device *tdev);
 void tessera_ici_unplug(struct tessera_device *tdev);
 void tessera_ici_file_fini(struct tessera_file *tfile);
+void tessera_ici_ports_save(struct tessera_device *tdev);
 int tessera_ici_get_param(struct tessera_device *tdev, u32 param, u32 index,
 			  u64 *value);
 const char *tessera_link_state_name(u32 state);

@@ -13,7 +13,9 @@
  * suspending turns its interrupts off, resuming resets it and programs it
  * again (context table, queues, interrupts) as a system resume does; the
  * chip's counters, which that reset restarts, are saved at the suspend and
- * go on from there (tessera_chip_counters_save()).  So
+ * go on from there (tessera_chip_counters_save()).  Queries do not wake it:
+ * GET_PARAM answers from what probe read, LINK_INFO and sysfs from what
+ * the suspend saved (tessera_ici_ports_save()).  So
  * does every CPU mapping of HBM (BAR 2), from mmap() to munmap(): user
  * space may touch the chip's memory at any time through it.  A
  * chip with a peer on any of its ICI links does not suspend: the peer may
@@ -30,6 +32,7 @@
 
 #include "tessera_drv.h"
 #include "tessera_hw.h"
+#include "tessera_ici.h"
 #include "tessera_pm.h"
 #include "tessera_reset.h"
 #include "tessera_sysfs.h"
@@ -75,6 +78,8 @@ static int tessera_pm_runtime_suspend(struct device *dev)
 		return -EBUSY;
 	mutex_lock(&tdev->reset_lock);
 	tessera_hw_irq_off(tdev);
+	/* The ports first: once the counters are saved, no register is read. */
+	tessera_ici_ports_save(tdev);
 	tessera_chip_counters_save(tdev);
 	mutex_unlock(&tdev->reset_lock);
 	drm_dbg(&tdev->drm, "runtime suspended\n");

@@ -642,4 +642,87 @@ TEST_F(rpm, every_job_of_a_batch_holds_the_chip_resumed)
 	EXPECT_EQ(usage, tsr_read_number(path));
 }
 
+/* The chip's power/runtime_active_time, ms; -1 without it. */
+static long long runtime_active_ms(FIXTURE_DATA(rpm) *self)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), "%s/runtime_active_time", self->power);
+	return tsr_read_number(path);
+}
+
+/* Parameters GET_PARAM has: each of tsr_info's, then each dimension's. */
+#define RPM_PARAMS (ARRAY_SIZE(tsr_info_params) + 2 * 3)
+
+/* Every parameter's value, in RPM_PARAMS order; -errno. */
+static int rpm_params(int fd, uint64_t *values)
+{
+	unsigned int i, n = 0;
+	int ret = 0;
+
+	for (i = 0; i < ARRAY_SIZE(tsr_info_params) && !ret; i++)
+		ret = tsr_param(fd, tsr_info_params[i].param, 0, &values[n++]);
+	for (i = 0; i < 3 && !ret; i++) {
+		ret = tsr_param(fd, DRM_TESSERA_PARAM_TOPOLOGY, i, &values[n++]);
+		if (!ret)
+			ret = tsr_param(fd, DRM_TESSERA_PARAM_COORDS, i,
+					&values[n++]);
+	}
+	return ret;
+}
+
+/*
+ * GET_PARAM and LINK_INFO neither wake a runtime suspended chip, whose
+ * BARs answer nothing on hardware (all-ones in D3hot), nor read it: every
+ * parameter is what it was while the chip was active (the fixed ones were
+ * read at probe), and each port tells the state and peer it had and
+ * counters that did not go backwards (saved at the suspend).  The chip
+ * stays suspended: runtime_status, and runtime_active_time not growing.
+ */
+TEST_F(rpm, get_param_and_link_info_neither_wake_nor_misread_a_suspended_chip)
+{
+	struct drm_tessera_link_info before[DRM_TESSERA_MAX_PORTS];
+	uint64_t awake[RPM_PARAMS], asleep[RPM_PARAMS], ports;
+	long long active_ms;
+	unsigned int p, i;
+
+	ASSERT_EQ(0, rpm_params(self->fd, awake));
+	ASSERT_EQ(0, tsr_param(self->fd, DRM_TESSERA_PARAM_ICI_PORTS, 0, &ports));
+	ASSERT_GE(DRM_TESSERA_MAX_PORTS, ports);
+	for (p = 0; p < ports; p++) {
+		before[p] = (struct drm_tessera_link_info){ .port = p };
+		ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_LINK_INFO,
+				       &before[p]));
+	}
+
+	ASSERT_TRUE(allow_and_suspend(self));
+	active_ms = runtime_active_ms(self);
+	ASSERT_LE(0, active_ms);
+
+	ASSERT_EQ(0, rpm_params(self->fd, asleep));
+	for (i = 0; i < RPM_PARAMS; i++) {
+		EXPECT_EQ(awake[i], asleep[i])
+			TH_LOG("parameter %u of %zu differs while the chip sleeps",
+			       i, RPM_PARAMS);
+	}
+	for (p = 0; p < ports; p++) {
+		struct drm_tessera_link_info li = { .port = p };
+
+		ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_LINK_INFO,
+				       &li));
+		EXPECT_EQ(0, memcmp(&before[p].info, &li.info, sizeof(li.info)))
+			TH_LOG("port %u: state %u, %u before the suspend", p,
+			       li.info.state, before[p].info.state);
+		for (i = 0; i < DRM_TESSERA_LINK_COUNTERS; i++) {
+			EXPECT_LE(before[p].counters[i], li.counters[i])
+				TH_LOG("port %u counter %u went backwards", p, i);
+		}
+	}
+
+	EXPECT_TRUE(runtime_status_is(self, "suspended"))
+		TH_LOG("a query woke the chip");
+	EXPECT_EQ(active_ms, runtime_active_ms(self))
+		TH_LOG("the chip was active while queried");
+}
+
 TEST_HARNESS_MAIN
