@@ -902,7 +902,8 @@ void accel_comm_destroy(struct accel_comm *comm)
 		accel_window_close(chip->window);
 		accel_buffer_destroy(chip->window_buf);
 		accel_buffer_destroy(chip->scratch);
-		coll_plan_free(&chip->plan);
+		for (k = 0; k < COMM_PLANS; k++)
+			coll_plan_free(&chip->plans[k].plan);
 	}
 	free(comm);
 }

@@ -49,6 +49,8 @@
 #define COLL_BATCH		ACCEL_MAX_BATCH
 /* Sets of command buffers a chip keeps: calls in flight at once. */
 #define COLL_SETS		32
+/* Plans kept per chip. */
+#define COMM_PLANS		2
 
 /* A call's command buffers on one chip, and its jobs not seen ending. */
 struct coll_cbs {
@@ -87,13 +89,17 @@ struct comm_chip {
 	struct accel_buffer *scratch;
 	uint64_t scratch_size;
 	/*
-	 * The last call's plan, for the next call that asks for the same
-	 * (a training loop's all-reduces): 1 to 2 ms of a 2x2 4 MiB call
-	 * under TCG.
+	 * The last calls' plans, for the next call that asks for one of them
+	 * (a training loop's all-reduces, or two that take turns, as its
+	 * gradients' and its weights' check): 1 to 2 ms of a 2x2 4 MiB call
+	 * under TCG, 0.1 ms of a 19 KiB one.
 	 */
-	bool planned;
-	struct coll_params plan_params;
-	struct coll_plan plan;
+	struct comm_plan {
+		bool planned;
+		struct coll_params params;
+		struct coll_plan plan;
+	} plans[COMM_PLANS];
+	unsigned int next_plan;		/* the one a new plan replaces */
 	/*
 	 * The command buffers of a call's jobs on the chip, made as needed
 	 * and kept from call to call with their device copies: fresh ones

@@ -613,23 +613,30 @@ enum tsr_vpu_op accel_reduce_vpu_op(enum accel_reduce_op op)
 	}
 }
 
-/* The plan for @params on @chip: the last one, or a new one kept. */
+/* The plan for @params on @chip: one of the last, or a new one kept. */
 static int plan_for(struct comm_chip *chip, const struct coll_params *params,
 		    struct coll_plan *plan)
 {
+	struct comm_plan *p;
+	unsigned int k;
 	int ret;
 
-	if (!chip->planned || !coll_params_equal(&chip->plan_params, params)) {
-		coll_plan_free(&chip->plan);
-		chip->planned = false;
-		ret = coll_plan_build(params, &chip->plan);
-		if (ret)
-			return ret == -ENOMEM ? ACCEL_ERR_NO_MEMORY :
-			       ACCEL_ERR_INVALID_ARGUMENT;
-		chip->plan_params = *params;
-		chip->planned = true;
+	for (k = 0; k < COMM_PLANS; k++) {
+		p = &chip->plans[k];
+		if (p->planned && coll_params_equal(&p->params, params)) {
+			*plan = p->plan;	/* read only: the arrays stay the chip's */
+			return ACCEL_OK;
+		}
 	}
-	*plan = chip->plan;	/* read only: the arrays stay the chip's */
+	p = &chip->plans[chip->next_plan++ % COMM_PLANS];
+	coll_plan_free(&p->plan);
+	p->planned = false;
+	ret = coll_plan_build(params, &p->plan);
+	if (ret)
+		return ret == -ENOMEM ? ACCEL_ERR_NO_MEMORY : ACCEL_ERR_INVALID_ARGUMENT;
+	p->params = *params;
+	p->planned = true;
+	*plan = p->plan;
 	return ACCEL_OK;
 }
 
