@@ -64,6 +64,10 @@ OBJECT_DECLARE_SIMPLE_TYPE(TesseraState, TESSERA)
 #define TESSERA_PCIE_CAP_OFFSET 0x80
 /* Extended config-space offset of the AER capability, the first there. */
 #define TESSERA_AER_OFFSET 0x100
+/* Config-space offset of the power management capability; its states. */
+#define TESSERA_PM_CAP_OFFSET 0x60
+#define TESSERA_PM_D0 0
+#define TESSERA_PM_D3HOT 3
 #define TESSERA_DEFAULT_PRESET "v4"
 
 /* Bytes an ICI port holds for its chardev before the link waits. */
@@ -1747,6 +1751,31 @@ static void tessera_aer_exit(PCIDevice *pdev)
     }
 }
 
+/*
+ * D0 and D3hot, as the PCI PM spec has every function: in D3hot the BARs
+ * answer nothing (QEMU unmaps them outside D0), and the way back to D0 is
+ * an internal reset (No_Soft_Reset clear: the function keeps nothing but
+ * its PM state), after which the OS restores config space and the driver
+ * programs the chip afresh.
+ */
+static bool tessera_pm_init(PCIDevice *pdev, Error **errp)
+{
+    if (pci_pm_init(pdev, TESSERA_PM_CAP_OFFSET, errp) < 0) {
+        return false;
+    }
+    pci_set_word(pdev->config + TESSERA_PM_CAP_OFFSET + PCI_PM_PMC,
+                 PCI_PM_CAP_VER_1_2);
+    pci_set_word(pdev->wmask + TESSERA_PM_CAP_OFFSET + PCI_PM_CTRL,
+                 PCI_PM_CTRL_STATE_MASK);
+    return true;
+}
+
+static uint8_t tessera_pm_state(PCIDevice *pdev)
+{
+    return pci_get_word(pdev->config + TESSERA_PM_CAP_OFFSET + PCI_PM_CTRL) &
+           PCI_PM_CTRL_STATE_MASK;
+}
+
 static void tessera_realize(PCIDevice *pdev, Error **errp)
 {
     TesseraState *s = TESSERA(pdev);
@@ -1757,6 +1786,9 @@ static void tessera_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     pci_config_set_interrupt_pin(pdev->config, 1);
+    if (!tessera_pm_init(pdev, errp)) {
+        return;
+    }
     /* On a conventional PCI bus (-M pc) the chip has neither FLR nor AER. */
     if (pci_is_express(pdev)) {
         pcie_endpoint_cap_init(pdev, TESSERA_PCIE_CAP_OFFSET);
@@ -1838,7 +1870,18 @@ static void tessera_exit(PCIDevice *pdev)
 static void tessera_write_config(PCIDevice *pdev, uint32_t addr,
                                  uint32_t val, int len)
 {
+    uint8_t was = tessera_pm_state(pdev), now;
+
     pci_default_write_config(pdev, addr, val, len);
+    now = tessera_pm_state(pdev);
+    if (now != was) {
+        trace_tessera_pm_state(was, now);
+        if (was == TESSERA_PM_D3HOT && now == TESSERA_PM_D0) {
+            /* The internal reset of a function without No_Soft_Reset. */
+            pci_device_reset(pdev);
+            return;
+        }
+    }
     if (pci_is_express(pdev)) {
         pcie_cap_flr_write_config(pdev, addr, val, len);
         pcie_aer_write_config(pdev, addr, val, len);

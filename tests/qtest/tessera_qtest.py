@@ -200,6 +200,30 @@ def function_level_reset_clears_the_chip(qt):
 
 
 @test
+def d3hot_turns_the_bars_off_and_d0_resets_the_chip(qt):
+    qt.enable()
+    qt.set_reg(C["TSR_REG_SCRATCH"], 0x55)
+    pm = qt.find_cap(0x01)
+    check(pm is not None, "no power management capability")
+    pmc = qt.cfg_read(pm) >> 16
+    check(pmc & 0x7 == 3, f"PMC 0x{pmc:x}: not PCI PM 1.2")
+    pmcsr = qt.cfg_read(pm + 4)
+    check(pmcsr & 0x3 == 0, f"PMCSR 0x{pmcsr:x}: not in D0")
+    check(not pmcsr & 0x8, "No_Soft_Reset set: D3hot would keep the chip")
+    qt.cfg_write(pm + 4, pmcsr | 0x3)                 # to D3hot
+    check(qt.cfg_read(pm + 4) & 0x3 == 3, "D3hot refused")
+    check(qt.reg(C["TSR_REG_SCRATCH"]) != 0x55,
+          "BAR0 answers in D3hot")
+    qt.cfg_write(pm + 4, pmcsr & ~0x3)                # back to D0
+    check(qt.cfg_read(pm + 4) & 0x3 == 0, "D0 refused")
+    qt.enable()                                        # as the OS restores
+    check(qt.reg(C["TSR_REG_SCRATCH"]) == 0, "scratch survived D3hot")
+    check(qt.reg(C["TSR_REG_CHIP_ID"]) == C["TSR_CHIP_ID"], "the chip after D0")
+    qt.cfg_write(pm + 4, pmcsr | 0x1)                 # D1: not supported
+    check(qt.cfg_read(pm + 4) & 0x3 == 0, "D1 taken")
+
+
+@test
 def qom_set_fails_the_next_transfer_and_only_that(qt):
     qt.setup()
     check("return" in qt.qom_set("fault-fail-dma", 1), "qom-set refused")
