@@ -7,7 +7,8 @@
  */
 
 #include <linux/devcoredump.h>
-#include <linux/vmalloc.h>
+#include <linux/fs.h>
+#include <linux/slab.h>
 
 #include "tessera_coredump.h"
 #include "tessera_hw.h"
@@ -32,6 +33,17 @@ static const struct {
 	{ "IRQ_STATUS", TSR_QREG_IRQ_STATUS },
 };
 
+static ssize_t tessera_coredump_read(char *buffer, loff_t offset,
+				     size_t count, void *data, size_t datalen)
+{
+	return memory_read_from_buffer(buffer, count, &offset, data, datalen);
+}
+
+static void tessera_coredump_free(void *data)
+{
+	kfree(data);
+}
+
 /**
  * tessera_coredump() - record the state of a hung job's queue
  * @job: the job that timed out, before its queue is reset
@@ -40,6 +52,12 @@ static const struct {
  * and the jobs on its ring.  The devcoredump core keeps one dump per
  * device until it is read and deleted, or for five minutes; later ones
  * are dropped meanwhile.
+ *
+ * It runs in the timeout handler, on the way to signalling the fences of
+ * every job on the queue: nothing here may wait for memory reclaim, which
+ * may itself wait for those fences (a shrinker).  Allocations do not
+ * sleep (GFP_NOWAIT); without memory there is no dump, and the reset goes
+ * on.
  */
 void tessera_coredump(struct tessera_job *job)
 {
@@ -54,7 +72,7 @@ void tessera_coredump(struct tessera_job *job)
 
 	lockdep_assert_held(&tdev->reset_lock);
 
-	buf = vzalloc(TESSERA_COREDUMP_SIZE);
+	buf = kzalloc(TESSERA_COREDUMP_SIZE, GFP_NOWAIT | __GFP_NOWARN);
 	if (!buf)
 		return;
 #define DUMP(...) (len += scnprintf(buf + len, TESSERA_COREDUMP_SIZE - len, __VA_ARGS__))
@@ -79,5 +97,7 @@ void tessera_coredump(struct tessera_job *job)
 		     other->hw_fence->seqno);
 	spin_unlock_irqrestore(&q->lock, flags);
 #undef DUMP
-	dev_coredumpv(tdev->drm.dev, buf, len, GFP_KERNEL);
+	dev_coredumpm(tdev->drm.dev, THIS_MODULE, buf, len,
+		      GFP_NOWAIT | __GFP_NOWARN, tessera_coredump_read,
+		      tessera_coredump_free);
 }
