@@ -16,8 +16,8 @@
 struct tessera_mapping;
 
 /**
- * struct tessera_job - one SUBMIT
- * @base: the scheduler's job
+ * struct tessera_job - one job of a SUBMIT or SUBMIT_BATCH
+ * @base: the scheduler's job; only a group's first job's is used
  * @ref: held by the scheduler from the push until free_job, and by SUBMIT
  *	until it is done with the job
  * @tdev: the device
@@ -40,6 +40,18 @@ struct tessera_mapping;
  * @resets: chip or queue resets the job has been caught in
  * @start: when the current run was put on the ring
  * @pm_held: the job holds a runtime PM reference (tessera_pm_get())
+ * @group: the job whose @base runs this one: itself, or the first job of
+ *	its group (consecutive jobs of one batch on one queue and priority)
+ * @next: the group's next job, in ring order; the scheduler's reference
+ *	on it is the group's
+ * @last: in a group's first job, its last job, whose hardware fence is
+ *	the one run_job returns
+ * @done: a grouped job's own out-fence, on its entity's group timeline;
+ *	NULL for a job alone, whose out-fence is the scheduler's
+ * @ended: its fences have signalled, or it failed without running (under
+ *	its queue's lock once run)
+ * @progress: in a group's first job, when a job of the group last ended
+ *	(0: none since run_job), for the timeout
  */
 struct tessera_job {
 	struct drm_sched_job base;
@@ -64,6 +76,27 @@ struct tessera_job {
 	unsigned int resets;
 	ktime_t start;
 	bool pm_held;
+	struct tessera_job *group;
+	struct tessera_job *next;
+	struct tessera_job *last;
+	struct dma_fence *done;
+	bool ended;
+	ktime_t progress;
+};
+
+/**
+ * struct tessera_entity - a file's scheduler entity for a queue and priority
+ * @base: the scheduler's entity
+ * @group_context: the fence context of its grouped jobs' out-fences, which
+ *	signal in their submission order (ring order), apart from its single
+ *	jobs' scheduler fences
+ * @group_seqno: the last number given on @group_context, under the
+ *	file's lock
+ */
+struct tessera_entity {
+	struct drm_sched_entity base;
+	u64 group_context;
+	u64 group_seqno;
 };
 
 static inline struct tessera_job *to_tessera_job(struct drm_sched_job *job)
@@ -97,7 +130,11 @@ void tessera_sched_requeue(struct tessera_job *job);
 
 /* tessera_ring.c: the rings the chip reads, hardware fences, job ends. */
 void tessera_queue_hw_init(struct tessera_queue *q);
-void tessera_queue_run(struct tessera_job *job, int err);
+void tessera_job_done_init(struct tessera_job *job, u64 context, u64 seqno);
+void tessera_job_fail_unrun(struct tessera_job *job, int err);
+void tessera_queue_run(struct tessera_job *group, int err);
+struct tessera_job *tessera_group_hung(struct tessera_job *group);
+bool tessera_group_progressed(struct tessera_job *group);
 void tessera_queue_reap(struct tessera_queue *q, bool use_head);
 u32 tessera_queue_stop(struct tessera_queue *q, bool wait_end);
 void tessera_queue_wait_next(struct tessera_job *job);

@@ -150,15 +150,17 @@ static void tessera_recover_restart(struct tessera_device *tdev,
 
 /*
  * Reset the queues in @mask (the whole chip if @chip) and restart them;
- * @bad as for tessera_recover_restart().  The caller holds reset_lock.
+ * @bad as for tessera_recover_restart(), @hung the job of it a timeout
+ * found hung (for a queue reset), or NULL.  The caller holds reset_lock.
  */
 static void tessera_recover(struct tessera_device *tdev, unsigned long mask,
-			    bool chip, struct tessera_job *bad)
+			    bool chip, struct tessera_job *bad,
+			    struct tessera_job *hung)
 {
 	u32 started[TSR_MAX_QUEUES];
 	unsigned int i;
 
-	tessera_recover_stop(tdev, mask, started, chip ? NULL : bad);
+	tessera_recover_stop(tdev, mask, started, hung);
 	if (chip)
 		tessera_hw_reset(tdev);
 	else
@@ -193,7 +195,8 @@ static void tessera_recover_lost(struct tessera_device *tdev,
 
 /*
  * The timed-out @job finished, but its interrupt never came: retire it
- * without a reset.  Or it has not, but hang checks are off (debugfs
+ * without a reset.  Or it has not, but a job of its group ended within the
+ * timeout (tessera_group_progressed()), or hang checks are off (debugfs
  * hangcheck): leave it running.  Either way the job goes back to the
  * scheduler, which re-arms the timer.  The scheduler is stopped so that it
  * cannot free the job, which the reap signals, before it is back on the
@@ -214,13 +217,14 @@ static bool tessera_timeout_no_hang(struct tessera_job *job)
 	 */
 	if (tessera_inject(&q->tdev->inject_timeout_wait_free))
 		flush_work(&q->sched.work_free_job);
-	done = dma_fence_is_signaled(job->hw_fence);
+	done = dma_fence_is_signaled(job->last->hw_fence);
 	if (done) {
 		tessera_count(q->tdev, TESSERA_CNT_LOST_IRQS);
 		drm_dbg(&q->tdev->drm, "queue %u: job %llu of context %u finished without an interrupt\n",
-			q->index, job->seq, job->ctx->id);
+			q->index, job->last->seq, job->ctx->id);
 	}
-	keep = done || !READ_ONCE(q->tdev->hangcheck);
+	keep = done || tessera_group_progressed(job) ||
+	       !READ_ONCE(q->tdev->hangcheck);
 	if (keep)
 		tessera_sched_requeue(job);
 	drm_sched_wqueue_start(&q->sched);
@@ -229,8 +233,8 @@ static bool tessera_timeout_no_hang(struct tessera_job *job)
 
 /**
  * tessera_job_timedout() - a job outlived the timeout
- * @job: the oldest job of its queue, which the scheduler has taken off its
- *	pending list for the duration of this call
+ * @job: the oldest job (or group) of its queue, which the scheduler has
+ *	taken off its pending list for the duration of this call
  *
  * Every path gives the job back to the scheduler (tessera_sched_requeue()
  * or drm_sched_stop()) and touches it no more after that.
@@ -242,6 +246,7 @@ enum drm_gpu_sched_stat tessera_job_timedout(struct tessera_job *job)
 {
 	struct tessera_device *tdev = job->tdev;
 	struct tessera_queue *q = job->q;
+	struct tessera_job *hung;
 	int idx;
 
 	if (!drm_dev_enter(&tdev->drm, &idx)) {
@@ -260,22 +265,25 @@ enum drm_gpu_sched_stat tessera_job_timedout(struct tessera_job *job)
 	if (tessera_reg_read(tdev, TSR_REG_STATUS) & TSR_STATUS_FATAL) {
 		drm_err(&tdev->drm, "chip in a fatal state, found by a timeout; resetting the chip\n");
 		tessera_count(tdev, TESSERA_CNT_FATAL_ERRORS);
-		tessera_recover(tdev, GENMASK(tdev->num_queues - 1, 0), true, job);
+		tessera_recover(tdev, GENMASK(tdev->num_queues - 1, 0), true, job,
+				NULL);
 		goto out;
 	}
 
 	if (tessera_timeout_no_hang(job))
 		goto out;
 
+	/* The group's jobs before the hung one have ended: it alone is guilty. */
+	hung = tessera_group_hung(job) ?: job->last;
 	/* User space can make jobs time out at will: keep the log readable. */
 	dev_warn_ratelimited(tdev->drm.dev,
 			     "queue %u: job %llu of context %u (pid %d) timed out; resetting the queue\n",
-			     q->index, job->seq, job->ctx->id, job->ctx->pid);
+			     q->index, hung->seq, job->ctx->id, job->ctx->pid);
 	tessera_count(tdev, TESSERA_CNT_TIMEOUTS);
-	tessera_coredump(job);
-	job->error = -ETIMEDOUT;
+	tessera_coredump(hung);
+	hung->error = -ETIMEDOUT;
 	tessera_ctx_fault(job->ctx);
-	tessera_recover(tdev, BIT(q->index), false, job);
+	tessera_recover(tdev, BIT(q->index), false, job, hung);
 out:
 	mutex_unlock(&tdev->reset_lock);
 	drm_dev_exit(idx);
@@ -292,7 +300,8 @@ static void tessera_chip_reset_work(struct work_struct *work)
 	if (!drm_dev_enter(&tdev->drm, &idx))
 		return;
 	mutex_lock(&tdev->reset_lock);
-	tessera_recover(tdev, GENMASK(tdev->num_queues - 1, 0), true, NULL);
+	tessera_recover(tdev, GENMASK(tdev->num_queues - 1, 0), true, NULL,
+			NULL);
 	mutex_unlock(&tdev->reset_lock);
 	drm_dev_exit(idx);
 }

@@ -9,6 +9,12 @@
  * word, then raises the queue's interrupt; the handler retires every job
  * up to that number, in ring order.
  *
+ * run_job puts a whole group (the jobs of one batch on one queue and
+ * priority, one scheduler job) on the ring behind one doorbell.  Each job
+ * of a group keeps its own ring slot, hardware fence, record and status,
+ * and signals its own out-fence when it ends; the group's scheduler job
+ * ends with its last job's hardware fence.
+ *
  * Copyright (C) 2026 The Tessera Authors
  */
 
@@ -20,6 +26,7 @@
 #include "tessera_hw.h"
 #include "tessera_job.h"
 #include "tessera_reset.h"
+#include "tessera_trace.h"
 
 /* ------------------------------------------------------ hardware fences */
 
@@ -49,6 +56,18 @@ static void tessera_job_fence_init_locked(struct tessera_job *job)
 	lockdep_assert_held(&q->lock);
 	dma_fence_init(job->hw_fence, &tessera_fence_ops, &q->fence_lock,
 		       q->fence_context, ++q->seqno);
+}
+
+/**
+ * tessera_job_done_init() - number a grouped job's out-fence
+ * @job: the job, about to be pushed
+ * @context: its entity's group fence context
+ * @seqno: its number there, one more than the entity's previous grouped job
+ */
+void tessera_job_done_init(struct tessera_job *job, u64 context, u64 seqno)
+{
+	dma_fence_init(job->done, &tessera_fence_ops, &job->q->fence_lock,
+		       context, seqno);
 }
 
 /* ----------------------------------------------------------- job status */
@@ -93,6 +112,44 @@ void tessera_job_record_end(struct tessera_job *job,
 	atomic64_inc(&ctx->jobs);
 	tessera_count(job->tdev, err ? TESSERA_CNT_JOBS_FAILED :
 		      TESSERA_CNT_JOBS_COMPLETED);
+}
+
+/*
+ * Signal @job's fences with @err: its out-fence if grouped, then its
+ * hardware fence, the last thing done with it (the last job's ends its
+ * group, which the scheduler may free right after).
+ */
+static void tessera_job_signal(struct tessera_job *job, int err)
+{
+	job->ended = true;
+	job->group->progress = ktime_get();
+	if (job->done) {
+		if (err)
+			dma_fence_set_error(job->done, err);
+		dma_fence_signal(job->done);
+	}
+	if (err)
+		dma_fence_set_error(job->hw_fence, err);
+	dma_fence_signal(job->hw_fence);
+}
+
+/**
+ * tessera_job_fail_unrun() - end a job that will not reach the ring
+ * @job: a job of a group the scheduler killed (its file was closed), or
+ *	that run_job could not give a hardware fence
+ * @err: the errno it ends with
+ *
+ * Its hardware fence, if any, is a detached one of an earlier run.
+ */
+void tessera_job_fail_unrun(struct tessera_job *job, int err)
+{
+	job->start = 0;
+	job->ended = true;
+	tessera_job_record_end(job, NULL, TSR_ERR_NONE, err);
+	if (job->done) {
+		dma_fence_set_error(job->done, err);
+		dma_fence_signal(job->done);
+	}
 }
 
 /* The errno a job's fence carries for a chip error code. */
@@ -177,35 +234,18 @@ static void tessera_job_retire(struct tessera_job *job, u32 no_record)
 		tessera_ctx_fault(job->ctx);
 	}
 	tessera_job_record_end(job, &rec, hw_error, err);
-	if (err)
-		dma_fence_set_error(job->hw_fence, err);
-	dma_fence_signal(job->hw_fence);
+	tessera_job_signal(job, err);
 }
 
 /* ---------------------------------------------------------------- rings */
 
-/**
- * tessera_queue_run() - put a job on its queue's ring, or fail it at once
- * @job: the job; job->hw_fence is allocated and not yet initialised
- * @err: 0 to run the job, else the errno its fence signals with now
- */
-void tessera_queue_run(struct tessera_job *job, int err)
+/* Write @job's descriptor at the ring's tail; q->lock held. */
+static void tessera_queue_put_locked(struct tessera_queue *q,
+				     struct tessera_job *job)
 {
-	struct tessera_queue *q = job->q;
 	struct tsr_job_desc *desc;
-	unsigned long flags;
 
-	spin_lock_irqsave(&q->lock, flags);
-	tessera_job_fence_init_locked(job);
-	if (err) {
-		spin_unlock_irqrestore(&q->lock, flags);
-		job->start = 0;
-		tessera_job_record_end(job, NULL, TSR_ERR_NONE, err);
-		dma_fence_set_error(job->hw_fence, err);
-		dma_fence_signal(job->hw_fence);
-		return;
-	}
-
+	lockdep_assert_held(&q->lock);
 	job->slot = q->tail;
 	memset(tessera_job_record(job), 0, TESSERA_RECORD_STRIDE);
 	desc = &q->ring[job->slot];
@@ -223,10 +263,97 @@ void tessera_queue_run(struct tessera_job *job, int err)
 	list_add_tail(&job->link, &q->inflight);
 	job->start = ktime_get();
 	q->tail = (q->tail + 1) % TESSERA_RING_SIZE;
-	/* writel() orders the descriptor before the doorbell. */
-	tessera_reg_write(q->tdev, TSR_QUEUE_BASE(q->index) + TSR_QREG_TAIL,
-			  q->tail);
+}
+
+/**
+ * tessera_queue_run() - put a group's jobs on their queue's ring
+ * @group: the group (a job alone is a group of one); every job of it
+ *	that has not ended has a hardware fence, allocated and not yet
+ *	initialised
+ * @err: 0 to run the jobs, else the errno they all signal with now
+ *
+ * A job that has ended (before a reset that put its group back) is
+ * skipped; one marked with an error (the one a timeout found hung) fails
+ * with it, in its place: the jobs before it have ended.  One doorbell
+ * tells the chip of them all.
+ */
+void tessera_queue_run(struct tessera_job *group, int err)
+{
+	struct tessera_queue *q = group->q;
+	struct tessera_job *job, *next;
+	unsigned long flags;
+	bool ring = false;
+
+	spin_lock_irqsave(&q->lock, flags);
+	group->progress = 0;
+	for (job = group; job; job = next) {
+		int job_err = err ?: job->error;
+
+		/* The last job's fence may end the group: read on first. */
+		next = job->next;
+		if (job->ended)
+			continue;
+		tessera_job_fence_init_locked(job);
+		if (job_err) {
+			job->start = 0;
+			tessera_job_record_end(job, NULL, TSR_ERR_NONE, job_err);
+			tessera_job_signal(job, job_err);
+			continue;
+		}
+		trace_tessera_job_run(job);
+		tessera_queue_put_locked(q, job);
+		ring = true;
+	}
+	/* writel() orders the descriptors before the doorbell. */
+	if (ring)
+		tessera_reg_write(q->tdev, TSR_QUEUE_BASE(q->index) +
+				  TSR_QREG_TAIL, q->tail);
 	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+/**
+ * tessera_group_hung() - the job of a timed-out group that hangs
+ * @group: the group, the oldest of its queue, reaped
+ *
+ * Return: its first job that has not ended (the jobs before it have, in
+ * ring order), or NULL if they all have.
+ */
+struct tessera_job *tessera_group_hung(struct tessera_job *group)
+{
+	struct tessera_job *job;
+	unsigned long flags;
+
+	spin_lock_irqsave(&group->q->lock, flags);
+	for (job = group; job && job->ended; job = job->next)
+		;
+	spin_unlock_irqrestore(&group->q->lock, flags);
+	return job;
+}
+
+/**
+ * tessera_group_progressed() - whether a timed-out group is still moving
+ * @group: the group, reaped
+ *
+ * A group's jobs each get the job timeout, as separate jobs would: a job
+ * of it that ended within the timeout means the one running now has not
+ * had its time yet.  The scheduler re-arms the whole timeout, so a hang
+ * is found between one and two timeouts after the last job ended.
+ *
+ * Return: true if a job of the group (of more than one) ended less than
+ * the job timeout ago.
+ */
+bool tessera_group_progressed(struct tessera_job *group)
+{
+	unsigned long flags;
+	ktime_t last;
+
+	if (!group->next)
+		return false;
+	spin_lock_irqsave(&group->q->lock, flags);
+	last = group->progress;
+	spin_unlock_irqrestore(&group->q->lock, flags);
+	return last && ktime_ms_delta(ktime_get(), last) <
+		       (s64)tessera_job_timeout_ms;
 }
 
 /**
@@ -400,8 +527,7 @@ void tessera_queue_cancel(struct tessera_queue *q, int error)
 	list_for_each_entry_safe(job, tmp, &q->inflight, link) {
 		list_del_init(&job->link);
 		tessera_job_record_end(job, NULL, TSR_ERR_NONE, error);
-		dma_fence_set_error(job->hw_fence, error);
-		dma_fence_signal(job->hw_fence);
+		tessera_job_signal(job, error);
 	}
 	spin_unlock_irqrestore(&q->lock, flags);
 }

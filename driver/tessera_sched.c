@@ -18,38 +18,56 @@
 #include "tessera_reset.h"
 #include "tessera_trace.h"
 
+/*
+ * Give every job of @group that has not ended a fresh hardware fence: a
+ * re-run after a reset drops the old one.  All or none, so that a job
+ * never holds a fence it cannot initialise.
+ */
+static int tessera_group_fences(struct tessera_job *group)
+{
+	struct tessera_job *job;
+
+	for (job = group; job; job = job->next) {
+		if (job->ended || job->prealloc)
+			continue;
+		job->prealloc = kzalloc(sizeof(*job->prealloc), GFP_NOWAIT);
+		if (!job->prealloc)
+			return -ENOMEM;
+	}
+	for (job = group; job; job = job->next) {
+		if (job->ended)
+			continue;
+		if (job->hw_fence)
+			dma_fence_put(job->hw_fence);
+		job->hw_fence = job->prealloc;
+		job->prealloc = NULL;
+	}
+	return 0;
+}
+
 static struct dma_fence *tessera_run_job(struct drm_sched_job *sched_job)
 {
-	struct tessera_job *job = to_tessera_job(sched_job);
-	struct dma_fence *fence;
+	struct tessera_job *group = to_tessera_job(sched_job);
+	struct tessera_job *job;
 	int err, idx;
 
-	/* A re-run after a reset needs a fresh fence; the old one is dropped. */
-	fence = job->prealloc;
-	job->prealloc = NULL;
-	if (!fence) {
-		fence = kzalloc(sizeof(*fence), GFP_NOWAIT);
-		if (!fence) {
-			job->start = 0;
-			tessera_job_record_end(job, NULL, TSR_ERR_NONE, -ENOMEM);
-			return ERR_PTR(-ENOMEM);
-		}
+	if (tessera_group_fences(group)) {
+		for (job = group; job; job = job->next)
+			if (!job->ended)
+				tessera_job_fail_unrun(job, -ENOMEM);
+		return ERR_PTR(-ENOMEM);
 	}
-	if (job->hw_fence)
-		dma_fence_put(job->hw_fence);
-	job->hw_fence = fence;
 
-	err = job->error ?: sched_job->s_fence->finished.error;
-	if (!err && READ_ONCE(job->ctx->banned))
+	err = sched_job->s_fence->finished.error;
+	if (!err && READ_ONCE(group->ctx->banned))
 		err = -ECANCELED;
-	if (err || !drm_dev_enter(&job->tdev->drm, &idx)) {
-		tessera_queue_run(job, err ?: -ENODEV);
-		return dma_fence_get(fence);
+	if (err || !drm_dev_enter(&group->tdev->drm, &idx)) {
+		tessera_queue_run(group, err ?: -ENODEV);
+		return dma_fence_get(group->last->hw_fence);
 	}
-	trace_tessera_job_run(job);
-	tessera_queue_run(job, 0);
+	tessera_queue_run(group, 0);
 	drm_dev_exit(idx);
-	return dma_fence_get(fence);
+	return dma_fence_get(group->last->hw_fence);
 }
 
 static enum drm_gpu_sched_stat tessera_timedout_job(struct drm_sched_job *sched_job)
@@ -76,15 +94,21 @@ void tessera_sched_requeue(struct tessera_job *job)
 
 static void tessera_free_job(struct drm_sched_job *sched_job)
 {
-	struct tessera_job *job = to_tessera_job(sched_job);
+	struct tessera_job *group = to_tessera_job(sched_job);
+	int error = sched_job->s_fence->finished.error;
+	struct tessera_job *job, *next;
 
-	trace_tessera_job_done(job, sched_job->s_fence->finished.error);
-	/* Never run: killed with its entity when the file was closed. */
-	if (!job->hw_fence)
-		tessera_job_record_end(job, NULL, TSR_ERR_NONE,
-				       sched_job->s_fence->finished.error ?: -ESRCH);
+	for (job = group; job; job = job->next) {
+		/* Never run: killed with its entity when the file was closed. */
+		if (!job->ended)
+			tessera_job_fail_unrun(job, error ?: -ESRCH);
+		trace_tessera_job_done(job, job->done ? job->done->error : error);
+	}
 	drm_sched_job_cleanup(sched_job);
-	tessera_job_put(job);
+	for (job = group; job; job = next) {
+		next = job->next;
+		tessera_job_put(job);
+	}
 }
 
 static const struct drm_sched_backend_ops tessera_sched_ops = {
@@ -212,7 +236,8 @@ void tessera_file_fini(struct tessera_file *tfile)
 			if (!tfile->entities[q][p])
 				continue;
 			drm_sched_entity_destroy(tfile->entities[q][p]);
-			kfree(tfile->entities[q][p]);
+			kfree(container_of(tfile->entities[q][p],
+					   struct tessera_entity, base));
 		}
 	}
 	mutex_destroy(&tfile->lock);
@@ -231,7 +256,8 @@ static const enum drm_sched_priority tessera_priorities[TESSERA_PRIORITIES] = {
  * @queue: hardware queue
  * @priority: DRM_TESSERA_PRIORITY_*
  *
- * Entities are made on first use.
+ * Entities are made on first use, each with the fence context of its
+ * grouped jobs' out-fences.
  *
  * Return: the entity, or an ERR_PTR().
  */
@@ -240,7 +266,7 @@ struct drm_sched_entity *tessera_file_entity(struct tessera_file *tfile,
 {
 	struct drm_sched_entity **slot = &tfile->entities[queue][priority];
 	struct drm_gpu_scheduler *sched = &tfile->tdev->queues[queue].sched;
-	struct drm_sched_entity *entity;
+	struct tessera_entity *entity;
 	int ret;
 
 	lockdep_assert_held(&tfile->lock);
@@ -250,12 +276,13 @@ struct drm_sched_entity *tessera_file_entity(struct tessera_file *tfile,
 	entity = kzalloc(sizeof(*entity), GFP_KERNEL_ACCOUNT);
 	if (!entity)
 		return ERR_PTR(-ENOMEM);
-	ret = drm_sched_entity_init(entity, tessera_priorities[priority],
+	ret = drm_sched_entity_init(&entity->base, tessera_priorities[priority],
 				    &sched, 1, NULL);
 	if (ret) {
 		kfree(entity);
 		return ERR_PTR(ret);
 	}
-	*slot = entity;
-	return entity;
+	entity->group_context = dma_fence_context_alloc(1);
+	*slot = &entity->base;
+	return *slot;
 }

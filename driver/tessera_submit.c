@@ -12,6 +12,12 @@
  * scheduler may run and free its share as soon as it is pushed, and the
  * ioctl holds its own until it is done.
  *
+ * Consecutive jobs of a batch on one queue and priority are one group: one
+ * scheduler job (the first job's), which waits for the union of their
+ * dependencies and runs them all behind one doorbell.  Each keeps its own
+ * sequence number, status, record and out-fence, a fence of its entity's
+ * group timeline that signals when it ends, with its own error.
+ *
  * Copyright (C) 2026 The Tessera Authors
  */
 
@@ -59,6 +65,11 @@ static void tessera_job_release(struct kref *ref)
 	if (job->hw_fence)
 		dma_fence_put(job->hw_fence);
 	kfree(job->prealloc);
+	/* Initialised when the job was pushed, else plain memory. */
+	if (job->done && job->done->ops)
+		dma_fence_put(job->done);
+	else
+		kfree(job->done);
 	tessera_jobs_unreserve(job->ctx, 1);
 	tessera_ctx_put(job->ctx);
 	if (job->pm_held)
@@ -114,11 +125,12 @@ static int tessera_jobs_reserve(struct tessera_file *tfile, u32 n, bool wait)
 /*
  * A job of @tfile's context, in a place tessera_jobs_reserve() took, with
  * room for @max_bos buffers in the same allocation.  @resumed: another job
- * of the caller's holds the chip resumed already.
+ * of the caller's holds the chip resumed already.  @grouped: the job is
+ * one of a group, and gets an out-fence of its own.
  */
 static struct tessera_job *tessera_job_create(struct tessera_file *tfile,
 					      u32 queue, u32 max_bos,
-					      bool resumed)
+					      bool resumed, bool grouped)
 {
 	struct tessera_device *tdev = tfile->tdev;
 	struct tessera_ctx *ctx = tfile->ctx;
@@ -136,14 +148,17 @@ static struct tessera_job *tessera_job_create(struct tessera_file *tfile,
 	job->maps = (struct tessera_mapping **)(job->bos + max_bos);
 	job->bo_write = (bool *)(job->maps + max_bos);
 	job->prealloc = kzalloc(sizeof(*job->prealloc), GFP_KERNEL_ACCOUNT);
+	if (grouped)
+		job->done = kzalloc(sizeof(*job->done), GFP_KERNEL_ACCOUNT);
 	/* The chip stays resumed while the job lives. */
-	if (!job->prealloc)
+	if (!job->prealloc || (grouped && !job->done))
 		ret = -ENOMEM;
 	else if (resumed)
 		tessera_pm_get_noresume(tdev);
 	else
 		ret = tessera_pm_get(tdev);
 	if (ret) {
+		kfree(job->done);
 		kfree(job->prealloc);
 		kvfree(job);
 		return ERR_PTR(ret);
@@ -154,6 +169,8 @@ static struct tessera_job *tessera_job_create(struct tessera_file *tfile,
 	job->tdev = tdev;
 	job->ctx = tessera_ctx_get(ctx);
 	job->q = &tdev->queues[queue];
+	job->group = job;
+	job->last = job;
 	INIT_LIST_HEAD(&job->link);
 	return job;
 }
@@ -181,8 +198,10 @@ struct tessera_out_sync {
  * @outs: the out-syncs among @syncs, prepared
  * @out_count: entries in @outs
  * @job: the job, once created
+ * @lead: index in the batch of its group's first job (its own if first)
  * @inited: drm_sched_job_init() was done for @job, and it is not queued
- * @finished: its scheduler fence, once queued
+ * @finished: its group's scheduler fence, once queued
+ * @out: its out-fence, once queued: @finished, or its own if grouped
  * @bos_inline: @bos when there are few enough
  * @syncs_inline: @syncs when there are few enough
  * @outs_inline: @outs when there are few enough
@@ -200,8 +219,10 @@ struct tessera_submit {
 	struct tessera_out_sync *outs;
 	u32 out_count;
 	struct tessera_job *job;
+	u32 lead;
 	bool inited;
 	struct dma_fence *finished;
+	struct dma_fence *out;
 	struct drm_tessera_submit_bo bos_inline[4];
 	struct drm_tessera_sync syncs_inline[4];
 	struct tessera_out_sync outs_inline[2];
@@ -583,7 +604,7 @@ static int tessera_resv_lock(struct drm_device *drm, struct tessera_resv *r,
 		struct tessera_job *job = subs[i].job;
 
 		for (j = 0; j < job->bo_count && !ret; j++)
-			ret = drm_sched_job_add_implicit_dependencies(&job->base,
+			ret = drm_sched_job_add_implicit_dependencies(&job->group->base,
 								      job->bos[j],
 								      job->bo_write[j]);
 	}
@@ -618,8 +639,10 @@ static int tessera_submit_add_in_syncs(struct tessera_job *job,
 		/* Not drm_sched_job_add_syncobj_dependency(): its point is 32-bit. */
 		ret = drm_syncobj_find_fence(file, syncs[i].handle,
 					     syncs[i].point, 0, &fence);
+		/* A group waits for what any of its jobs waits for. */
 		if (!ret)
-			ret = drm_sched_job_add_dependency(&job->base, fence);
+			ret = drm_sched_job_add_dependency(&job->group->base,
+							   fence);
 		if (ret) {
 			drm_dbg(&job->tdev->drm, "SUBMIT: syncs[%u] (handle %u point %llu): %d\n",
 				i, syncs[i].handle, syncs[i].point, ret);
@@ -689,17 +712,10 @@ static void tessera_out_syncs_put(struct tessera_submit *s,
 
 /* ------------------------------------------------------------- SUBMIT */
 
-/*
- * Give @job its number, fence its buffers and push it.  Nothing fails from
- * here on.  The scheduler owns a reference from the push; the caller keeps
- * its own.
- */
-static struct dma_fence *tessera_submit_push(struct tessera_job *job,
-					     u32 queue)
+/* Give @job its sequence number and its PENDING status. */
+static void tessera_submit_number(struct tessera_job *job, u32 queue)
 {
 	struct tessera_ctx *ctx = job->ctx;
-	struct dma_fence *finished;
-	unsigned int i;
 
 	spin_lock_irq(&ctx->status_lock);
 	job->seq = ctx->next_seq++;
@@ -710,18 +726,48 @@ static struct dma_fence *tessera_submit_push(struct tessera_job *job,
 		.queue = queue,
 	};
 	spin_unlock_irq(&ctx->status_lock);
+}
 
+/*
+ * Number the @n jobs of a group (a job alone is a group of one), give
+ * each its out-fence and fence its buffers with it, and push the group.
+ * Nothing fails from here on.  The scheduler owns a reference on every job
+ * of the group from the push; the caller keeps its own, and the fences in
+ * @subs.
+ */
+static void tessera_submit_push(struct tessera_submit *subs, u32 n)
+{
+	struct tessera_job *job = subs[0].job;
+	struct tessera_entity *entity = container_of(job->base.entity,
+						     struct tessera_entity, base);
+	struct dma_fence *finished;
+	unsigned int i, j;
+
+	for (i = 0; i < n; i++)
+		tessera_submit_number(subs[i].job, subs[i].args.queue);
 	drm_sched_job_arm(&job->base);
-	finished = dma_fence_get(&job->base.s_fence->finished);
-	for (i = 0; i < job->bo_count; i++)
-		dma_resv_add_fence(job->bos[i]->resv, finished,
-				   job->bo_write[i] ? DMA_RESV_USAGE_WRITE :
-						      DMA_RESV_USAGE_READ);
-	trace_tessera_job_submit(job);
+	finished = &job->base.s_fence->finished;
+	for (i = 0; i < n; i++) {
+		struct tessera_job *member = subs[i].job;
+
+		if (member->done)
+			tessera_job_done_init(member, entity->group_context,
+					      ++entity->group_seqno);
+		subs[i].finished = dma_fence_get(finished);
+		subs[i].out = dma_fence_get(member->done ?: finished);
+		for (j = 0; j < member->bo_count; j++)
+			dma_resv_add_fence(member->bos[j]->resv, subs[i].out,
+					   member->bo_write[j] ?
+					   DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_READ);
+		trace_tessera_job_submit(member);
+		/* The scheduler's reference, for the group's first job below. */
+		if (i)
+			kref_get(&member->ref);
+	}
 	kref_get(&job->ref);
 	drm_sched_entity_push_job(&job->base);
-	tessera_count(job->tdev, TESSERA_CNT_JOBS_SUBMITTED);
-	return finished;
+	for (i = 0; i < n; i++)
+		tessera_count(subs[i].job->tdev, TESSERA_CNT_JOBS_SUBMITTED);
 }
 
 /*
@@ -741,15 +787,16 @@ static void tessera_submit_wait_done(struct drm_gpu_scheduler *sched,
 
 /*
  * Create @s's job and take everything it needs but the file's lock;
- * @resumed as for tessera_job_create().
+ * @resumed and @grouped as for tessera_job_create().
  */
 static int tessera_submit_prepare(struct tessera_file *tfile,
 				  struct drm_file *file,
-				  struct tessera_submit *s, bool resumed)
+				  struct tessera_submit *s, bool resumed,
+				  bool grouped)
 {
 	/* Its listed buffers and the command buffer, if not among them. */
 	s->job = tessera_job_create(tfile, s->args.queue, s->args.bo_count + 1,
-				    resumed);
+				    resumed, grouped);
 	if (IS_ERR(s->job)) {
 		int ret = PTR_ERR(s->job);
 
@@ -761,24 +808,74 @@ static int tessera_submit_prepare(struct tessera_file *tfile,
 	       tessera_out_syncs_get(s, file);
 }
 
-/* Give @s's job its entity and its syncobj dependencies; under tfile->lock. */
+/*
+ * Give @s's job its entity, if it is the first of a group of @n jobs (a
+ * ring slot each), and its syncobj dependencies; under tfile->lock.
+ */
 static int tessera_submit_arm_deps(struct tessera_file *tfile,
 				   struct drm_file *file,
-				   struct tessera_submit *s)
+				   struct tessera_submit *s, u32 n)
 {
 	struct drm_sched_entity *entity;
 	int ret;
 
 	lockdep_assert_held(&tfile->lock);
+	if (s->job->group != s->job)
+		return tessera_submit_add_in_syncs(s->job, file, s);
 	entity = tessera_file_entity(tfile, s->args.queue, s->args.priority);
 	if (IS_ERR(entity))
 		return PTR_ERR(entity);
-	ret = drm_sched_job_init(&s->job->base, entity, 1, tfile->ctx,
+	ret = drm_sched_job_init(&s->job->base, entity, n, tfile->ctx,
 				 file->client_id);
 	if (ret)
 		return ret;
 	s->inited = true;
 	return tessera_submit_add_in_syncs(s->job, file, s);
+}
+
+/*
+ * Group the jobs of @subs: a job joins the group of the job before it if
+ * both are on the same queue with the same priority.  Groups of one stay
+ * jobs alone, as SUBMIT's.
+ */
+static void tessera_submit_group(struct tessera_submit *subs, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		subs[i].lead = i && subs[i].args.queue == subs[i - 1].args.queue &&
+			       subs[i].args.priority == subs[i - 1].args.priority ?
+			       subs[i - 1].lead : i;
+}
+
+/* Whether job @i of @subs is one of a group of more than one. */
+static bool tessera_submit_grouped(const struct tessera_submit *subs, u32 n,
+				   u32 i)
+{
+	return subs[i].lead != i || (i + 1 < n && subs[i + 1].lead == i);
+}
+
+/* Chain job @i of @subs, made, behind the jobs of its group before it. */
+static void tessera_submit_link(struct tessera_submit *subs, u32 i)
+{
+	struct tessera_job *group = subs[subs[i].lead].job;
+
+	if (subs[i].lead == i)
+		return;
+	subs[i].job->group = group;
+	group->last->next = subs[i].job;
+	group->last = subs[i].job;
+}
+
+/* The number of jobs in the group job @i of @subs leads. */
+static u32 tessera_submit_group_size(const struct tessera_submit *subs, u32 n,
+				     u32 i)
+{
+	u32 k = i + 1;
+
+	while (k < n && subs[k].lead == i)
+		k++;
+	return k - i;
 }
 
 /* Free what tessera_submit_copy_in() and _prepare() took for a job not queued. */
@@ -825,19 +922,23 @@ static int tessera_submit_jobs(struct drm_device *drm, struct drm_file *file,
 		tessera_jobs_unreserve(tfile->ctx, n);
 		return -ENODEV;
 	}
+	tessera_submit_group(subs, n);
 	for (i = 0; i < n; i++) {
 		/* Job 0 holds the chip resumed until every job is made. */
-		ret = tessera_submit_prepare(tfile, file, &subs[i], i > 0);
+		ret = tessera_submit_prepare(tfile, file, &subs[i], i > 0,
+					     tessera_submit_grouped(subs, n, i));
 		if (ret) {
 			/* The jobs made give their places back as they go. */
 			tessera_jobs_unreserve(tfile->ctx, n - i - !!subs[i].job);
 			goto out_bad;
 		}
+		tessera_submit_link(subs, i);
 	}
 
 	mutex_lock(&tfile->lock);
 	for (i = 0; i < n; i++) {
-		ret = tessera_submit_arm_deps(tfile, file, &subs[i]);
+		ret = tessera_submit_arm_deps(tfile, file, &subs[i],
+					      tessera_submit_group_size(subs, n, i));
 		if (ret)
 			goto out_unlock_bad;
 	}
@@ -850,10 +951,9 @@ static int tessera_submit_jobs(struct drm_device *drm, struct drm_file *file,
 	if (ret)
 		goto out_unlock;
 
-	for (i = 0; i < n; i++) {
-		subs[i].finished = tessera_submit_push(subs[i].job,
-						       subs[i].args.queue);
-		/* Queued: the scheduler cleans the job up from here on. */
+	for (i = 0; i < n; i += tessera_submit_group_size(subs, n, i)) {
+		tessera_submit_push(&subs[i], tessera_submit_group_size(subs, n, i));
+		/* Queued: the scheduler cleans the group up from here on. */
 		subs[i].inited = false;
 	}
 	tessera_resv_unlock(&resv);
@@ -863,10 +963,11 @@ static int tessera_submit_jobs(struct drm_device *drm, struct drm_file *file,
 	for (i = 0; i < n; i++) {
 		struct tessera_submit *s = &subs[i];
 
-		tessera_out_syncs_put(s, s->finished);
+		tessera_out_syncs_put(s, s->out);
 		if (wait_done)
 			tessera_submit_wait_done(&s->job->q->sched, s->finished);
 		s->args.seq = s->job->seq;
+		dma_fence_put(s->out);
 		dma_fence_put(s->finished);
 	}
 	drm_dev_exit(idx);
