@@ -44,6 +44,26 @@ static void tessera_coredump_free(void *data)
 	kfree(data);
 }
 
+static void tessera_coredump_fini(void *dev)
+{
+	dev_coredump_put(dev);
+}
+
+/**
+ * tessera_coredump_init() - delete the device's dump when it unbinds
+ * @tdev: the device, probing
+ *
+ * A dump holds no reference on the module (see tessera_coredump()): it
+ * goes with the device, as xe's do, before the module can.
+ *
+ * Return: 0, or a negative errno.
+ */
+int tessera_coredump_init(struct tessera_device *tdev)
+{
+	return devm_add_action_or_reset(tdev->drm.dev, tessera_coredump_fini,
+					tdev->drm.dev);
+}
+
 /**
  * tessera_coredump() - record the state of a hung job's queue
  * @job: the job that timed out, before its queue is reset
@@ -97,7 +117,11 @@ void tessera_coredump(struct tessera_job *job)
 		     other->hw_fence->seqno);
 	spin_unlock_irqrestore(&q->lock, flags);
 #undef DUMP
-	dev_coredumpm(tdev->drm.dev, THIS_MODULE, buf, len,
+	/*
+	 * No module reference (owner NULL): one would keep rmmod from ever
+	 * unbinding the device whose unbind deletes the dump.
+	 */
+	dev_coredumpm(tdev->drm.dev, NULL, buf, len,
 		      GFP_NOWAIT | __GFP_NOWARN, tessera_coredump_read,
 		      tessera_coredump_free);
 }

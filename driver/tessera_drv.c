@@ -20,6 +20,7 @@
 #include <drm/drm_print.h>
 #include <drm/tessera_accel.h>
 
+#include "tessera_coredump.h"
 #include "tessera_ctx.h"
 #include "tessera_debugfs.h"
 #include "tessera_drv.h"
@@ -335,6 +336,9 @@ static int tessera_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 	ret = tessera_ici_init(tdev);
+	if (ret)
+		return ret;
+	ret = tessera_coredump_init(tdev);
 	if (ret)
 		return ret;
 	tessera_reset_init(tdev);
