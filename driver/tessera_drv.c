@@ -165,6 +165,7 @@ static const struct drm_ioctl_desc tessera_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(TESSERA_WINDOW_CLOSE, tessera_ioctl_window_close, 0),
 	DRM_IOCTL_DEF_DRV(TESSERA_LINK_INFO, tessera_ioctl_link_info, 0),
 	DRM_IOCTL_DEF_DRV(TESSERA_SUBMIT_BATCH, tessera_ioctl_submit_batch, 0),
+	DRM_IOCTL_DEF_DRV(TESSERA_BO_MADVISE, tessera_ioctl_bo_madvise, 0),
 };
 
 static int tessera_open(struct drm_device *drm, struct drm_file *file)
@@ -206,6 +207,7 @@ static void tessera_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 	struct tessera_device *tdev = to_tessera_device(file->minor->dev);
 	struct tessera_file *tfile = file->driver_priv;
 	struct drm_memory_stats stats[2] = { };
+	enum drm_gem_object_status status;
 	struct drm_gem_object *obj;
 	unsigned int q;
 	int id;
@@ -218,11 +220,15 @@ static void tessera_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 			s->shared += obj->size;
 		else
 			s->private += obj->size;
-		if (obj->funcs->status(obj) & DRM_GEM_OBJECT_RESIDENT)
+		status = obj->funcs->status(obj);
+		if (status & DRM_GEM_OBJECT_RESIDENT)
 			s->resident += obj->size;
+		if (status & DRM_GEM_OBJECT_PURGEABLE)
+			s->purgeable += obj->size;
 	}
 	spin_unlock(&file->table_lock);
-	drm_print_memory_stats(p, &stats[0], DRM_GEM_OBJECT_RESIDENT, "host");
+	drm_print_memory_stats(p, &stats[0], DRM_GEM_OBJECT_RESIDENT |
+			       DRM_GEM_OBJECT_PURGEABLE, "host");
 	drm_print_memory_stats(p, &stats[1], DRM_GEM_OBJECT_RESIDENT, "hbm");
 
 	for (q = 0; q < tdev->num_queues; q++)
@@ -333,6 +339,9 @@ static int tessera_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 	ret = tessera_hbm_init(tdev);
+	if (ret)
+		return ret;
+	ret = tessera_shrinker_init(tdev);
 	if (ret)
 		return ret;
 	ret = tessera_ici_init(tdev);

@@ -237,6 +237,9 @@ struct tessera_queue {
  * @hbm_lock: protects @hbm_mm and @hbm_used
  * @hbm_mm: allocator of HBM
  * @hbm_used: bytes of HBM allocated
+ * @shrinker: purges idle buffers marked DRM_TESSERA_MADV_DONTNEED
+ * @shrinker_lock: protects @shrinker_list
+ * @shrinker_list: system-memory buffers marked DRM_TESSERA_MADV_DONTNEED
  * @counters: driver counters, enum tessera_counter
  * @chip_counter_lock: protects @chip_counter_base and @chip_counters_saved
  * @chip_counter_base: what the chip's counters (tessera_sysfs.c) held at
@@ -300,6 +303,11 @@ struct tessera_device {
 	struct mutex hbm_lock;
 	struct drm_mm hbm_mm;
 	u64 hbm_used;
+
+	struct shrinker *shrinker;
+	/* protects shrinker_list */
+	struct mutex shrinker_lock;
+	struct list_head shrinker_list;
 
 	atomic64_t counters[TESSERA_CNT_COUNT];
 	/* protects chip_counter_base and chip_counters_saved */

@@ -13,10 +13,12 @@
 
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/dma-resv.h>
 #include <linux/io.h>
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/user.h>
+#include <linux/shrinker.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 
@@ -176,6 +178,9 @@ static int tessera_bo_open(struct drm_gem_object *obj, struct drm_file *file)
 	struct sg_table *sgt = NULL;
 	int ret = 0;
 
+	/* Purged: no pages to map (checked again under bo->lock). */
+	if (READ_ONCE(bo->base.madv) < 0)
+		return -ENOMEM;
 	/* Pinning takes a while for a large buffer; no lock of ours is held. */
 	if (!bo->hbm) {
 		sgt = drm_gem_shmem_get_pages_sgt(&bo->base);
@@ -187,6 +192,9 @@ static int tessera_bo_open(struct drm_gem_object *obj, struct drm_file *file)
 	map = tessera_mapping_find(bo, tfile->ctx);
 	if (map) {
 		kref_get(&map->ref);
+	} else if (bo->base.madv < 0) {
+		/* Purged (under bo->lock) since @sgt was taken: no pages. */
+		ret = -ENOMEM;
 	} else {
 		map = tessera_mapping_create(bo, tfile->ctx, sgt);
 		if (IS_ERR(map))
@@ -310,9 +318,13 @@ static void tessera_pin_uncharge_user(struct tessera_bo *bo)
 
 static void tessera_shmem_free(struct drm_gem_object *obj)
 {
+	struct tessera_device *tdev = to_tessera_device(obj->dev);
 	struct tessera_bo *bo = to_tessera_bo(obj);
 
 	WARN_ON(!list_empty(&bo->mappings));
+	mutex_lock(&tdev->shrinker_lock);
+	list_del(&bo->shrink_link);
+	mutex_unlock(&tdev->shrinker_lock);
 	tessera_pin_uncharge_user(bo);
 	tessera_pin_uncharge(bo->pinned);
 	mutex_destroy(&bo->lock);
@@ -321,7 +333,14 @@ static void tessera_shmem_free(struct drm_gem_object *obj)
 
 static enum drm_gem_object_status tessera_shmem_status(struct drm_gem_object *obj)
 {
-	return to_drm_gem_shmem_obj(obj)->pages ? DRM_GEM_OBJECT_RESIDENT : 0;
+	struct drm_gem_shmem_object *shmem = to_drm_gem_shmem_obj(obj);
+	enum drm_gem_object_status status = 0;
+
+	if (shmem->pages)
+		status |= DRM_GEM_OBJECT_RESIDENT;
+	if (shmem->madv > 0)
+		status |= DRM_GEM_OBJECT_PURGEABLE;
+	return status;
 }
 
 static const struct drm_gem_object_funcs tessera_shmem_funcs = {
@@ -350,6 +369,7 @@ struct drm_gem_object *tessera_gem_create_object(struct drm_device *drm,
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&bo->lock);
 	INIT_LIST_HEAD(&bo->mappings);
+	INIT_LIST_HEAD(&bo->shrink_link);
 	bo->base.base.funcs = &tessera_shmem_funcs;
 	return &bo->base.base;
 }
@@ -486,6 +506,7 @@ static struct drm_gem_object *tessera_hbm_bo_create(struct tessera_device *tdev,
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&bo->lock);
 	INIT_LIST_HEAD(&bo->mappings);
+	INIT_LIST_HEAD(&bo->shrink_link);
 	bo->hbm = true;
 	obj = &bo->base.base;
 
@@ -540,6 +561,133 @@ int tessera_hbm_init(struct tessera_device *tdev)
 		return ret;
 	drm_mm_init(&tdev->hbm_mm, 0, tdev->hbm_size);
 	return drmm_add_action_or_reset(&tdev->drm, tessera_hbm_release, NULL);
+}
+
+/* ------------------------------------------------------------ shrinker */
+
+/* Undo the ctx->lock trylocks of @bo's mappings before @last. */
+static void tessera_bo_unlock_ctxs(struct tessera_bo *bo,
+				   struct tessera_mapping *last)
+{
+	struct tessera_mapping *map;
+
+	list_for_each_entry(map, &bo->mappings, bo_link) {
+		if (map == last)
+			break;
+		mutex_unlock(&map->ctx->lock);
+	}
+}
+
+/*
+ * Drop an idle DONTNEED buffer's pages: every context's PTEs and TLB first,
+ * then the pages.  The VA ranges stay reserved, so a job that still touches
+ * the buffer faults rather than reaching another buffer.  Reclaim may hold
+ * any of these locks: each is only tried.
+ *
+ * Return: true if the buffer was purged.
+ */
+static bool tessera_bo_try_purge(struct tessera_device *tdev,
+				 struct tessera_bo *bo)
+{
+	struct drm_gem_shmem_object *shmem = &bo->base;
+	struct tessera_mapping *map;
+	bool purged = false;
+
+	lockdep_assert_held(&tdev->shrinker_lock);
+	if (!mutex_trylock(&bo->lock))
+		return false;
+	if (!dma_resv_trylock(shmem->base.resv))
+		goto out_bo;
+	if (!drm_gem_shmem_is_purgeable(shmem) ||
+	    !dma_resv_test_signaled(shmem->base.resv, DMA_RESV_USAGE_BOOKKEEP))
+		goto out_resv;
+
+	list_for_each_entry(map, &bo->mappings, bo_link) {
+		if (!mutex_trylock(&map->ctx->lock)) {
+			tessera_bo_unlock_ctxs(bo, map);
+			goto out_resv;
+		}
+	}
+	list_for_each_entry(map, &bo->mappings, bo_link) {
+		tessera_mmu_unmap_locked(map->ctx, map->va.start,
+					 shmem->base.size);
+		mutex_unlock(&map->ctx->lock);
+		tessera_mmu_invalidate(tdev, map->ctx->id);
+	}
+
+	drm_gem_shmem_purge(shmem);
+	/* The pages are gone: so is their charge. */
+	tessera_pin_uncharge(bo->pinned);
+	if (bo->user)
+		atomic_long_sub(bo->pinned >> PAGE_SHIFT, &bo->user->locked_vm);
+	bo->pinned = 0;
+	list_del_init(&bo->shrink_link);
+	purged = true;
+out_resv:
+	dma_resv_unlock(shmem->base.resv);
+out_bo:
+	mutex_unlock(&bo->lock);
+	return purged;
+}
+
+static unsigned long tessera_shrinker_count(struct shrinker *shrinker,
+					    struct shrink_control *sc)
+{
+	struct tessera_device *tdev = shrinker->private_data;
+	unsigned long count = 0;
+	struct tessera_bo *bo;
+
+	if (!mutex_trylock(&tdev->shrinker_lock))
+		return 0;
+	list_for_each_entry(bo, &tdev->shrinker_list, shrink_link)
+		if (drm_gem_shmem_is_purgeable(&bo->base))
+			count += bo->base.base.size >> PAGE_SHIFT;
+	mutex_unlock(&tdev->shrinker_lock);
+	return count ?: SHRINK_EMPTY;
+}
+
+static unsigned long tessera_shrinker_scan(struct shrinker *shrinker,
+					   struct shrink_control *sc)
+{
+	struct tessera_device *tdev = shrinker->private_data;
+	struct tessera_bo *bo, *next;
+	unsigned long freed = 0;
+
+	if (!mutex_trylock(&tdev->shrinker_lock))
+		return SHRINK_STOP;
+	list_for_each_entry_safe(bo, next, &tdev->shrinker_list, shrink_link) {
+		if (freed >= sc->nr_to_scan)
+			break;
+		if (tessera_bo_try_purge(tdev, bo))
+			freed += bo->base.base.size >> PAGE_SHIFT;
+	}
+	mutex_unlock(&tdev->shrinker_lock);
+	return freed ?: SHRINK_STOP;
+}
+
+static void tessera_shrinker_release(struct drm_device *drm, void *arg)
+{
+	shrinker_free(to_tessera_device(drm)->shrinker);
+}
+
+int tessera_shrinker_init(struct tessera_device *tdev)
+{
+	int ret;
+
+	ret = drmm_mutex_init(&tdev->drm, &tdev->shrinker_lock);
+	if (ret)
+		return ret;
+	INIT_LIST_HEAD(&tdev->shrinker_list);
+	tdev->shrinker = shrinker_alloc(0, "drm-tessera:%s",
+					dev_name(tdev->drm.dev));
+	if (!tdev->shrinker)
+		return -ENOMEM;
+	tdev->shrinker->count_objects = tessera_shrinker_count;
+	tdev->shrinker->scan_objects = tessera_shrinker_scan;
+	tdev->shrinker->private_data = tdev;
+	shrinker_register(tdev->shrinker);
+	return drmm_add_action_or_reset(&tdev->drm, tessera_shrinker_release,
+					NULL);
 }
 
 /* -------------------------------------------------------------- ioctls */
@@ -650,6 +798,55 @@ int tessera_ioctl_bo_info(struct drm_device *drm, void *data,
 	args->size = obj->size;
 	args->placement = bo->hbm ? DRM_TESSERA_BO_HBM : 0;
 	args->pad = 0;
+out:
+	drm_gem_object_put(obj);
+	return ret;
+}
+
+int tessera_ioctl_bo_madvise(struct drm_device *drm, void *data,
+			     struct drm_file *file)
+{
+	struct tessera_device *tdev = to_tessera_device(drm);
+	struct drm_tessera_bo_madvise *args = data;
+	struct drm_gem_object *obj;
+	struct tessera_bo *bo;
+	int ret;
+
+	if (args->flags) {
+		drm_dbg(drm, "BO_MADVISE: flags 0x%x must be zero\n",
+			args->flags);
+		return -EINVAL;
+	}
+	if (args->madv != DRM_TESSERA_MADV_WILLNEED &&
+	    args->madv != DRM_TESSERA_MADV_DONTNEED) {
+		drm_dbg(drm, "BO_MADVISE: unknown madv %u\n", args->madv);
+		return -EINVAL;
+	}
+	obj = drm_gem_object_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+	bo = to_tessera_bo(obj);
+	if (bo->hbm) {
+		drm_dbg(drm, "BO_MADVISE: handle %u is in HBM, which is never reclaimed\n",
+			args->handle);
+		ret = -EINVAL;
+		goto out;
+	}
+
+	ret = dma_resv_lock_interruptible(obj->resv, NULL);
+	if (ret)
+		goto out;
+	mutex_lock(&tdev->shrinker_lock);
+	args->retained = drm_gem_shmem_madvise(&bo->base, args->madv);
+	/* Only buffers whose pages are ours are worth a look (imports not). */
+	if (args->retained && !obj->import_attach) {
+		if (args->madv == DRM_TESSERA_MADV_DONTNEED)
+			list_move_tail(&bo->shrink_link, &tdev->shrinker_list);
+		else
+			list_del_init(&bo->shrink_link);
+	}
+	mutex_unlock(&tdev->shrinker_lock);
+	dma_resv_unlock(obj->resv);
 out:
 	drm_gem_object_put(obj);
 	return ret;

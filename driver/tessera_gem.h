@@ -22,6 +22,8 @@
  *	to (a reference), or NULL when not charged (CAP_IPC_LOCK)
  * @lock: protects @mappings
  * @mappings: its mappings into contexts
+ * @shrink_link: entry in tdev->shrinker_list while marked
+ *	DRM_TESSERA_MADV_DONTNEED (tdev->shrinker_lock)
  */
 struct tessera_bo {
 	struct drm_gem_shmem_object base;
@@ -33,6 +35,7 @@ struct tessera_bo {
 	/* protects mappings */
 	struct mutex lock;
 	struct list_head mappings;
+	struct list_head shrink_link;
 };
 
 /**
@@ -73,5 +76,8 @@ int tessera_ioctl_bo_create(struct drm_device *drm, void *data,
 			    struct drm_file *file);
 int tessera_ioctl_bo_info(struct drm_device *drm, void *data,
 			  struct drm_file *file);
+int tessera_ioctl_bo_madvise(struct drm_device *drm, void *data,
+			     struct drm_file *file);
+int tessera_shrinker_init(struct tessera_device *tdev);
 
 #endif /* __TESSERA_GEM_H__ */

@@ -229,3 +229,24 @@ out:
 	pthread_mutex_unlock(&dev->lock);
 	return ret;
 }
+
+int accel_buffer_advise(struct accel_buffer *buf, uint32_t advice,
+			uint32_t *retained)
+{
+	struct drm_tessera_bo_madvise m = { 0 };
+
+	if (!buf)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	if (advice != ACCEL_ADVICE_WILLNEED && advice != ACCEL_ADVICE_DONTNEED)
+		return ACCEL_ERR_BAD_FLAGS;
+	if (buf->placement == ACCEL_PLACEMENT_HBM)
+		return ACCEL_ERR_NOT_SUPPORTED;
+	m.handle = buf->handle;
+	m.madv = advice == ACCEL_ADVICE_DONTNEED ? DRM_TESSERA_MADV_DONTNEED :
+						   DRM_TESSERA_MADV_WILLNEED;
+	if (drmIoctl(buf->dev->fd, DRM_IOCTL_TESSERA_BO_MADVISE, &m))
+		return accel_error_from_errno(errno);
+	if (retained)
+		*retained = m.retained;
+	return ACCEL_OK;
+}

@@ -139,7 +139,7 @@ TEST_F(accel, the_retired_ioctls_are_gone)
 {
 	/* GET_INFO, PING, GET_COUNTERS: past the table, or GET_PARAM's 0. */
 	struct drm_tessera_get_param gp = { 0 };
-	unsigned long past = DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_SUBMIT_BATCH + 1,
+	unsigned long past = DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_BO_MADVISE + 1,
 				      struct drm_tessera_get_param);
 
 	EXPECT_EQ(-1, ioctl(self->fd, past, &gp));

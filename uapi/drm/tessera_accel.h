@@ -25,7 +25,7 @@ extern "C" {
  * "Versions").
  */
 #define DRM_TESSERA_DRIVER_MAJOR	2
-#define DRM_TESSERA_DRIVER_MINOR	2
+#define DRM_TESSERA_DRIVER_MINOR	3
 
 #define DRM_TESSERA_GET_PARAM		0x00
 #define DRM_TESSERA_BO_CREATE		0x01
@@ -36,6 +36,7 @@ extern "C" {
 #define DRM_TESSERA_WINDOW_CLOSE	0x06
 #define DRM_TESSERA_LINK_INFO		0x07
 #define DRM_TESSERA_SUBMIT_BATCH	0x08
+#define DRM_TESSERA_BO_MADVISE		0x09
 
 #define DRM_IOCTL_TESSERA_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_GET_PARAM, struct drm_tessera_get_param)
@@ -55,6 +56,8 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_LINK_INFO, struct drm_tessera_link_info)
 #define DRM_IOCTL_TESSERA_SUBMIT_BATCH \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_SUBMIT_BATCH, struct drm_tessera_submit_batch)
+#define DRM_IOCTL_TESSERA_BO_MADVISE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_TESSERA_BO_MADVISE, struct drm_tessera_bo_madvise)
 
 /* ICI ports of a chip: +x, -x, +y, -y, +z, -z (TSR_ICI_PORT()). */
 #define DRM_TESSERA_MAX_PORTS		6
@@ -187,6 +190,40 @@ struct drm_tessera_bo_info {
 	__u32 placement;
 	/** @pad: reserved, written as zero. */
 	__u32 pad;
+};
+
+/* DRM_IOCTL_TESSERA_BO_MADVISE: the buffer's contents are needed again. */
+#define DRM_TESSERA_MADV_WILLNEED	0
+/* DRM_IOCTL_TESSERA_BO_MADVISE: the kernel may drop the buffer's pages. */
+#define DRM_TESSERA_MADV_DONTNEED	1
+
+/**
+ * struct drm_tessera_bo_madvise - mark a buffer purgeable or needed
+ * (DRM_IOCTL_TESSERA_BO_MADVISE)
+ *
+ * Under memory pressure the kernel drops the pages of an idle system-memory
+ * buffer marked DRM_TESSERA_MADV_DONTNEED (no unfinished job uses it): its
+ * device VA stays reserved but unmapped, so a job that touches it faults
+ * (-EFAULT); a CPU mapping of it raises SIGBUS.  A purged buffer stays
+ * purged: only closing it gives its handle back.
+ */
+struct drm_tessera_bo_madvise {
+	/** @handle: in, GEM handle of a system-memory buffer. */
+	__u32 handle;
+	/**
+	 * @madv: in, DRM_TESSERA_MADV_WILLNEED or DRM_TESSERA_MADV_DONTNEED;
+	 * any other value is -EINVAL.  An HBM buffer is -EINVAL: HBM is
+	 * not memory the kernel can reclaim.  An imported buffer is accepted
+	 * but never purged (its pages belong to the exporter).
+	 */
+	__u32 madv;
+	/** @flags: in, must be zero. */
+	__u32 flags;
+	/**
+	 * @retained: out, 1 if the buffer still has its contents, 0 if they
+	 * were purged.
+	 */
+	__u32 retained;
 };
 
 /* How a job uses a buffer object: implicit fences follow from it. */

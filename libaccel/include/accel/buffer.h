@@ -117,6 +117,31 @@ ACCEL_API int accel_buffer_export(struct accel_buffer *buf, int *fd);
 ACCEL_API int accel_buffer_import(struct accel_device *dev, int fd,
 				  struct accel_buffer **buf);
 
+/* Advice for accel_buffer_advise(). */
+/** The contents are needed again: the kernel keeps them from now on. */
+#define ACCEL_ADVICE_WILLNEED	0u
+/** The contents may be dropped under memory pressure while no job runs. */
+#define ACCEL_ADVICE_DONTNEED	1u
+
+/**
+ * accel_buffer_advise() - tell the kernel whether a system-memory buffer's
+ * contents are still needed (driver 2.3, BO_MADVISE).
+ * @advice: ACCEL_ADVICE_DONTNEED or ACCEL_ADVICE_WILLNEED
+ * @retained: out, may be NULL: 1 if the buffer still has its contents, 0
+ *	if the kernel purged them
+ *
+ * A DONTNEED buffer that no unfinished job uses may be purged under
+ * memory pressure; a purged buffer stays purged (a job touching it fails,
+ * chip error "MMU_UNMAPPED"; its CPU mapping raises SIGBUS): destroy it and
+ * create another.  Call WILLNEED before using it again and check
+ * @retained.  Its memory comes back once nothing maps it: a buffer
+ * accel_buffer_map() mapped keeps its pages until it is destroyed.
+ * ACCEL_ERR_NOT_SUPPORTED for an HBM buffer; ACCEL_ERR_BAD_FLAGS for
+ * other advice.
+ */
+ACCEL_API int accel_buffer_advise(struct accel_buffer *buf, uint32_t advice,
+				  uint32_t *retained);
+
 #ifdef __cplusplus
 }
 #endif

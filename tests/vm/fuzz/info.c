@@ -66,7 +66,7 @@ void op_get_param(struct fuzz *fz, struct fuzz_file *f)
 }
 
 /* The driver's last ioctl: the numbers past it are unknown. */
-#define DRIVER_LAST_IOCTL	DRM_TESSERA_LINK_INFO
+#define DRIVER_LAST_IOCTL	DRM_TESSERA_BO_MADVISE
 
 /* Driver ioctl numbers past the table, with any argument size. */
 void op_unknown_ioctl(struct fuzz *fz, struct fuzz_file *f)

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Purgeable buffers: DRM_IOCTL_TESSERA_BO_MADVISE and the driver's
+ * shrinker.  Memory pressure is made by "echo 2 > /proc/sys/vm/drop_caches",
+ * which runs every shrinker (drop_slab()); the tests run as root.
+ *
+ * Copyright (C) 2026 The Tessera Authors
+ */
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "tessera_util.h"
+
+#define KIB 1024u
+#define MIB (1024u * 1024u)
+
+FIXTURE(purge) {
+	int fd;
+	struct tsr_cmds c;
+	struct tsr_bo host, big;
+	uint32_t sync;
+};
+
+FIXTURE_SETUP(purge)
+{
+	self->fd = tsr_open(0);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->c.bo));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, 0, &self->host));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 4 * MIB, 0, &self->big));
+	self->sync = tsr_syncobj(self->fd);
+	ASSERT_LT(0, (int)self->sync);
+}
+
+FIXTURE_TEARDOWN(purge)
+{
+	close(self->fd);
+}
+
+/* BO_MADVISE @madv on @handle; -errno, *@retained set on success. */
+static int madvise_bo(int fd, uint32_t handle, uint32_t madv,
+		      uint32_t *retained)
+{
+	struct drm_tessera_bo_madvise m = { .handle = handle, .madv = madv };
+	int ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_BO_MADVISE, &m);
+
+	if (!ret && retained)
+		*retained = m.retained;
+	return ret;
+}
+
+/* Every shrinker of the kernel runs. */
+static int memory_pressure(void)
+{
+	return tsr_write_file("/proc/sys/vm/drop_caches", "2");
+}
+
+/* Size @key in the fdinfo of @fd in KiB (DRM prints KiB or MiB), or -1. */
+static long long fdinfo_kib(int fd, const char *key)
+{
+	char path[64], line[256], *unit;
+	long long v = -1;
+	size_t n = strlen(key);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, n) || line[n] != ':')
+			continue;
+		v = strtoll(line + n + 1, &unit, 10);
+		if (strstr(unit, "MiB"))
+			v *= 1024;
+		else if (!strstr(unit, "KiB"))
+			v = -1;
+	}
+	fclose(f);
+	return v;
+}
+
+/* Submit the fixture's command buffer using @host and @big; wait. */
+static int run(FIXTURE_DATA(purge) *self, struct drm_tessera_job_status *st)
+{
+	const struct tsr_bo *bos[] = { &self->host, &self->big };
+	uint64_t seq;
+	int ret;
+
+	drmSyncobjReset(self->fd, &self->sync, 1);
+	ret = tsr_submit(self->fd, &self->c, 0, bos, 2, self->sync, &seq);
+	self->c.len = 0;
+	if (!ret)
+		ret = tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS);
+	return ret ?: tsr_job_status(self->fd, seq, st);
+}
+
+TEST_F(purge, bad_arguments_are_refused)
+{
+	struct drm_tessera_bo_madvise m = {
+		.handle = self->big.handle, .madv = DRM_TESSERA_MADV_DONTNEED,
+	};
+	struct tsr_bo hbm;
+
+	m.flags = 1;
+	EXPECT_EQ(-EINVAL, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_MADVISE, &m));
+	m.flags = 0;
+	m.madv = 2;
+	EXPECT_EQ(-EINVAL, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_MADVISE, &m));
+	EXPECT_EQ(-ENOENT, madvise_bo(self->fd, 0x7fff,
+				      DRM_TESSERA_MADV_DONTNEED, NULL));
+	/* HBM is not memory the kernel can reclaim. */
+	ASSERT_EQ(0, tsr_bo_create(self->fd, 64 * KIB, DRM_TESSERA_BO_HBM, &hbm));
+	EXPECT_EQ(-EINVAL, madvise_bo(self->fd, hbm.handle,
+				      DRM_TESSERA_MADV_DONTNEED, NULL));
+	/* None of them marked the buffer: pressure leaves it. */
+	ASSERT_EQ(0, memory_pressure());
+	m.madv = DRM_TESSERA_MADV_WILLNEED;
+	ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_BO_MADVISE, &m));
+	EXPECT_EQ(1, m.retained);
+}
+
+TEST_F(purge, dontneed_then_willneed_without_pressure_keeps_the_contents)
+{
+	struct drm_tessera_job_status st;
+	uint32_t retained = 7;
+
+	memset(self->big.map, 0x5a, self->big.size);
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_DONTNEED, &retained));
+	EXPECT_EQ(1, retained);
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_WILLNEED, &retained));
+	EXPECT_EQ(1, retained);
+	/* Marked needed again: pressure leaves it too. */
+	ASSERT_EQ(0, memory_pressure());
+	EXPECT_EQ(0x5a, ((uint8_t *)self->big.map)[self->big.size - 1]);
+	tsr_emit_copy(&self->c, self->big.va + 4096, self->host.va, 64);
+	ASSERT_EQ(0, run(self, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x5a, ((uint8_t *)self->host.map)[63]);
+}
+
+TEST_F(purge, a_dontneed_buffer_is_purged_under_memory_pressure)
+{
+	long long resident;
+	uint32_t retained = 7;
+
+	memset(self->big.map, 0x5a, self->big.size);
+	/* A CPU mapping holds the pages: this test wants them back. */
+	munmap(self->big.map, self->big.size);
+	self->big.map = NULL;
+	resident = fdinfo_kib(self->fd, "drm-resident-host");
+	ASSERT_LE(4096, resident);
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_DONTNEED, &retained));
+	ASSERT_EQ(1, retained);
+	EXPECT_EQ(4096, fdinfo_kib(self->fd, "drm-purgeable-host"));
+	ASSERT_EQ(0, memory_pressure());
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_WILLNEED, &retained));
+	EXPECT_EQ(0, retained);
+	EXPECT_EQ(resident - 4096, fdinfo_kib(self->fd, "drm-resident-host"));
+	/* Purged stays purged. */
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_DONTNEED, &retained));
+	EXPECT_EQ(0, retained);
+}
+
+TEST_F(purge, a_purged_buffer_raises_sigbus_through_its_cpu_mapping)
+{
+	volatile uint8_t *p = self->big.map;
+	uint32_t retained = 7;
+	int status;
+	pid_t pid;
+
+	p[0] = 1;
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_DONTNEED, NULL));
+	ASSERT_EQ(0, memory_pressure());
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_WILLNEED, &retained));
+	ASSERT_EQ(0, retained);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		(void)p[4096];
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFSIGNALED(status));
+	EXPECT_EQ(SIGBUS, WTERMSIG(status));
+}
+
+TEST_F(purge, a_dontneed_buffer_a_waiting_job_uses_is_not_purged)
+{
+	struct drm_tessera_job_status st;
+	const struct tsr_bo *bos[] = { &self->host, &self->big };
+	uint64_t *sem = self->host.map, seq;
+	uint32_t retained = 7;
+
+	memset(self->big.map, 0x5a, self->big.size);
+	munmap(self->big.map, self->big.size);
+	self->big.map = NULL;
+	/* The job waits on a semaphore, then copies out of the buffer. */
+	sem[0] = 0;
+	tsr_emit_sem(&self->c, TSR_OP_SEM_WAIT, self->host.va, 1);
+	tsr_emit_copy(&self->c, self->big.va + 8192, self->host.va + 64, 64);
+	drmSyncobjReset(self->fd, &self->sync, 1);
+	ASSERT_EQ(0, tsr_submit(self->fd, &self->c, 0, bos, 2, self->sync, &seq));
+	EXPECT_EQ(-ETIME, tsr_wait(self->fd, self->sync, 100 * 1000 * 1000ull));
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_DONTNEED, NULL));
+	ASSERT_EQ(0, memory_pressure());
+	__atomic_store_n(&sem[0], 1, __ATOMIC_SEQ_CST);
+	ASSERT_EQ(0, tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS));
+	ASSERT_EQ(0, tsr_job_status(self->fd, seq, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x5a, ((uint8_t *)self->host.map)[64 + 63]);
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_WILLNEED, &retained));
+	EXPECT_EQ(1, retained);
+}
+
+TEST_F(purge, a_job_using_a_purged_buffer_faults_alone_and_the_next_runs)
+{
+	struct drm_tessera_job_status st;
+	uint32_t retained = 7;
+
+	munmap(self->big.map, self->big.size);
+	self->big.map = NULL;
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_DONTNEED, NULL));
+	ASSERT_EQ(0, memory_pressure());
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_WILLNEED, &retained));
+	ASSERT_EQ(0, retained);
+	/* The job still lists it: accepted, and faults at its address. */
+	tsr_emit_fill(&self->c, self->big.va + 4096, 1, 64);
+	ASSERT_EQ(0, run(self, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_FAILED, st.state);
+	EXPECT_EQ(TSR_ERR_MMU_UNMAPPED, st.error);
+	EXPECT_EQ(-EFAULT, st.fence_error);
+	EXPECT_EQ(self->big.va + 4096, st.fault_va);
+	tsr_emit_fill(&self->c, self->host.va, 0x33333333, 64);
+	ASSERT_EQ(0, run(self, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0x33, ((uint8_t *)self->host.map)[63]);
+}
+
+TEST_HARNESS_MAIN
