@@ -598,7 +598,7 @@ static bool tessera_bo_try_purge(struct tessera_device *tdev,
 		return false;
 	if (!dma_resv_trylock(shmem->base.resv))
 		goto out_bo;
-	if (!drm_gem_shmem_is_purgeable(shmem) ||
+	if (!drm_gem_shmem_is_purgeable(shmem) || bo->windows ||
 	    !dma_resv_test_signaled(shmem->base.resv, DMA_RESV_USAGE_BOOKKEEP))
 		goto out_resv;
 

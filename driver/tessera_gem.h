@@ -32,9 +32,11 @@ struct tessera_bo {
 	struct drm_mm_node hbm_node;
 	u64 pinned;
 	struct user_struct *user;
-	/* protects mappings */
+	/* protects mappings and windows */
 	struct mutex lock;
 	struct list_head mappings;
+	/* ICI windows open on the buffer: never purged while other chips may write */
+	unsigned int windows;
 	struct list_head shrink_link;
 };
 

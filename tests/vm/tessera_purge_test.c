@@ -168,6 +168,39 @@ TEST_F(purge, a_dontneed_buffer_is_purged_under_memory_pressure)
 	EXPECT_EQ(0, retained);
 }
 
+/*
+ * Other chips may write a buffer through an ICI window at any time: while
+ * one is open the buffer stays, and once it closes it may go.
+ */
+TEST_F(purge, a_dontneed_buffer_with_an_open_window_is_not_purged)
+{
+	struct drm_tessera_window_open wo = {
+		.handle = self->big.handle, .flags = DRM_TESSERA_WINDOW_WRITE,
+		.size = self->big.size,
+	};
+	struct drm_tessera_window_close wc = { 0 };
+	uint32_t retained = 7;
+
+	munmap(self->big.map, self->big.size);
+	self->big.map = NULL;
+	ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_WINDOW_OPEN, &wo));
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_DONTNEED, &retained));
+	ASSERT_EQ(0, memory_pressure());
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_WILLNEED, &retained));
+	EXPECT_EQ(1, retained);
+
+	wc.id = wo.id;
+	ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_WINDOW_CLOSE, &wc));
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_DONTNEED, &retained));
+	ASSERT_EQ(0, memory_pressure());
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_WILLNEED, &retained));
+	EXPECT_EQ(0, retained);
+}
+
 TEST_F(purge, a_purged_buffer_raises_sigbus_through_its_cpu_mapping)
 {
 	volatile uint8_t *p = self->big.map;
