@@ -1436,7 +1436,7 @@ TEST_F(lib, a_command_buffer_keeps_its_buffers_alive)
 	NEW_BUFFER(buf, 4096, ACCEL_PLACEMENT_HBM);
 	EMIT(accel_cmdbuf_fill(self->cb, buf, 0, 1, 4096));
 	accel_buffer_destroy(buf);
-	EXPECT_LT(0, fdinfo_bytes(accel_device_fd(self->dev), "drm-total-hbm"));
+	EXPECT_LT(0, tsr_fdinfo_bytes(accel_device_fd(self->dev), "drm-total-hbm"));
 	RUN_OK(2);
 }
 

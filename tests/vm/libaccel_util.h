@@ -17,6 +17,7 @@
 #include <accel/accel.h>
 
 #include "kselftest_harness.h"
+#include "tessera_util.h"
 
 static inline uint32_t rnd(uint32_t *state)
 {
@@ -56,30 +57,6 @@ static inline int count_fds(void)
 	return n;
 }
 
-/* A size in the fdinfo of @fd ("drm-total-host:\t4 KiB"), in bytes, or -1. */
-static inline long long fdinfo_bytes(int fd, const char *key)
-{
-	char path[64], line[256], unit[8];
-	size_t n = strlen(key);
-	long long v = -1, num;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, key, n) || line[n] != ':')
-			continue;
-		unit[0] = '\0';
-		if (sscanf(line + n + 1, "%lld %7s", &num, unit) < 1)
-			continue;
-		v = num * (!strcmp(unit, "KiB") ? 1024 :
-			   !strcmp(unit, "MiB") ? 1024 * 1024 : 1);
-	}
-	fclose(f);
-	return v;
-}
 
 /*
  * What a test may not leave behind: descriptors, and the device file's
@@ -94,8 +71,8 @@ static inline void leak_snapshot(const struct accel_device *dev,
 				 struct leak_snapshot *s)
 {
 	s->fds = count_fds();
-	s->host = fdinfo_bytes(accel_device_fd(dev), "drm-total-host");
-	s->hbm = fdinfo_bytes(accel_device_fd(dev), "drm-total-hbm");
+	s->host = tsr_fdinfo_bytes(accel_device_fd(dev), "drm-total-host");
+	s->hbm = tsr_fdinfo_bytes(accel_device_fd(dev), "drm-total-hbm");
 }
 
 /*

@@ -537,24 +537,6 @@ TEST_F(drv, closed_buffer_is_unmapped)
 
 /* ---------------------------------------------------------- fdinfo */
 
-/* Value of key @key in the fdinfo of @fd, or -1. */
-static long long fdinfo_value(int fd, const char *key)
-{
-	char path[64], line[256];
-	long long v = -1;
-	size_t n = strlen(key);
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, n) && line[n] == ':')
-			v = strtoll(line + n + 1, NULL, 10);
-	fclose(f);
-	return v;
-}
 
 TEST_F(drv, fdinfo_reports_memory_per_placement_and_engine_time)
 {
@@ -562,14 +544,14 @@ TEST_F(drv, fdinfo_reports_memory_per_placement_and_engine_time)
 
 	ASSERT_EQ(0, tsr_bo_create(self->fd, 4 * MIB, DRM_TESSERA_BO_HBM, &big));
 	/* Sizes are printed in KiB: command buffer + host, HBM + big. */
-	EXPECT_EQ(128, fdinfo_value(self->fd, "drm-total-host"));
-	EXPECT_EQ(64 + 4096, fdinfo_value(self->fd, "drm-total-hbm"));
-	EXPECT_EQ(64 + 4096, fdinfo_value(self->fd, "drm-resident-hbm"));
-	EXPECT_EQ(0, fdinfo_value(self->fd, "drm-engine-q1"));
+	EXPECT_EQ(128, tsr_fdinfo_bytes(self->fd, "drm-total-host") / 1024);
+	EXPECT_EQ(64 + 4096, tsr_fdinfo_bytes(self->fd, "drm-total-hbm") / 1024);
+	EXPECT_EQ(64 + 4096, tsr_fdinfo_bytes(self->fd, "drm-resident-hbm") / 1024);
+	EXPECT_EQ(0, tsr_fdinfo_bytes(self->fd, "drm-engine-q1"));
 	tsr_emit_fill(&self->c, big.va, 3, 4 * MIB);
 	RUN_OK(1);
-	EXPECT_LT(0, fdinfo_value(self->fd, "drm-engine-q1"));
-	EXPECT_EQ(0, fdinfo_value(self->fd, "drm-engine-q2"));
+	EXPECT_LT(0, tsr_fdinfo_bytes(self->fd, "drm-engine-q1"));
+	EXPECT_EQ(0, tsr_fdinfo_bytes(self->fd, "drm-engine-q2"));
 }
 
 /* ------------------------------------------------------- isolation */

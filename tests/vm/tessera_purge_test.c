@@ -56,29 +56,12 @@ static int memory_pressure(void)
 	return tsr_write_file("/proc/sys/vm/drop_caches", "2");
 }
 
-/* Size @key in the fdinfo of @fd in KiB (DRM prints KiB or MiB), or -1. */
+/* Size @key in the fdinfo of @fd in KiB, or -1. */
 static long long fdinfo_kib(int fd, const char *key)
 {
-	char path[64], line[256], *unit;
-	long long v = -1;
-	size_t n = strlen(key);
-	FILE *f;
+	long long v = tsr_fdinfo_bytes(fd, key);
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, key, n) || line[n] != ':')
-			continue;
-		v = strtoll(line + n + 1, &unit, 10);
-		if (strstr(unit, "MiB"))
-			v *= 1024;
-		else if (!strstr(unit, "KiB"))
-			v = -1;
-	}
-	fclose(f);
-	return v;
+	return v < 0 ? v : v / 1024;
 }
 
 /* Submit the fixture's command buffer using @host and @big; wait. */
@@ -168,6 +151,18 @@ TEST_F(purge, a_dontneed_buffer_is_purged_under_memory_pressure)
 	EXPECT_EQ(0, retained);
 }
 
+/* DONTNEED, memory pressure, WILLNEED: whether @handle kept its pages. */
+static int retained_after_pressure(int fd, uint32_t handle)
+{
+	uint32_t retained = 7;
+
+	if (madvise_bo(fd, handle, DRM_TESSERA_MADV_DONTNEED, &retained) ||
+	    memory_pressure() ||
+	    madvise_bo(fd, handle, DRM_TESSERA_MADV_WILLNEED, &retained))
+		return -1;
+	return retained;
+}
+
 /*
  * Other chips may write a buffer through an ICI window at any time: while
  * one is open the buffer stays, and once it closes it may go.
@@ -179,26 +174,15 @@ TEST_F(purge, a_dontneed_buffer_with_an_open_window_is_not_purged)
 		.size = self->big.size,
 	};
 	struct drm_tessera_window_close wc = { 0 };
-	uint32_t retained = 7;
 
 	munmap(self->big.map, self->big.size);
 	self->big.map = NULL;
 	ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_WINDOW_OPEN, &wo));
-	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
-				DRM_TESSERA_MADV_DONTNEED, &retained));
-	ASSERT_EQ(0, memory_pressure());
-	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
-				DRM_TESSERA_MADV_WILLNEED, &retained));
-	EXPECT_EQ(1, retained);
+	EXPECT_EQ(1, retained_after_pressure(self->fd, self->big.handle));
 
 	wc.id = wo.id;
 	ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_TESSERA_WINDOW_CLOSE, &wc));
-	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
-				DRM_TESSERA_MADV_DONTNEED, &retained));
-	ASSERT_EQ(0, memory_pressure());
-	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
-				DRM_TESSERA_MADV_WILLNEED, &retained));
-	EXPECT_EQ(0, retained);
+	EXPECT_EQ(0, retained_after_pressure(self->fd, self->big.handle));
 }
 
 TEST_F(purge, a_purged_buffer_raises_sigbus_through_its_cpu_mapping)

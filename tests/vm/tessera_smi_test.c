@@ -708,13 +708,13 @@ TEST_F(smi, own_process_is_listed_with_the_memory_fdinfo_reports)
 	ASSERT_NE(NULL, p);
 	read_comm(comm, sizeof(comm));
 	EXPECT_STREQ(comm, jstr(p, "name"));
-	EXPECT_EQ(fdinfo_bytes(fd, "drm-client-id"), jint(p, "client_id"));
+	EXPECT_EQ(tsr_fdinfo_bytes(fd, "drm-client-id"), jint(p, "client_id"));
 	EXPECT_EQ(8 * MIB, jint(p, "memory.hbm.total_bytes"));
-	EXPECT_EQ(fdinfo_bytes(fd, "drm-total-hbm"),
+	EXPECT_EQ(tsr_fdinfo_bytes(fd, "drm-total-hbm"),
 		  jint(p, "memory.hbm.total_bytes"));
-	EXPECT_EQ(fdinfo_bytes(fd, "drm-resident-hbm"),
+	EXPECT_EQ(tsr_fdinfo_bytes(fd, "drm-resident-hbm"),
 		  jint(p, "memory.hbm.resident_bytes"));
-	EXPECT_EQ(fdinfo_bytes(fd, "drm-total-host"),
+	EXPECT_EQ(tsr_fdinfo_bytes(fd, "drm-total-host"),
 		  jint(p, "memory.host.total_bytes"));
 	EXPECT_LE(64 * 1024, jint(p, "memory.host.total_bytes"));
 	json_object_put(report);
@@ -734,10 +734,10 @@ TEST_F(smi, own_engine_time_agrees_with_fdinfo)
 	ASSERT_NE(NULL, p);
 	engine = jget(p, "engine_ns");
 	ASSERT_EQ(self->info.num_queues, jlen(p, "engine_ns"));
-	EXPECT_LT(0, fdinfo_bytes(fd, "drm-engine-q1"));
-	EXPECT_EQ(fdinfo_bytes(fd, "drm-engine-q1"),
+	EXPECT_LT(0, tsr_fdinfo_bytes(fd, "drm-engine-q1"));
+	EXPECT_EQ(tsr_fdinfo_bytes(fd, "drm-engine-q1"),
 		  json_object_get_int64(json_object_array_get_idx(engine, 1)));
-	EXPECT_EQ(fdinfo_bytes(fd, "drm-engine-q0"),
+	EXPECT_EQ(tsr_fdinfo_bytes(fd, "drm-engine-q0"),
 		  json_object_get_int64(json_object_array_get_idx(engine, 0)));
 	json_object_put(report);
 }

@@ -697,4 +697,32 @@ static inline int tsr_uevent_wait(int s, const char *key, const char *key2,
 	return -ETIME;
 }
 
+/*
+ * A value in the fdinfo of @fd ("drm-total-host:\t4 KiB"), sizes in bytes,
+ * or -1.
+ */
+static inline long long tsr_fdinfo_bytes(int fd, const char *key)
+{
+	char path[64], line[256], unit[8];
+	size_t n = strlen(key);
+	long long v = -1, num;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, n) || line[n] != ':')
+			continue;
+		unit[0] = '\0';
+		if (sscanf(line + n + 1, "%lld %7s", &num, unit) < 1)
+			continue;
+		v = num * (!strcmp(unit, "KiB") ? 1024 :
+			   !strcmp(unit, "MiB") ? 1024 * 1024 : 1);
+	}
+	fclose(f);
+	return v;
+}
+
 #endif /* TESSERA_UTIL_H */
