@@ -188,17 +188,11 @@ TEST_F(purge, a_dontneed_buffer_with_an_open_window_is_not_purged)
 TEST_F(purge, a_purged_buffer_raises_sigbus_through_its_cpu_mapping)
 {
 	volatile uint8_t *p = self->big.map;
-	uint32_t retained = 7;
 	int status;
 	pid_t pid;
 
 	p[0] = 1;
-	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
-				DRM_TESSERA_MADV_DONTNEED, NULL));
-	ASSERT_EQ(0, memory_pressure());
-	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
-				DRM_TESSERA_MADV_WILLNEED, &retained));
-	ASSERT_EQ(0, retained);
+	ASSERT_EQ(0, retained_after_pressure(self->fd, self->big.handle));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
@@ -243,16 +237,10 @@ TEST_F(purge, a_dontneed_buffer_a_waiting_job_uses_is_not_purged)
 TEST_F(purge, a_job_using_a_purged_buffer_faults_alone_and_the_next_runs)
 {
 	struct drm_tessera_job_status st;
-	uint32_t retained = 7;
 
 	munmap(self->big.map, self->big.size);
 	self->big.map = NULL;
-	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
-				DRM_TESSERA_MADV_DONTNEED, NULL));
-	ASSERT_EQ(0, memory_pressure());
-	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
-				DRM_TESSERA_MADV_WILLNEED, &retained));
-	ASSERT_EQ(0, retained);
+	ASSERT_EQ(0, retained_after_pressure(self->fd, self->big.handle));
 	/* The job still lists it: accepted, and faults at its address. */
 	tsr_emit_fill(&self->c, self->big.va + 4096, 1, 64);
 	ASSERT_EQ(0, run(self, &st));
