@@ -455,13 +455,17 @@ void tessera_queue_wait_next(struct tessera_job *job)
  *	(STARTED reads 0)
  *
  * Retires what the chip finished (the fence word is in system memory, and
- * survives), then takes the oldest job left as started: a queue runs one
- * job at a time, so no later job had started, and this one may have.
+ * survives), then looks at the oldest job left: a queue runs one job at a
+ * time, so no later job had started.  That one had if its record says so
+ * (the chip marks it RUNNING, in memory, before its first command), and
+ * had not if the record is still the blank the driver wrote.
  *
- * Return: one past its ring slot, as tessera_queue_stop() would have.
+ * Return: one past the last job's ring slot that may have started, as
+ * tessera_queue_stop() would have returned.
  */
 u32 tessera_queue_started_lost(struct tessera_queue *q)
 {
+	const struct tsr_completion *rec;
 	struct tessera_job *job;
 	unsigned long flags;
 	u32 started = 0;
@@ -469,8 +473,13 @@ u32 tessera_queue_started_lost(struct tessera_queue *q)
 	tessera_queue_reap(q, false);
 	spin_lock_irqsave(&q->lock, flags);
 	job = list_first_entry_or_null(&q->inflight, struct tessera_job, link);
-	if (job)
-		started = (job->slot + 1) % TESSERA_RING_SIZE;
+	if (job) {
+		rec = tessera_job_record(job);
+		started = job->slot;
+		if (READ_ONCE(rec->status) &&
+		    READ_ONCE(rec->fence) == job->hw_fence->seqno)
+			started = (job->slot + 1) % TESSERA_RING_SIZE;
+	}
 	spin_unlock_irqrestore(&q->lock, flags);
 	return started;
 }

@@ -265,6 +265,8 @@ struct tsr_completion {
 
 #define TSR_JOB_STATUS_DONE		1
 #define TSR_JOB_STATUS_ERROR		2
+/* Written when the job starts, before its first command; ended by the above. */
+#define TSR_JOB_STATUS_RUNNING		3
 #define TSR_NO_COMMAND			0xffffffffu
 
 /* ---------------------------------------------------------- MMU block */

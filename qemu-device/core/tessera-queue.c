@@ -271,6 +271,32 @@ static void run_commands(TsrMem *mem, const uint8_t *buf, uint32_t size,
 }
 
 /*
+ * Mark job @d's completion record RUNNING before its first command: memory
+ * outlives a reset that wipes the chip's registers, STARTED included, so a
+ * driver recovering from one it did not make can still tell a job that
+ * had started from one the queue never took.  A record the chip cannot
+ * write is no fault of the job's: the record at its end fails again and
+ * says so.
+ */
+static void record_start(TsrMem *mem, const struct tsr_job_desc *d)
+{
+    struct tsr_completion rec = {
+        .status = htole32(TSR_JOB_STATUS_RUNNING),
+        .failed_cmd = htole32(TSR_NO_COMMAND),
+        .fence = htole64(d->fence),
+    };
+
+    if (!d->completion_va) {
+        return;
+    }
+    tsr_mem_write(mem, d->completion_va, &rec, sizeof(rec));
+    mem->error = 0;
+    mem->fault_va = 0;
+    mem->host_bytes = 0;
+    mem->hbm_bytes = 0;
+}
+
+/*
  * Run job @d and fill @comp.  @mem is left open on the job's context when
  * the context is valid, for writing the completion record.  @hang_at: as
  * for run_commands().
@@ -304,6 +330,7 @@ static void run_job(const struct tsr_job_desc *d, TsrMem *mem,
         trace->va = d->trace_va;
         trace->capacity = TSR_TRACE_CAPACITY(d->trace_size);
     }
+    record_start(mem, d);
     buf = malloc(d->cmdbuf_size);
     if (!buf) {
         comp->error = TSR_ERR_TOO_LARGE;

@@ -236,6 +236,7 @@ TEST_F(f, a_hung_queue_stops_alone_until_released)
 	other = chip_queue_job(self->c, 1, 1, &nop, sizeof(nop), 2);
 	tsr_core_queue_run(self->c->core, 0);
 	tsr_core_queue_run(self->c->core, 1);
+	/* The queue never took it: its record is as the driver left it. */
 	EXPECT_EQ(0, stuck->status);
 	EXPECT_EQ(TSR_QSTATUS_HUNG, qrd(self->c, 0, TSR_QREG_STATUS));
 	EXPECT_FALSE(tsr_core_queue_pending(self->c->core, 0));
@@ -323,7 +324,10 @@ TEST_F(f, a_job_hangs_after_n_commands_until_its_queue_is_reset)
 	EXPECT_EQ(1, words[0]);
 	EXPECT_EQ(1, words[1]);
 	EXPECT_EQ(0, words[2]) TH_LOG("the command after the hang ran");
-	EXPECT_EQ(0, hung->status) TH_LOG("the reset job wrote its record");
+	/* Its record stays as it started: RUNNING, with its fence. */
+	EXPECT_EQ(TSR_JOB_STATUS_RUNNING, hung->status)
+		TH_LOG("the reset job wrote its record");
+	EXPECT_EQ(1, hung->fence);
 
 	self->c->tail[0] = 0;
 	EXPECT_EQ(TSR_JOB_STATUS_DONE,
@@ -346,11 +350,12 @@ TEST_F(f, a_job_shorter_than_n_hangs_before_it_ends)
 	ASSERT_EQ(0, pthread_create(&t, NULL, run_queue_0, self->c));
 	while (!__atomic_load_n(&words[0], __ATOMIC_ACQUIRE))
 		nanosleep(&tick, NULL);
-	EXPECT_EQ(0, hung->status);
+	EXPECT_EQ(TSR_JOB_STATUS_RUNNING, hung->status);
+	EXPECT_EQ(TSR_NO_COMMAND, hung->failed_cmd);
 	EXPECT_EQ(TSR_QSTATUS_RUNNING, qrd(self->c, 0, TSR_QREG_STATUS));
 	qwr(self->c, 0, TSR_QREG_CONTROL, TSR_QCTRL_RESET | TSR_QCTRL_ENABLE);
 	ASSERT_EQ(0, pthread_join(t, NULL));
-	EXPECT_EQ(0, hung->status);
+	EXPECT_EQ(TSR_JOB_STATUS_RUNNING, hung->status);
 }
 
 static void everything(TsrFaults *f)

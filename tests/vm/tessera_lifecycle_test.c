@@ -511,6 +511,67 @@ TEST_F(life, a_function_reset_by_the_host_fails_the_running_job_and_the_next_one
 	EXPECT_EQ(0x4242u, words[128]);
 }
 
+/*
+ * Whether the chip has lost the interrupt enables the driver set: a
+ * function-level reset clears them, and nothing restores them until the
+ * driver recovers the chip (debugfs registers reads them live).
+ */
+static bool irqs_lost(const char *pci)
+{
+	char path[128], line[128];
+	unsigned int reg, value;
+	bool lost = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/registers", pci);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "IRQ_ENABLE 0x%x 0x%x", &reg, &value) == 2)
+			lost = value == 0;
+	fclose(f);
+	return lost;
+}
+
+/*
+ * The host resets the function of an idle chip, unannounced.  No job had
+ * started, so none may fail: the next job waits for the timeout to find
+ * the chip lost and then runs, as if nothing had happened but the delay.
+ * The chip is kept awake (runtime PM off): a suspended one would be set
+ * up afresh at its resume, which is not the path under test.
+ */
+TEST_F(life, a_function_reset_by_the_host_of_an_idle_chip_fails_no_job)
+{
+	long long resets = tsr_sysfs_counter(self->pci, "device_resets");
+	uint64_t deadline = tsr_now_ns() + TSR_TEST_WAIT_NS;
+	struct drm_tessera_job_status st;
+	uint32_t *words = self->host.map;
+	char control[96];
+
+	need_the_host();
+	snprintf(control, sizeof(control),
+		 "/sys/bus/pci/devices/%s/power/control", self->pci);
+	ASSERT_EQ(0, tsr_write_file(control, "on"));
+	tsr_emit_fill(&self->c, self->hbm.va + 512, 0x4343, 4);
+	ASSERT_EQ(0, run(self, &st));
+	ASSERT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+
+	ASSERT_FALSE(irqs_lost(self->pci));
+	host_fault("flr");
+	while (!irqs_lost(self->pci) && tsr_now_ns() < deadline)
+		usleep(10000);
+	ASSERT_TRUE(irqs_lost(self->pci)) TH_LOG("no reset came");
+
+	tsr_emit_copy(&self->c, self->hbm.va + 512, self->host.va + 512, 4);
+	EXPECT_EQ(0, run(self, &st));
+	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
+	EXPECT_EQ(0, st.fence_error);
+	EXPECT_EQ(0x4343u, words[128]);
+	EXPECT_EQ(resets + 1, tsr_sysfs_counter(self->pci, "device_resets"));
+	EXPECT_EQ(0, tsr_write_file(control, "auto"));
+}
+
 /* ------------------------------------------------------- devcoredump */
 
 #define DEVCOREDUMP "/sys/class/devcoredump"
