@@ -32,8 +32,9 @@ struct tessera_mapping;
  * @bos: buffers the job uses (references), command buffer included
  * @bo_write: whether the job writes each buffer
  * @maps: their mappings in @ctx (references)
- * @prealloc: the first run's hardware fence, allocated at submit
- * @hw_fence: hardware fence of the current run
+ * @hw_fence: its hardware fence, allocated at submit, numbered on its
+ *	queue's timeline by its first run and kept for its life: a run again
+ *	after a reset signals the same fence
  * @link: entry in the queue's in-flight list while on the ring
  * @slot: ring slot of the current run
  * @error: the driver's verdict when the job must not run again
@@ -68,7 +69,6 @@ struct tessera_job {
 	struct drm_gem_object **bos;
 	bool *bo_write;
 	struct tessera_mapping **maps;
-	struct dma_fence *prealloc;
 	struct dma_fence *hw_fence;
 	struct list_head link;
 	u32 slot;
@@ -127,12 +127,13 @@ void tessera_file_fini(struct tessera_file *tfile);
 struct drm_sched_entity *tessera_file_entity(struct tessera_file *tfile,
 					     u32 queue, u32 priority);
 void tessera_sched_requeue(struct tessera_job *job);
+void tessera_sched_restart(struct tessera_queue *q);
 
 /* tessera_ring.c: the rings the chip reads, hardware fences, job ends. */
 void tessera_queue_hw_init(struct tessera_queue *q);
 void tessera_job_done_init(struct tessera_job *job, u64 context, u64 seqno);
 void tessera_job_fail_unrun(struct tessera_job *job, int err);
-void tessera_queue_run(struct tessera_job *group, int err);
+void tessera_queue_run(struct tessera_job *group, int err, bool again);
 struct tessera_job *tessera_group_hung(struct tessera_job *group);
 bool tessera_group_progressed(struct tessera_job *group);
 void tessera_queue_reap(struct tessera_queue *q, bool use_head);

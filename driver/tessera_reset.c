@@ -9,10 +9,11 @@
  * are retired normally, the guilty job (if any) fails with -ETIMEDOUT,
  * any other job the reset interrupted fails with -ECANCELED (it may have
  * taken effect in part, here and on other chips), the jobs that never
- * started are put back on the rings, and the schedulers restart.  Every reset is
- * counted and announced with a uevent.  Timeouts and resets, the PCI
- * core's included (function-level resets, PCIe errors), run one at a time
- * on tdev->reset_wq.
+ * started are put back on the rings with the hardware fences they had
+ * (tessera_sched_restart(), as panthor does, not run_job again), and the
+ * schedulers restart.  Every reset is counted and announced with a
+ * uevent.  Timeouts and resets, the PCI core's included (function-level
+ * resets, PCIe errors), run one at a time on tdev->reset_wq.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -131,11 +132,9 @@ static void tessera_recover_restart(struct tessera_device *tdev,
 		tessera_queue_hw_init(q);
 	}
 
-	/* Guilty and banned jobs fail in run_job; the others run now. */
-	for_each_set_bit(i, &mask, tdev->num_queues) {
-		drm_sched_resubmit_jobs(&tdev->queues[i].sched);
-		drm_sched_start(&tdev->queues[i].sched);
-	}
+	/* Guilty, marked and banned jobs fail; the others run again. */
+	for_each_set_bit(i, &mask, tdev->num_queues)
+		tessera_sched_restart(&tdev->queues[i]);
 
 	trace_tessera_reset(tdev, chip ? -1 : (int)__ffs(mask));
 	if (chip) {

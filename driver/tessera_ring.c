@@ -135,11 +135,10 @@ static void tessera_job_signal(struct tessera_job *job, int err)
 
 /**
  * tessera_job_fail_unrun() - end a job that will not reach the ring
- * @job: a job of a group the scheduler killed (its file was closed), or
- *	that run_job could not give a hardware fence
+ * @job: a job of a group the scheduler killed (its file was closed)
  * @err: the errno it ends with
  *
- * Its hardware fence, if any, is a detached one of an earlier run.
+ * Its hardware fence was never numbered, and stays so.
  */
 void tessera_job_fail_unrun(struct tessera_job *job, int err)
 {
@@ -267,17 +266,18 @@ static void tessera_queue_put_locked(struct tessera_queue *q,
 
 /**
  * tessera_queue_run() - put a group's jobs on their queue's ring
- * @group: the group (a job alone is a group of one); every job of it
- *	that has not ended has a hardware fence, allocated and not yet
- *	initialised
+ * @group: the group (a job alone is a group of one)
  * @err: 0 to run the jobs, else the errno they all signal with now
+ * @again: the group runs again after a reset, its jobs with the hardware
+ *	fences their first run numbered; else this is the first run, which
+ *	numbers them (in ring order, as the chip writes them)
  *
  * A job that has ended (before a reset that put its group back) is
- * skipped; one marked with an error (the one a timeout found hung) fails
- * with it, in its place: the jobs before it have ended.  One doorbell
- * tells the chip of them all.
+ * skipped; one marked with an error (the one a timeout found hung, or
+ * one caught in too many resets) fails with it, in its place: the jobs
+ * before it have ended.  One doorbell tells the chip of them all.
  */
-void tessera_queue_run(struct tessera_job *group, int err)
+void tessera_queue_run(struct tessera_job *group, int err, bool again)
 {
 	struct tessera_queue *q = group->q;
 	struct tessera_job *job, *next;
@@ -293,7 +293,8 @@ void tessera_queue_run(struct tessera_job *group, int err)
 		next = job->next;
 		if (job->ended)
 			continue;
-		tessera_job_fence_init_locked(job);
+		if (!again)
+			tessera_job_fence_init_locked(job);
 		if (job_err) {
 			job->start = 0;
 			tessera_job_record_end(job, NULL, TSR_ERR_NONE, job_err);

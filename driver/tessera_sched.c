@@ -19,54 +19,36 @@
 #include "tessera_trace.h"
 
 /*
- * Give every job of @group that has not ended a fresh hardware fence: a
- * re-run after a reset drops the old one.  All or none, so that a job
- * never holds a fence it cannot initialise.
+ * Put @group on its ring, @again after a reset, or fail its jobs that have
+ * not ended: all of them if its scheduler fence carries an error, its
+ * context is banned or the device is gone; a job marked with an error
+ * (tessera_queue_run()) fails in its place.
  */
-static int tessera_group_fences(struct tessera_job *group)
+static void tessera_group_run(struct tessera_job *group, bool again)
 {
-	struct tessera_job *job;
+	int err = group->base.s_fence->finished.error;
+	int idx;
 
-	for (job = group; job; job = job->next) {
-		if (job->ended || job->prealloc)
-			continue;
-		job->prealloc = kzalloc(sizeof(*job->prealloc), GFP_NOWAIT);
-		if (!job->prealloc)
-			return -ENOMEM;
-	}
-	for (job = group; job; job = job->next) {
-		if (job->ended)
-			continue;
-		if (job->hw_fence)
-			dma_fence_put(job->hw_fence);
-		job->hw_fence = job->prealloc;
-		job->prealloc = NULL;
-	}
-	return 0;
-}
-
-static struct dma_fence *tessera_run_job(struct drm_sched_job *sched_job)
-{
-	struct tessera_job *group = to_tessera_job(sched_job);
-	struct tessera_job *job;
-	int err, idx;
-
-	if (tessera_group_fences(group)) {
-		for (job = group; job; job = job->next)
-			if (!job->ended)
-				tessera_job_fail_unrun(job, -ENOMEM);
-		return ERR_PTR(-ENOMEM);
-	}
-
-	err = sched_job->s_fence->finished.error;
 	if (!err && READ_ONCE(group->ctx->banned))
 		err = -ECANCELED;
 	if (err || !drm_dev_enter(&group->tdev->drm, &idx)) {
-		tessera_queue_run(group, err ?: -ENODEV);
-		return dma_fence_get(group->last->hw_fence);
+		tessera_queue_run(group, err ?: -ENODEV, again);
+		return;
 	}
-	tessera_queue_run(group, 0);
+	tessera_queue_run(group, 0, again);
 	drm_dev_exit(idx);
+}
+
+/*
+ * Nothing is allocated here, in the fence-signalling path: the hardware
+ * fences were allocated at submit, and a reset runs the jobs again with
+ * the same fences (tessera_sched_restart()), not through run_job.
+ */
+static struct dma_fence *tessera_run_job(struct drm_sched_job *sched_job)
+{
+	struct tessera_job *group = to_tessera_job(sched_job);
+
+	tessera_group_run(group, false);
 	return dma_fence_get(group->last->hw_fence);
 }
 
@@ -90,6 +72,40 @@ void tessera_sched_requeue(struct tessera_job *job)
 	spin_lock(&sched->job_list_lock);
 	list_add(&job->base.list, &sched->pending_list);
 	spin_unlock(&sched->job_list_lock);
+}
+
+/**
+ * tessera_sched_restart() - run a reset queue's pending jobs again
+ * @q: the queue, its scheduler stopped with drm_sched_stop() (which has
+ *	detached the hardware fences of its pending jobs and freed the jobs
+ *	that had ended), and its ring empty and programmed again
+ *
+ * As panthor's queue_start(), not drm_sched_resubmit_jobs(), which calls
+ * run_job again: each pending group keeps its jobs' hardware fences, goes
+ * back on the ring in the scheduler's order (or fails, as in run_job), and
+ * has its scheduler fence attached to its last job's hardware fence again
+ * before the scheduler restarts.
+ */
+void tessera_sched_restart(struct tessera_queue *q)
+{
+	struct drm_gpu_scheduler *sched = &q->sched;
+	struct drm_sched_job *sched_job;
+
+	lockdep_assert_held(&q->tdev->reset_lock);
+
+	/*
+	 * Stopped, the scheduler neither adds nor frees pending jobs, and
+	 * timeouts wait on reset_wq: the list holds still.  A job that ends
+	 * meanwhile signals a fence nobody waits on yet; drm_sched_start()
+	 * finds it signalled.
+	 */
+	list_for_each_entry(sched_job, &sched->pending_list, list) {
+		struct tessera_job *group = to_tessera_job(sched_job);
+
+		tessera_group_run(group, true);
+		sched_job->s_fence->parent = dma_fence_get(group->last->hw_fence);
+	}
+	drm_sched_start(sched);
 }
 
 static void tessera_free_job(struct drm_sched_job *sched_job)

@@ -62,9 +62,11 @@ static void tessera_job_release(struct kref *ref)
 		if (job->bos[i])
 			drm_gem_object_put(job->bos[i]);
 	}
-	if (job->hw_fence)
+	/* Numbered when the job first ran, else plain memory. */
+	if (job->hw_fence->ops)
 		dma_fence_put(job->hw_fence);
-	kfree(job->prealloc);
+	else
+		kfree(job->hw_fence);
 	/* Initialised when the job was pushed, else plain memory. */
 	if (job->done && job->done->ops)
 		dma_fence_put(job->done);
@@ -147,11 +149,12 @@ static struct tessera_job *tessera_job_create(struct tessera_file *tfile,
 	job->bos = (struct drm_gem_object **)(job + 1);
 	job->maps = (struct tessera_mapping **)(job->bos + max_bos);
 	job->bo_write = (bool *)(job->maps + max_bos);
-	job->prealloc = kzalloc(sizeof(*job->prealloc), GFP_KERNEL_ACCOUNT);
+	/* Here, where it may sleep: not in run_job, nor at a reset. */
+	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL_ACCOUNT);
 	if (grouped)
 		job->done = kzalloc(sizeof(*job->done), GFP_KERNEL_ACCOUNT);
 	/* The chip stays resumed while the job lives. */
-	if (!job->prealloc || (grouped && !job->done))
+	if (!job->hw_fence || (grouped && !job->done))
 		ret = -ENOMEM;
 	else if (resumed)
 		tessera_pm_get_noresume(tdev);
@@ -159,7 +162,7 @@ static struct tessera_job *tessera_job_create(struct tessera_file *tfile,
 		ret = tessera_pm_get(tdev);
 	if (ret) {
 		kfree(job->done);
-		kfree(job->prealloc);
+		kfree(job->hw_fence);
 		kvfree(job);
 		return ERR_PTR(ret);
 	}
