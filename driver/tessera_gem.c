@@ -13,11 +13,14 @@
 
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
+#include <linux/fs.h>
 #include <linux/io.h>
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/user.h>
+#include <linux/shmem_fs.h>
 #include <linux/shrinker.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
@@ -26,6 +29,7 @@
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
 #include <drm/drm_managed.h>
+#include <drm/drm_prime.h>
 #include <drm/drm_print.h>
 #include <drm/drm_vma_manager.h>
 #include <drm/tessera_accel.h>
@@ -165,6 +169,22 @@ void tessera_mapping_put(struct tessera_mapping *map)
 /* ------------------------------------------------------- object hooks */
 
 /*
+ * A purged buffer's contents are gone: whatever would map or share them
+ * (a handle in another context, mmap, PRIME, vmap, an ICI window) fails
+ * with -EFAULT, the fence error of a job that touches it, rather than
+ * finding fresh zeroed pages where its data was.  A purge takes the
+ * buffer's resv and lock: under either, the answer holds.
+ */
+static int tessera_bo_refuse_purged(struct tessera_bo *bo, const char *what)
+{
+	if (READ_ONCE(bo->base.madv) >= 0)
+		return 0;
+	drm_dbg(bo->base.base.dev, "%s: the buffer was purged (BO_MADVISE)\n",
+		what);
+	return -EFAULT;
+}
+
+/*
  * A handle to the buffer is being made for @file: map the buffer into the
  * file's context, or take another reference to the mapping it has.  The
  * handle is published only once this returns (drm_gem_handle_create_tail),
@@ -179,8 +199,9 @@ static int tessera_bo_open(struct drm_gem_object *obj, struct drm_file *file)
 	int ret = 0;
 
 	/* Purged: no pages to map (checked again under bo->lock). */
-	if (READ_ONCE(bo->base.madv) < 0)
-		return -ENOMEM;
+	ret = tessera_bo_refuse_purged(bo, "a handle");
+	if (ret)
+		return ret;
 	/* Pinning takes a while for a large buffer; no lock of ours is held. */
 	if (!bo->hbm) {
 		sgt = drm_gem_shmem_get_pages_sgt(&bo->base);
@@ -194,7 +215,7 @@ static int tessera_bo_open(struct drm_gem_object *obj, struct drm_file *file)
 		kref_get(&map->ref);
 	} else if (bo->base.madv < 0) {
 		/* Purged (under bo->lock) since @sgt was taken: no pages. */
-		ret = -ENOMEM;
+		ret = tessera_bo_refuse_purged(bo, "a handle");
 	} else {
 		map = tessera_mapping_create(bo, tfile->ctx, sgt);
 		if (IS_ERR(map))
@@ -343,17 +364,96 @@ static enum drm_gem_object_status tessera_shmem_status(struct drm_gem_object *ob
 	return status;
 }
 
+/*
+ * A dma-buf attachment (another device's import) pins the pages: never a
+ * purged buffer's new ones, and the buffer is not purged while attached.
+ * drm_gem_shmem_is_purgeable() sees an export only while the buffer has
+ * handles; the attachment outlives them.
+ */
+static int tessera_shmem_pin(struct drm_gem_object *obj)
+{
+	struct tessera_bo *bo = to_tessera_bo(obj);
+	int ret;
+
+	dma_resv_assert_held(obj->resv);
+	ret = tessera_bo_refuse_purged(bo, "dma-buf attach") ?:
+	      drm_gem_shmem_object_pin(obj);
+	if (!ret)
+		bo->attachments++;
+	return ret;
+}
+
+static void tessera_shmem_unpin(struct drm_gem_object *obj)
+{
+	dma_resv_assert_held(obj->resv);
+	to_tessera_bo(obj)->attachments--;
+	drm_gem_shmem_object_unpin(obj);
+}
+
+static int tessera_shmem_vmap(struct drm_gem_object *obj,
+			      struct iosys_map *map)
+{
+	dma_resv_assert_held(obj->resv);
+	return tessera_bo_refuse_purged(to_tessera_bo(obj), "vmap") ?:
+	       drm_gem_shmem_object_vmap(obj, map);
+}
+
+/*
+ * A new CPU mapping of a purged buffer fails.  Its pages are held from the
+ * check until the mapping holds them itself, so a purge in between leaves
+ * a mapping that raises SIGBUS, as one made before the purge does, never
+ * one of fresh zeroed pages.
+ */
+static int tessera_shmem_mmap(struct drm_gem_object *obj,
+			      struct vm_area_struct *vma)
+{
+	int ret;
+
+	/* An import maps through its exporter, whose pages they are. */
+	if (obj->import_attach)
+		return drm_gem_shmem_object_mmap(obj, vma);
+	dma_resv_lock(obj->resv, NULL);
+	ret = tessera_bo_refuse_purged(to_tessera_bo(obj), "mmap") ?:
+	      drm_gem_shmem_object_pin(obj);
+	dma_resv_unlock(obj->resv);
+	if (ret)
+		return ret;
+	ret = drm_gem_shmem_object_mmap(obj, vma);
+	dma_resv_lock(obj->resv, NULL);
+	drm_gem_shmem_object_unpin(obj);
+	dma_resv_unlock(obj->resv);
+	return ret;
+}
+
+/*
+ * Once exported, a buffer is not purged (drm_gem_shmem_is_purgeable());
+ * one purged before is not exported.  Should a purge come between this
+ * check and the export, an importer's attachment (tessera_shmem_pin) and
+ * mapping still fail.
+ */
+static struct dma_buf *tessera_shmem_export(struct drm_gem_object *obj,
+					    int flags)
+{
+	int ret;
+
+	dma_resv_lock(obj->resv, NULL);
+	ret = tessera_bo_refuse_purged(to_tessera_bo(obj), "PRIME export");
+	dma_resv_unlock(obj->resv);
+	return ret ? ERR_PTR(ret) : drm_gem_prime_export(obj, flags);
+}
+
 static const struct drm_gem_object_funcs tessera_shmem_funcs = {
 	.free = tessera_shmem_free,
 	.open = tessera_bo_open,
 	.close = tessera_bo_close,
 	.print_info = drm_gem_shmem_object_print_info,
-	.pin = drm_gem_shmem_object_pin,
-	.unpin = drm_gem_shmem_object_unpin,
+	.export = tessera_shmem_export,
+	.pin = tessera_shmem_pin,
+	.unpin = tessera_shmem_unpin,
 	.get_sg_table = drm_gem_shmem_object_get_sg_table,
-	.vmap = drm_gem_shmem_object_vmap,
+	.vmap = tessera_shmem_vmap,
 	.vunmap = drm_gem_shmem_object_vunmap,
-	.mmap = drm_gem_shmem_object_mmap,
+	.mmap = tessera_shmem_mmap,
 	.status = tessera_shmem_status,
 	.vm_ops = &drm_gem_shmem_vm_ops,
 };
@@ -565,6 +665,35 @@ int tessera_hbm_init(struct tessera_device *tdev)
 
 /* ------------------------------------------------------------ shrinker */
 
+/**
+ * tessera_bo_window_hold() - an ICI window is being opened on @bo
+ * @bo: the buffer
+ *
+ * Other chips may write the buffer through the window at any time: while
+ * one is open the shrinker leaves the buffer (tessera_bo_try_purge()).
+ *
+ * Return: 0, or -EFAULT if the buffer was purged.
+ */
+int tessera_bo_window_hold(struct tessera_bo *bo)
+{
+	int ret;
+
+	mutex_lock(&bo->lock);
+	ret = tessera_bo_refuse_purged(bo, "WINDOW_OPEN");
+	if (!ret)
+		bo->windows++;
+	mutex_unlock(&bo->lock);
+	return ret;
+}
+
+/* The window tessera_bo_window_hold() counted is closed. */
+void tessera_bo_window_release(struct tessera_bo *bo)
+{
+	mutex_lock(&bo->lock);
+	bo->windows--;
+	mutex_unlock(&bo->lock);
+}
+
 /* Undo the ctx->lock trylocks of @bo's mappings before @last. */
 static void tessera_bo_unlock_ctxs(struct tessera_bo *bo,
 				   struct tessera_mapping *last)
@@ -576,6 +705,31 @@ static void tessera_bo_unlock_ctxs(struct tessera_bo *bo,
 			break;
 		mutex_unlock(&map->ctx->lock);
 	}
+}
+
+/*
+ * drm_gem_shmem_purge() but for its drm_gem_free_mmap_offset(): the mmap
+ * offset stays the purged buffer's, where an mmap fails
+ * (tessera_shmem_mmap()).  Freed, it would go to the next buffer that
+ * asks BO_INFO for one, and an mmap at the offset a program kept would
+ * map that other buffer as if it were this one.
+ */
+static void tessera_shmem_purge(struct drm_gem_shmem_object *shmem)
+{
+	struct drm_gem_object *obj = &shmem->base;
+	struct inode *inode = file_inode(obj->filp);
+
+	dma_resv_assert_held(obj->resv);
+	dma_unmap_sgtable(obj->dev->dev, shmem->sgt, DMA_BIDIRECTIONAL, 0);
+	sg_free_table(shmem->sgt);
+	kfree(shmem->sgt);
+	shmem->sgt = NULL;
+	drm_gem_shmem_put_pages(shmem);
+	shmem->madv = -1;
+	drm_vma_node_unmap(&obj->vma_node, obj->dev->anon_inode->i_mapping);
+	/* Back to the system now: reclaim asked for it. */
+	shmem_truncate_range(inode, 0, (loff_t)-1);
+	invalidate_mapping_pages(inode->i_mapping, 0, (loff_t)-1);
 }
 
 /*
@@ -599,6 +753,7 @@ static bool tessera_bo_try_purge(struct tessera_device *tdev,
 	if (!dma_resv_trylock(shmem->base.resv))
 		goto out_bo;
 	if (!drm_gem_shmem_is_purgeable(shmem) || bo->windows ||
+	    bo->attachments ||
 	    !dma_resv_test_signaled(shmem->base.resv, DMA_RESV_USAGE_BOOKKEEP))
 		goto out_resv;
 
@@ -615,7 +770,10 @@ static bool tessera_bo_try_purge(struct tessera_device *tdev,
 		tessera_mmu_invalidate(tdev, map->ctx->id);
 	}
 
-	drm_gem_shmem_purge(shmem);
+	tessera_shmem_purge(shmem);
+	tessera_count(tdev, TESSERA_CNT_PURGED_BOS);
+	atomic64_add(shmem->base.size,
+		     &tdev->counters[TESSERA_CNT_PURGED_BYTES]);
 	/* The pages are gone: so is their charge. */
 	tessera_pin_uncharge(bo->pinned);
 	if (bo->user)

@@ -24,6 +24,7 @@
  * @mappings: its mappings into contexts
  * @shrink_link: entry in tdev->shrinker_list while marked
  *	DRM_TESSERA_MADV_DONTNEED (tdev->shrinker_lock)
+ * @attachments: dma-buf attachments pinning its pages (under its resv)
  */
 struct tessera_bo {
 	struct drm_gem_shmem_object base;
@@ -38,6 +39,7 @@ struct tessera_bo {
 	/* ICI windows open on the buffer: never purged while other chips may write */
 	unsigned int windows;
 	struct list_head shrink_link;
+	unsigned int attachments;
 };
 
 /**
@@ -81,5 +83,7 @@ int tessera_ioctl_bo_info(struct drm_device *drm, void *data,
 int tessera_ioctl_bo_madvise(struct drm_device *drm, void *data,
 			     struct drm_file *file);
 int tessera_shrinker_init(struct tessera_device *tdev);
+int tessera_bo_window_hold(struct tessera_bo *bo);
+void tessera_bo_window_release(struct tessera_bo *bo);
 
 #endif /* __TESSERA_GEM_H__ */

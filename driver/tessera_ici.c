@@ -226,9 +226,7 @@ static void tessera_window_close_locked(struct tessera_device *tdev,
 		}
 	}
 	w->owner->windows_open--;
-	mutex_lock(&to_tessera_bo(w->obj)->lock);
-	to_tessera_bo(w->obj)->windows--;
-	mutex_unlock(&to_tessera_bo(w->obj)->lock);
+	tessera_bo_window_release(to_tessera_bo(w->obj));
 	tessera_mapping_put(w->map);
 	drm_gem_object_put(w->obj);
 	memset(w, 0, sizeof(*w));
@@ -381,10 +379,13 @@ int tessera_ioctl_window_open(struct drm_device *drm, void *data,
 		drm_dev_exit(idx);
 		goto err_unlock;
 	}
+	/* A purged buffer has nothing for other chips to write into. */
+	ret = tessera_bo_window_hold(to_tessera_bo(obj));
+	if (ret) {
+		drm_dev_exit(idx);
+		goto err_unlock;
+	}
 	w = &tdev->ici.windows[id];
-	mutex_lock(&to_tessera_bo(obj)->lock);
-	to_tessera_bo(obj)->windows++;
-	mutex_unlock(&to_tessera_bo(obj)->lock);
 	w->owner = tfile;
 	w->uid = current_uid();
 	w->obj = obj;

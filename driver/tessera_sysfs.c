@@ -57,6 +57,8 @@ TESSERA_COUNTER_ATTR(link_ups, TESSERA_CNT_LINK_UPS);
 TESSERA_COUNTER_ATTR(link_events_suppressed, TESSERA_CNT_LINK_EVENTS_SUPPRESSED);
 TESSERA_COUNTER_ATTR(pcie_errors, TESSERA_CNT_PCIE_ERRORS);
 TESSERA_COUNTER_ATTR(pcie_correctable_errors, TESSERA_CNT_PCIE_CORRECTABLE);
+TESSERA_COUNTER_ATTR(purged_buffers, TESSERA_CNT_PURGED_BOS);
+TESSERA_COUNTER_ATTR(purged_bytes, TESSERA_CNT_PURGED_BYTES);
 
 /* The chip's counters: 64-bit registers, by enum tessera_chip_counter. */
 static const u32 tessera_chip_counter_regs[TESSERA_CHIP_COUNTERS] = {
@@ -189,6 +191,8 @@ static struct attribute *tessera_attrs[] = {
 	&dev_attr_link_events_suppressed.attr.attr,
 	&dev_attr_pcie_errors.attr.attr,
 	&dev_attr_pcie_correctable_errors.attr.attr,
+	&dev_attr_purged_buffers.attr.attr,
+	&dev_attr_purged_bytes.attr.attr,
 	&dev_attr_hbm_free.attr,
 	&dev_attr_irq_count.attr,
 	&dev_attr_mxu_busy_cycles.attr.attr,

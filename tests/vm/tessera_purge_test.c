@@ -185,6 +185,157 @@ TEST_F(purge, a_dontneed_buffer_with_an_open_window_is_not_purged)
 	EXPECT_EQ(0, retained_after_pressure(self->fd, self->big.handle));
 }
 
+/* The mmap offset BO_INFO gives for @handle now, or 0. */
+static uint64_t mmap_offset(int fd, uint32_t handle)
+{
+	struct drm_tessera_bo_info info = { .handle = handle };
+
+	return tsr_ioctl(fd, DRM_IOCTL_TESSERA_BO_INFO, &info) ? 0 :
+	       info.mmap_offset;
+}
+
+/* A new mapping of @bo at @offset: 0, its first byte in *@first; or -errno. */
+static int map_first_byte(int fd, const struct tsr_bo *bo, uint64_t offset,
+			  uint8_t *first)
+{
+	uint8_t *p = mmap(NULL, bo->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  fd, offset);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	*first = p[0];
+	munmap(p, bo->size);
+	return 0;
+}
+
+/* PRIME export of @handle: 0 (the dma-buf closed again) or -errno. */
+static int export_bo(int fd, uint32_t handle)
+{
+	int dmabuf, ret = drmPrimeHandleToFD(fd, handle, DRM_CLOEXEC, &dmabuf);
+
+	if (ret)
+		return -errno;
+	close(dmabuf);
+	return 0;
+}
+
+/* An ICI window on the whole of @bo: 0 (closed again) or -errno. */
+static int open_window(int fd, const struct tsr_bo *bo)
+{
+	struct drm_tessera_window_open wo = {
+		.handle = bo->handle, .flags = DRM_TESSERA_WINDOW_WRITE,
+		.size = bo->size,
+	};
+	struct drm_tessera_window_close wc = { 0 };
+	int ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_WINDOW_OPEN, &wo);
+
+	if (ret)
+		return ret;
+	wc.id = wo.id;
+	return tsr_ioctl(fd, DRM_IOCTL_TESSERA_WINDOW_CLOSE, &wc);
+}
+
+/*
+ * A new mapping would be of fresh zeroed pages: refused.  The buffer keeps
+ * its offset, which a buffer made since does not get.
+ */
+TEST_F(purge, a_purged_buffer_refuses_a_new_cpu_mapping)
+{
+	uint64_t offset = mmap_offset(self->fd, self->big.handle);
+	struct tsr_bo same_size;
+	uint8_t first = 0;
+
+	ASSERT_NE(0, offset);
+	ASSERT_EQ(0, retained_after_pressure(self->fd, self->big.handle));
+	ASSERT_EQ(0, tsr_bo_create(self->fd, self->big.size, 0, &same_size));
+	EXPECT_NE(offset, mmap_offset(self->fd, same_size.handle));
+	EXPECT_EQ(offset, mmap_offset(self->fd, self->big.handle));
+	EXPECT_EQ(-EFAULT, map_first_byte(self->fd, &self->big, offset, &first));
+}
+
+TEST_F(purge, a_purged_buffer_refuses_prime_export)
+{
+	ASSERT_EQ(0, retained_after_pressure(self->fd, self->big.handle));
+	EXPECT_EQ(-EFAULT, export_bo(self->fd, self->big.handle));
+}
+
+TEST_F(purge, a_purged_buffer_refuses_an_ici_window)
+{
+	ASSERT_EQ(0, retained_after_pressure(self->fd, self->big.handle));
+	EXPECT_EQ(-EFAULT, open_window(self->fd, &self->big));
+}
+
+/* The positive side of the three above: not purged, all as before. */
+TEST_F(purge, a_buffer_needed_again_before_pressure_maps_exports_and_opens_windows)
+{
+	uint32_t retained = 7;
+	uint8_t first = 0;
+
+	((uint8_t *)self->big.map)[0] = 0x5a;
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_DONTNEED, &retained));
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_WILLNEED, &retained));
+	ASSERT_EQ(1, retained);
+	ASSERT_EQ(0, memory_pressure());
+	EXPECT_EQ(0, map_first_byte(self->fd, &self->big,
+				    mmap_offset(self->fd, self->big.handle),
+				    &first));
+	EXPECT_EQ(0x5a, first);
+	EXPECT_EQ(0, export_bo(self->fd, self->big.handle));
+	EXPECT_EQ(0, open_window(self->fd, &self->big));
+}
+
+/*
+ * Another chip's import pins the pages through its dma-buf attachment,
+ * which outlives the exporter's handles: the buffer is not purged while
+ * attached, and the importer still maps what was written.
+ */
+TEST_F(purge, a_dontneed_buffer_another_chip_imported_is_not_purged)
+{
+	long long purged = tsr_fd_sysfs(self->fd, "purged_buffers");
+	struct drm_gem_close gc = { .handle = self->big.handle };
+	struct tsr_bo imported = { .size = self->big.size };
+	int other = tsr_open(1), dmabuf;
+	uint8_t first = 0;
+
+	if (other < 0)
+		SKIP(return, "no second chip: boot the VM with two (-d twice)");
+	((uint8_t *)self->big.map)[0] = 0x5a;
+	ASSERT_EQ(0, drmPrimeHandleToFD(self->fd, self->big.handle, DRM_CLOEXEC,
+					&dmabuf));
+	ASSERT_EQ(0, drmPrimeFDToHandle(other, dmabuf, &imported.handle));
+	ASSERT_EQ(0, madvise_bo(self->fd, self->big.handle,
+				DRM_TESSERA_MADV_DONTNEED, NULL));
+	/* The exporter's last handle and mapping go: only the import is left. */
+	munmap(self->big.map, self->big.size);
+	self->big.map = NULL;
+	ASSERT_EQ(0, tsr_ioctl(self->fd, DRM_IOCTL_GEM_CLOSE, &gc));
+	ASSERT_EQ(0, memory_pressure());
+	EXPECT_EQ(purged, tsr_fd_sysfs(self->fd, "purged_buffers"));
+	EXPECT_EQ(0, map_first_byte(other, &imported,
+				    mmap_offset(other, imported.handle), &first));
+	EXPECT_EQ(0x5a, first);
+	close(dmabuf);
+	close(other);
+}
+
+/* sysfs counts purged buffers and their bytes; a kept buffer counts nothing. */
+TEST_F(purge, a_purge_is_counted_in_sysfs)
+{
+	long long bufs = tsr_fd_sysfs(self->fd, "purged_buffers");
+	long long bytes = tsr_fd_sysfs(self->fd, "purged_bytes");
+
+	ASSERT_LE(0, bufs);
+	ASSERT_LE(0, bytes);
+	ASSERT_EQ(0, memory_pressure());
+	EXPECT_EQ(bufs, tsr_fd_sysfs(self->fd, "purged_buffers"));
+	EXPECT_EQ(bytes, tsr_fd_sysfs(self->fd, "purged_bytes"));
+	ASSERT_EQ(0, retained_after_pressure(self->fd, self->big.handle));
+	EXPECT_EQ(bufs + 1, tsr_fd_sysfs(self->fd, "purged_buffers"));
+	EXPECT_EQ(bytes + 4 * MIB, tsr_fd_sysfs(self->fd, "purged_bytes"));
+}
+
 TEST_F(purge, a_purged_buffer_raises_sigbus_through_its_cpu_mapping)
 {
 	volatile uint8_t *p = self->big.map;

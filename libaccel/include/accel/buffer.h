@@ -132,10 +132,14 @@ ACCEL_API int accel_buffer_import(struct accel_device *dev, int fd,
  *
  * A DONTNEED buffer that no unfinished job uses may be purged under
  * memory pressure; a purged buffer stays purged (a job touching it fails,
- * chip error "MMU_UNMAPPED"; its CPU mapping raises SIGBUS): destroy it and
- * create another.  Call WILLNEED before using it again and check
- * @retained.  Its memory comes back once nothing maps it: a buffer
- * accel_buffer_map() mapped keeps its pages until it is destroyed.
+ * chip error "MMU_UNMAPPED"; its CPU mapping raises SIGBUS), and nothing
+ * new reaches it: accel_buffer_map() (when not mapped before),
+ * accel_buffer_export() and accel_window_open() on it fail with
+ * ACCEL_ERR_INVALID_ARGUMENT (the driver's EFAULT), never giving zeroed
+ * memory for its contents.  Destroy it and create another.  Call WILLNEED
+ * before using it again and check @retained.  Its memory comes back once
+ * nothing maps it: a buffer accel_buffer_map() mapped keeps its pages
+ * until it is destroyed.
  * ACCEL_ERR_NOT_SUPPORTED for an HBM buffer; ACCEL_ERR_BAD_FLAGS for
  * other advice.
  */
