@@ -267,15 +267,18 @@ static void tessera_queue_put_locked(struct tessera_queue *q,
 /**
  * tessera_queue_run() - put a group's jobs on their queue's ring
  * @group: the group (a job alone is a group of one)
- * @err: 0 to run the jobs, else the errno they all signal with now
+ * @err: 0 to run the jobs, else the errno they signal with now (the
+ *	group's scheduler fence failed, its context is banned, the device
+ *	is gone)
  * @again: the group runs again after a reset, its jobs with the hardware
  *	fences their first run numbered; else this is the first run, which
  *	numbers them (in ring order, as the chip writes them)
  *
  * A job that has ended (before a reset that put its group back) is
  * skipped; one marked with an error (the one a timeout found hung, or
- * one caught in too many resets) fails with it, in its place: the jobs
- * before it have ended.  One doorbell tells the chip of them all.
+ * one caught in too many resets) fails with it, in its place, whatever
+ * @err says: it is the job's own cause (a hung job whose reset banned its
+ * context still timed out).  One doorbell tells the chip of them all.
  */
 void tessera_queue_run(struct tessera_job *group, int err, bool again)
 {
@@ -287,7 +290,7 @@ void tessera_queue_run(struct tessera_job *group, int err, bool again)
 	spin_lock_irqsave(&q->lock, flags);
 	group->progress = 0;
 	for (job = group; job; job = next) {
-		int job_err = err ?: job->error;
+		int job_err = job->error ?: err;
 
 		/* The last job's fence may end the group: read on first. */
 		next = job->next;
@@ -495,7 +498,8 @@ u32 tessera_queue_started_lost(struct tessera_queue *q)
  * first command.  Every job the queue took and did not finish fails with
  * TSR_ERR_ABORTED (-ECANCELED), or with the ABORTED record the chip wrote
  * for it when it stopped the job; a job already marked (the one a timeout
- * found guilty) fails with its mark in run_job instead.  Jobs behind them
+ * found guilty) fails with its mark when its group goes back on the ring
+ * (tessera_sched_restart()) instead.  Jobs behind them
  * never started and run again.
  */
 void tessera_queue_fail_started(struct tessera_queue *q, u32 started)
