@@ -23,14 +23,6 @@
 #include <drm/tessera_accel.h>
 #include <tessera/chip.h>
 
-/*
- * The chip's rings, records and tables are little-endian; the driver reads
- * and writes the structures of <tessera/chip.h> in place.
- */
-#ifdef __BIG_ENDIAN
-#error "the tessera driver supports little-endian hosts only"
-#endif
-
 #define DRIVER_NAME	"tessera"
 #define DRIVER_DESC	"Tessera virtual AI accelerator"
 #define DRIVER_MAJOR	DRM_TESSERA_DRIVER_MAJOR

@@ -393,15 +393,15 @@ int tessera_ioctl_window_open(struct drm_device *drm, void *data,
 	tfile->windows_open++;
 
 	e = &tdev->ici.table[id];
-	e->context = tfile->ctx->id;
-	e->va = map->va.start + wo->offset;
-	e->size = wo->size;
-	e->key = wo->key;
+	e->context = cpu_to_le32(tfile->ctx->id);
+	e->va = cpu_to_le64(map->va.start + wo->offset);
+	e->size = cpu_to_le64(wo->size);
+	e->key = cpu_to_le64(wo->key);
 	/* The chip takes an entry as soon as it is valid: the flags go last. */
 	dma_wmb();
-	WRITE_ONCE(e->flags, TSR_ICI_WINDOW_VALID |
+	WRITE_ONCE(e->flags, cpu_to_le32(TSR_ICI_WINDOW_VALID |
 		   (wo->flags & DRM_TESSERA_WINDOW_READ ? TSR_ICI_WINDOW_READ : 0) |
-		   (wo->flags & DRM_TESSERA_WINDOW_WRITE ? TSR_ICI_WINDOW_WRITE : 0));
+		   (wo->flags & DRM_TESSERA_WINDOW_WRITE ? TSR_ICI_WINDOW_WRITE : 0)));
 	drm_dev_exit(idx);
 	mutex_unlock(&tdev->ici.window_lock);
 

@@ -97,13 +97,14 @@ void tessera_job_record_end(struct tessera_job *job,
 		st->state = err ? DRM_TESSERA_JOB_FAILED : DRM_TESSERA_JOB_DONE;
 		st->error = hw_error;
 		st->fence_error = err;
-		st->failed_cmd = rec ? rec->failed_cmd : TSR_NO_COMMAND;
-		st->fault_va = rec ? rec->fault_va : 0;
-		st->start_cycle = rec ? rec->start_cycle : 0;
-		st->end_cycle = rec ? rec->end_cycle : 0;
-		st->mxu_cycles = rec ? rec->mxu_cycles : 0;
-		st->vpu_cycles = rec ? rec->vpu_cycles : 0;
-		st->dma_cycles = rec ? rec->dma_cycles : 0;
+		st->failed_cmd = rec ? le32_to_cpu(rec->failed_cmd) :
+				       TSR_NO_COMMAND;
+		st->fault_va = rec ? le64_to_cpu(rec->fault_va) : 0;
+		st->start_cycle = rec ? le64_to_cpu(rec->start_cycle) : 0;
+		st->end_cycle = rec ? le64_to_cpu(rec->end_cycle) : 0;
+		st->mxu_cycles = rec ? le64_to_cpu(rec->mxu_cycles) : 0;
+		st->vpu_cycles = rec ? le64_to_cpu(rec->vpu_cycles) : 0;
+		st->dma_cycles = rec ? le64_to_cpu(rec->dma_cycles) : 0;
 		st->duration_ns = ns;
 	}
 	spin_unlock_irqrestore(&ctx->status_lock, flags);
@@ -197,9 +198,9 @@ static bool tessera_job_aborted(struct tessera_job *job)
 {
 	const struct tsr_completion *rec = tessera_job_record(job);
 
-	return READ_ONCE(rec->status) == TSR_JOB_STATUS_ERROR &&
-	       READ_ONCE(rec->error) == TSR_ERR_ABORTED &&
-	       READ_ONCE(rec->fence) == job->hw_fence->seqno;
+	return le32_to_cpu(READ_ONCE(rec->status)) == TSR_JOB_STATUS_ERROR &&
+	       le32_to_cpu(READ_ONCE(rec->error)) == TSR_ERR_ABORTED &&
+	       le64_to_cpu(READ_ONCE(rec->fence)) == job->hw_fence->seqno;
 }
 
 /*
@@ -211,21 +212,23 @@ static bool tessera_job_aborted(struct tessera_job *job)
 static void tessera_job_retire(struct tessera_job *job, u32 no_record)
 {
 	struct tsr_completion rec;
-	u32 hw_error;
+	u32 hw_error, status;
+	bool ours;
 	int err;
 
 	lockdep_assert_held(&job->q->lock);
 
 	memcpy(&rec, tessera_job_record(job), sizeof(rec));
-	if (rec.status == TSR_JOB_STATUS_DONE && rec.fence == job->hw_fence->seqno) {
+	status = le32_to_cpu(rec.status);
+	ours = le64_to_cpu(rec.fence) == job->hw_fence->seqno;
+	if (ours && status == TSR_JOB_STATUS_DONE) {
 		hw_error = TSR_ERR_NONE;
-	} else if (rec.status == TSR_JOB_STATUS_ERROR &&
-		   rec.fence == job->hw_fence->seqno) {
-		hw_error = rec.error;
+	} else if (ours && status == TSR_JOB_STATUS_ERROR) {
+		hw_error = le32_to_cpu(rec.error);
 	} else {
 		hw_error = no_record;
 		memset(&rec, 0, sizeof(rec));
-		rec.failed_cmd = TSR_NO_COMMAND;
+		rec.failed_cmd = cpu_to_le32(TSR_NO_COMMAND);
 	}
 	err = tessera_errno_of(hw_error);
 	if (err == -EFAULT) {
@@ -248,16 +251,17 @@ static void tessera_queue_put_locked(struct tessera_queue *q,
 	job->slot = q->tail;
 	memset(tessera_job_record(job), 0, TESSERA_RECORD_STRIDE);
 	desc = &q->ring[job->slot];
-	desc->context = job->ctx->id;
-	desc->flags = TSR_JOB_IRQ | (job->trace_size ? TSR_JOB_TRACE : 0);
-	desc->cmdbuf_va = job->cmdbuf_va;
-	desc->cmdbuf_size = job->cmdbuf_size;
-	desc->trace_size = job->trace_size;
-	desc->trace_va = job->trace_va;
-	desc->completion_va = TESSERA_VA_RECORDS +
+	desc->context = cpu_to_le32(job->ctx->id);
+	desc->flags = cpu_to_le32(TSR_JOB_IRQ |
+				  (job->trace_size ? TSR_JOB_TRACE : 0));
+	desc->cmdbuf_va = cpu_to_le64(job->cmdbuf_va);
+	desc->cmdbuf_size = cpu_to_le32(job->cmdbuf_size);
+	desc->trace_size = cpu_to_le32(job->trace_size);
+	desc->trace_va = cpu_to_le64(job->trace_va);
+	desc->completion_va = cpu_to_le64(TESSERA_VA_RECORDS +
 		q->index * TESSERA_RECORDS_PER_QUEUE_SIZE +
-		job->slot * TESSERA_RECORD_STRIDE;
-	desc->fence = job->hw_fence->seqno;
+		job->slot * TESSERA_RECORD_STRIDE);
+	desc->fence = cpu_to_le64(job->hw_fence->seqno);
 	memset(desc->reserved, 0, sizeof(desc->reserved));
 	list_add_tail(&job->link, &q->inflight);
 	job->start = ktime_get();
@@ -481,7 +485,7 @@ u32 tessera_queue_started_lost(struct tessera_queue *q)
 		rec = tessera_job_record(job);
 		started = job->slot;
 		if (READ_ONCE(rec->status) &&
-		    READ_ONCE(rec->fence) == job->hw_fence->seqno)
+		    le64_to_cpu(READ_ONCE(rec->fence)) == job->hw_fence->seqno)
 			started = (job->slot + 1) % TESSERA_RING_SIZE;
 	}
 	spin_unlock_irqrestore(&q->lock, flags);

@@ -9,6 +9,13 @@
  * here is re-typed anywhere else.  Documentation/chip.md describes each
  * item.
  *
+ * The chip's formats are little-endian, in memory (rings, completion
+ * records, tables, commands, traces) and on its links: structure fields
+ * are __le16/__le32/__le64.  Sparse holds the driver to converting them
+ * (cpu_to_le32() and the like); to userspace and QEMU they are plain
+ * integers.  The QEMU device model and libaccel read and write commands
+ * and frames in place, and build for little-endian hosts only.
+ *
  * Copyright (C) 2026 The Tessera Authors
  */
 #ifndef _TESSERA_CHIP_H_
@@ -217,15 +224,15 @@
  * @reserved: must be zero
  */
 struct tsr_job_desc {
-	__u32 context;
-	__u32 flags;
-	__u64 cmdbuf_va;
-	__u32 cmdbuf_size;
-	__u32 trace_size;
-	__u64 completion_va;
-	__u64 fence;
-	__u64 trace_va;
-	__u64 reserved[2];
+	__le32 context;
+	__le32 flags;
+	__le64 cmdbuf_va;
+	__le32 cmdbuf_size;
+	__le32 trace_size;
+	__le64 completion_va;
+	__le64 fence;
+	__le64 trace_va;
+	__le64 reserved[2];
 };
 
 /* Raise TSR_QIRQ_JOB_DONE when the job succeeds (errors always raise). */
@@ -250,17 +257,17 @@ struct tsr_job_desc {
  * @dma_cycles: modeled cycles the job kept the DMA engines busy
  */
 struct tsr_completion {
-	__u32 status;
-	__u32 error;
-	__u32 failed_cmd;
-	__u32 reserved0;
-	__u64 fault_va;
-	__u64 fence;
-	__u64 start_cycle;
-	__u64 end_cycle;
-	__u64 mxu_cycles;
-	__u64 vpu_cycles;
-	__u64 dma_cycles;
+	__le32 status;
+	__le32 error;
+	__le32 failed_cmd;
+	__le32 reserved0;
+	__le64 fault_va;
+	__le64 fence;
+	__le64 start_cycle;
+	__le64 end_cycle;
+	__le64 mxu_cycles;
+	__le64 vpu_cycles;
+	__le64 dma_cycles;
 };
 
 #define TSR_JOB_STATUS_DONE		1
@@ -296,8 +303,8 @@ struct tsr_completion {
  * @reserved: must be zero
  */
 struct tsr_context_entry {
-	__u64 root;
-	__u64 reserved;
+	__le64 root;
+	__le64 reserved;
 };
 
 #define TSR_CTX_VALID			0x1ull
@@ -387,8 +394,8 @@ struct tsr_context_entry {
 struct tsr_cmd_header {
 	__u8 opcode;
 	__u8 size_qw;
-	__u16 flags;
-	__u32 reserved;
+	__le16 flags;
+	__le32 reserved;
 };
 
 enum tsr_opcode {
@@ -430,12 +437,12 @@ enum tsr_dtype {
  * @reserved: must be zero
  */
 struct tsr_tensor {
-	__u64 va;
-	__u32 rows;
-	__u32 cols;
-	__u32 stride;
-	__u16 dtype;
-	__u16 reserved;
+	__le64 va;
+	__le32 rows;
+	__le32 cols;
+	__le32 stride;
+	__le16 dtype;
+	__le16 reserved;
 };
 
 /**
@@ -451,12 +458,12 @@ struct tsr_tensor {
  */
 struct tsr_cmd_dma {
 	struct tsr_cmd_header hdr;
-	__u64 src;
-	__u64 dst;
-	__u32 size[3];
-	__u32 reserved;
-	__u64 src_stride[2];
-	__u64 dst_stride[2];
+	__le64 src;
+	__le64 dst;
+	__le32 size[3];
+	__le32 reserved;
+	__le64 src_stride[2];
+	__le64 dst_stride[2];
 };
 
 /**
@@ -499,8 +506,8 @@ struct tsr_cmd_matmul {
  */
 struct tsr_cmd_vpu {
 	struct tsr_cmd_header hdr;
-	__u32 op;
-	__u32 reserved;
+	__le32 op;
+	__le32 reserved;
 	struct tsr_tensor a;
 	struct tsr_tensor b;
 	struct tsr_tensor c;
@@ -543,8 +550,8 @@ enum tsr_vpu_op {
  */
 struct tsr_cmd_reduce {
 	struct tsr_cmd_header hdr;
-	__u32 op;
-	__u32 axis;
+	__le32 op;
+	__le32 axis;
 	struct tsr_tensor in;
 	struct tsr_tensor out;
 };
@@ -576,8 +583,8 @@ struct tsr_cmd_unary_copy {
  */
 struct tsr_cmd_sem {
 	struct tsr_cmd_header hdr;
-	__u64 va;
-	__u64 value;
+	__le64 va;
+	__le64 value;
 };
 
 /*
@@ -606,9 +613,9 @@ struct tsr_cmd_sem {
  */
 struct tsr_cmd_sem_wait_abort {
 	struct tsr_cmd_header hdr;
-	__u64 va;
-	__u64 value;
-	__u64 abort_va;
+	__le64 va;
+	__le64 value;
+	__le64 abort_va;
 };
 
 /**
@@ -618,7 +625,7 @@ struct tsr_cmd_sem_wait_abort {
  */
 struct tsr_cmd_timestamp {
 	struct tsr_cmd_header hdr;
-	__u64 va;
+	__le64 va;
 };
 
 /* TSR_OP_INTERRUPT: raise TSR_QIRQ_USER on the job's queue; header only. */
@@ -717,9 +724,9 @@ static inline __u32 tsr_dtype_size(__u32 dtype)
  * is an unused slot: TSR_OP_SC_GATHER and TSR_OP_SC_SCATTER_ADD skip it.
  */
 struct tsr_sc_coo {
-	__u64 row_ids;
-	__u64 col_ids;
-	__u64 weights;
+	__le64 row_ids;
+	__le64 col_ids;
+	__le64 weights;
 };
 
 /**
@@ -730,10 +737,10 @@ struct tsr_sc_coo {
  * @reserved: zero
  */
 struct tsr_sc_counts {
-	__u32 ids;
-	__u32 unique_ids;
-	__u32 dropped;
-	__u32 reserved;
+	__le32 ids;
+	__le32 unique_ids;
+	__le32 dropped;
+	__le32 reserved;
 };
 
 /* Bits of struct tsr_cmd_sc_partition's header flags. */
@@ -770,15 +777,15 @@ struct tsr_sc_counts {
  */
 struct tsr_cmd_sc_partition {
 	struct tsr_cmd_header hdr;
-	__u32 count;
-	__u32 partitions;
-	__u32 samples;
-	__u32 vocab;
-	__u32 max_ids;
-	__u32 max_unique_ids;
+	__le32 count;
+	__le32 partitions;
+	__le32 samples;
+	__le32 vocab;
+	__le32 max_ids;
+	__le32 max_unique_ids;
 	struct tsr_sc_coo in;
 	struct tsr_sc_coo out;
-	__u64 counts;
+	__le64 counts;
 };
 
 /*
@@ -808,8 +815,8 @@ enum tsr_sc_combiner {
  */
 struct tsr_cmd_sc_gather {
 	struct tsr_cmd_header hdr;
-	__u32 count;
-	__u32 combiner;
+	__le32 count;
+	__le32 combiner;
 	struct tsr_sc_coo in;
 	struct tsr_tensor table;
 	struct tsr_tensor out;
@@ -836,13 +843,13 @@ struct tsr_cmd_sc_gather {
  */
 struct tsr_cmd_sc_scatter_add {
 	struct tsr_cmd_header hdr;
-	__u32 count;
-	__u32 combiner;
+	__le32 count;
+	__le32 combiner;
 	struct tsr_sc_coo in;
 	struct tsr_tensor grad;
 	struct tsr_tensor dst;
-	__u32 scale;
-	__u32 reserved;
+	__le32 scale;
+	__le32 reserved;
 };
 
 /* ---------------------------------------------------------- ICI links */
@@ -933,15 +940,15 @@ enum tsr_ici_frame_type {
  * @hdr_crc: CRC32C of the header up to this field
  */
 struct tsr_ici_frame_hdr {
-	__u16 magic;
+	__le16 magic;
 	__u8 type;
 	__u8 flags;
-	__u16 len;
-	__u16 reserved;
-	__u32 seq;
-	__u32 ack;
-	__u32 credit[TSR_ICI_VCS];
-	__u32 hdr_crc;
+	__le16 len;
+	__le16 reserved;
+	__le32 seq;
+	__le32 ack;
+	__le32 credit[TSR_ICI_VCS];
+	__le32 hdr_crc;
 };
 
 /*
@@ -962,13 +969,13 @@ struct tsr_ici_frame_hdr {
  * @rcv_next: the sequence number the sender expects next
  */
 struct tsr_ici_train {
-	__u32 version;
-	__u32 slice_id;
+	__le32 version;
+	__le32 slice_id;
 	__u8 coords[TSR_ICI_MAX_DIMS];
 	__u8 port;
-	__u32 flags;
-	__u32 snd_una;
-	__u32 rcv_next;
+	__le32 flags;
+	__le32 snd_una;
+	__le32 rcv_next;
 };
 
 /*
@@ -1023,11 +1030,11 @@ struct tsr_ici_train {
  * @reserved: zero
  */
 struct tsr_ici_hello {
-	__u32 magic;
-	__u16 version;
-	__u16 flags;
-	__u32 ring_size;
-	__u32 reserved;
+	__le32 magic;
+	__le16 version;
+	__le16 flags;
+	__le32 ring_size;
+	__le32 reserved;
 };
 
 /**
@@ -1039,7 +1046,7 @@ struct tsr_ici_hello {
  * @mac: PROOF: the MAC
  */
 struct tsr_ici_auth {
-	__u32 magic;
+	__le32 magic;
 	__u8 coords[3];
 	__u8 port;
 	__u8 nonce[TSR_ICI_NONCE_SIZE];
@@ -1064,14 +1071,14 @@ struct tsr_ici_auth {
  * breaks the ring, and with it the link.
  */
 struct tsr_ici_ring_hdr {
-	__u32 magic;
-	__u32 size;
+	__le32 magic;
+	__le32 size;
 	__u8 pad0[56];
-	__u64 head;
-	__u32 producer_waiting;
+	__le64 head;
+	__le32 producer_waiting;
 	__u8 pad1[52];
-	__u64 tail;
-	__u32 consumer_waiting;
+	__le64 tail;
+	__le32 consumer_waiting;
 	__u8 pad2[52];
 };
 
@@ -1170,11 +1177,11 @@ enum tsr_ici_counter {
  * @key: what a remote write must name to be let in
  */
 struct tsr_ici_window {
-	__u32 flags;
-	__u32 context;
-	__u64 va;
-	__u64 size;
-	__u64 key;
+	__le32 flags;
+	__le32 context;
+	__le64 va;
+	__le64 size;
+	__le64 key;
 };
 
 /*
@@ -1220,17 +1227,17 @@ struct tsr_ici_msg {
 	__u8 flags;
 	__u8 src[TSR_ICI_MAX_DIMS];
 	__u8 dst[TSR_ICI_MAX_DIMS];
-	__u32 req;
-	__u32 window;
-	__u32 status;
-	__u32 len;
-	__u64 key;
-	__u64 offset;
-	__u64 req_offset;
-	__u64 req_end;
-	__u64 sem_offset;
-	__u64 sem_add;
-	__u64 arrival;
+	__le32 req;
+	__le32 window;
+	__le32 status;
+	__le32 len;
+	__le64 key;
+	__le64 offset;
+	__le64 req_offset;
+	__le64 req_end;
+	__le64 sem_offset;
+	__le64 sem_add;
+	__le64 arrival;
 };
 
 /* Data bytes one WRITE chunk carries. */
@@ -1279,16 +1286,16 @@ struct tsr_cmd_ici_write {
 	struct tsr_cmd_header hdr;
 	__u8 dst[TSR_ICI_MAX_DIMS];
 	__u8 reserved0;
-	__u32 window;
-	__u64 key;
-	__u64 src;
-	__u64 src_stride;
-	__u64 offset;
-	__u64 dst_stride;
-	__u32 rows;
-	__u32 row_bytes;
-	__u64 sem_offset;
-	__u64 sem_add;
+	__le32 window;
+	__le64 key;
+	__le64 src;
+	__le64 src_stride;
+	__le64 offset;
+	__le64 dst_stride;
+	__le32 rows;
+	__le32 row_bytes;
+	__le64 sem_offset;
+	__le64 sem_add;
 };
 
 /* ----------------------------------------------------------- job traces */
@@ -1320,12 +1327,12 @@ struct tsr_cmd_ici_write {
  * @end_cycle: the job's end, as in its completion record
  */
 struct tsr_trace_header {
-	__u32 records;
-	__u32 dropped;
-	__u32 record_size;
-	__u32 queue;
-	__u64 start_cycle;
-	__u64 end_cycle;
+	__le32 records;
+	__le32 dropped;
+	__le32 record_size;
+	__le32 queue;
+	__le64 start_cycle;
+	__le64 end_cycle;
 };
 
 /*
@@ -1369,19 +1376,19 @@ enum tsr_engine {
  *	else zero
  */
 struct tsr_trace_record {
-	__u32 index;
+	__le32 index;
 	__u8 opcode;
 	__u8 engine;
 	__u8 port;
 	__u8 dst[TSR_ICI_MAX_DIMS];
-	__u16 reserved;
-	__u32 error;
-	__u64 start_cycle;
-	__u64 end_cycle;
-	__u64 mem_bytes;
-	__u64 link_bytes;
-	__u64 link_start_cycle;
-	__u64 link_end_cycle;
+	__le16 reserved;
+	__le32 error;
+	__le64 start_cycle;
+	__le64 end_cycle;
+	__le64 mem_bytes;
+	__le64 link_bytes;
+	__le64 link_start_cycle;
+	__le64 link_end_cycle;
 };
 
 #endif /* _TESSERA_CHIP_H_ */

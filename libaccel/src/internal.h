@@ -10,6 +10,10 @@
 
 #include <accel/accel.h>
 
+/* Commands are built in place, and the chip's formats are little-endian. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "libaccel builds the chip's commands for little-endian hosts");
+
 /* Retired command buffer copies a device keeps, and jobs each remembers. */
 #define ACCEL_CMD_POOL		16
 #define ACCEL_CMD_COPY_JOBS	8
