@@ -13,7 +13,9 @@
  * an errno the call can return; a call built valid and left alone must
  * succeed, and what it returns must agree with what the fuzzer knows
  * (handles, addresses, window ids, sequence numbers, job states,
- * counters, the slice and its ports).  Jobs run
+ * counters, the slice and its ports).  Buffers marked DONTNEED meet
+ * memory pressure (drop_caches) now and then, and a purged one must
+ * refuse whatever would reach it.  Jobs run
  * real commands, some malformed or faulting, with extension chains, alone
  * or in batches of up to eight (a batch that fails must name the job it
  * refused, when one job was spoiled), two hang until the driver's
@@ -109,7 +111,7 @@ static void print_counters(struct fuzz *fz)
 
 	if (tsr_counters(fz->file[0].fd, c))
 		return;
-	printf("# driver: %llu jobs submitted, %llu completed, %llu failed, %llu MMU faults, %llu timeouts, %llu queue and %llu chip resets, %llu banned contexts, %u hangs made\n",
+	printf("# driver: %llu jobs submitted, %llu completed, %llu failed, %llu MMU faults, %llu timeouts, %llu queue and %llu chip resets, %llu banned contexts, %u hangs made, %lld buffers purged\n",
 	       (unsigned long long)c->jobs_submitted,
 	       (unsigned long long)c->jobs_completed,
 	       (unsigned long long)c->jobs_failed,
@@ -117,7 +119,8 @@ static void print_counters(struct fuzz *fz)
 	       (unsigned long long)c->timeouts,
 	       (unsigned long long)c->queue_resets,
 	       (unsigned long long)c->device_resets,
-	       (unsigned long long)c->banned_contexts, fz->hangs);
+	       (unsigned long long)c->banned_contexts, fz->hangs,
+	       tsr_fd_sysfs(fz->file[0].fd, "purged_buffers"));
 }
 
 static unsigned long long env_number(const char *name, unsigned long long def)

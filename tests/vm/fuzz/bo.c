@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Buffer objects: BO_CREATE, BO_INFO and GEM_CLOSE against what the
- * fuzzer holds, and mmap() of buffers, some kept past their handle.
+ * Buffer objects: BO_CREATE, BO_INFO, BO_MADVISE and GEM_CLOSE against
+ * what the fuzzer holds, and mmap() of buffers, some kept past their
+ * handle.
  */
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "fuzz.h"
 
@@ -40,7 +43,8 @@ struct fuzz_bo *pick_bo_role(struct fuzz *fz, struct fuzz_file *f,
 	return NULL;
 }
 
-void keep_zombie(struct fuzz *fz, void *addr, size_t len, int prot)
+void keep_zombie(struct fuzz *fz, void *addr, size_t len, int prot,
+		 __u32 obj)
 {
 	struct fuzz_mapping *z;
 
@@ -50,7 +54,9 @@ void keep_zombie(struct fuzz *fz, void *addr, size_t len, int prot)
 	} else {
 		z = &fz->zombie[fz->nzombie++];
 	}
-	*z = (struct fuzz_mapping) { .addr = addr, .len = len, .prot = prot };
+	*z = (struct fuzz_mapping) {
+		.addr = addr, .len = len, .prot = prot, .obj = obj,
+	};
 }
 
 /* The kernel closed @handle: forget it, keep its mapping for a while. */
@@ -59,7 +65,8 @@ static void forget_bo(struct fuzz *fz, struct fuzz_file *f, struct fuzz_bo *bo)
 	f->stale[below(fz, FUZZ_STALE)] = bo->handle;
 	f->bo_bytes -= bo->size;
 	if (bo->map)
-		keep_zombie(fz, bo->map, bo->size, PROT_READ | PROT_WRITE);
+		keep_zombie(fz, bo->map, bo->size, PROT_READ | PROT_WRITE,
+			    bo->obj);
 	*bo = f->bo[--f->nbo];
 }
 
@@ -256,6 +263,103 @@ static int gem_close(struct fuzz *fz, struct fuzz_file *f, __u32 handle,
 	return err;
 }
 
+/* Every shrinker of the kernel runs: DONTNEED buffers may go. */
+static void memory_pressure(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	/* Should it fail (not root), nothing is purged: the model holds. */
+	(void)!write(fd, "2", 1);
+	close(fd);
+}
+
+/*
+ * @obj may be purged: a mapping of it kept past its handle is not touched,
+ * and its dma-bufs may be refused.
+ */
+static void obj_may_be_purged(struct fuzz *fz, __u32 obj)
+{
+	unsigned int i;
+
+	for (i = 0; i < fz->nzombie; i++)
+		if (fz->zombie[i].obj == obj)
+			fz->zombie[i].prot = 0;
+	for (i = 0; i < fz->ndmabuf; i++)
+		if (fz->dmabuf[i].obj == obj)
+			fz->dmabuf[i].dontneed = true;
+}
+
+/*
+ * What BO_MADVISE of @bo answered: a buffer marked DONTNEED may be purged
+ * from then on, and once WILLNEED or DONTNEED answers retained 0 it is
+ * purged for good.  Only a buffer marked DONTNEED is ever purged.
+ */
+static void bo_madvise_learn(struct fuzz *fz, struct fuzz_bo *bo,
+			     const struct drm_tessera_bo_madvise *a)
+{
+	bool was_dontneed = bo->dontneed;
+
+	if (a->madv == DRM_TESSERA_MADV_DONTNEED && !bo->dontneed) {
+		bo->dontneed = true;
+		obj_may_be_purged(fz, bo->obj);
+	}
+	if (!fz->out_ok)
+		return;
+	if (a->retained > 1 || (bo->purged && a->retained) ||
+	    (!was_dontneed && !a->retained))
+		violation(fz, "BO_MADVISE %u of handle %u answered retained %u; the buffer was %s",
+			  a->madv, a->handle, a->retained,
+			  bo->purged ? "purged" : bo->dontneed ?
+			  "marked DONTNEED" : "never marked DONTNEED");
+	if (!a->retained)
+		bo->purged = true;
+	else if (a->madv == DRM_TESSERA_MADV_WILLNEED)
+		bo->dontneed = false;
+}
+
+/*
+ * BO_MADVISE, checked against the pool; a DONTNEED sometimes followed by
+ * memory pressure, so that buffers are purged and what touches them
+ * refused.  Command buffers stay needed: the fuzzer writes commands
+ * through their mappings, which a purge would make raise SIGBUS.
+ */
+void op_bo_madvise(struct fuzz *fz, struct fuzz_file *f)
+{
+	struct drm_tessera_bo_madvise *a = (void *)fz->arg;
+	struct fuzz_bo *bo = one_in(fz, 8) ? pick_bo(fz, f) :
+					     pick_bo_role(fz, f, false);
+	int err, want;
+
+	memset(a, 0, sizeof(*a));
+	a->handle = bo ? bo->handle : stale_handle(fz, f);
+	a->madv = one_in(fz, 2) ? DRM_TESSERA_MADV_DONTNEED :
+				  DRM_TESSERA_MADV_WILLNEED;
+	mutate(fz, f, OP_BO_MADVISE, a);
+	bo = find_bo(f, a->handle);
+	if (bo && bo->cmd && a->madv == DRM_TESSERA_MADV_DONTNEED)
+		a->madv = DRM_TESSERA_MADV_WILLNEED;
+	err = fuzz_ioctl(fz, f, OP_BO_MADVISE, a, false);
+	if (err == EFAULT && !fz->out_ok)
+		return;
+	/* What the driver read: a shorter argument reads as zeros, as @a. */
+	bo = find_bo(f, a->handle);
+	want = a->flags || a->madv > DRM_TESSERA_MADV_DONTNEED ? EINVAL :
+	       !bo ? ENOENT : bo->hbm ? EINVAL : 0;
+	if (err != want)
+		violation(fz, "BO_MADVISE %u (flags 0x%x) of handle %u, %s: %s, expected %s",
+			  a->madv, a->flags, a->handle,
+			  !bo ? "not held" : bo->hbm ? "in HBM" : "held",
+			  err ? strerror(err) : "success",
+			  want ? strerror(want) : "success");
+	if (err || !bo)
+		return;
+	bo_madvise_learn(fz, bo, a);
+	if (a->madv == DRM_TESSERA_MADV_DONTNEED && one_in(fz, 4))
+		memory_pressure();
+}
+
 void op_gem_close(struct fuzz *fz, struct fuzz_file *f)
 {
 	struct fuzz_bo *bo = pick_bo(fz, f);
@@ -312,10 +416,11 @@ static void *map_bo(struct fuzz *fz, struct fuzz_file *f, struct fuzz_bo *bo)
 /*
  * A file maps only whole buffers it holds a handle to, from their start,
  * and only shared: a private copy-on-write mapping of device memory has no
- * meaning.
+ * meaning; and never a purged buffer.  Return: the buffer mapped, if any.
  */
-static void check_mapping(struct fuzz *fz, struct fuzz_file *f,
-			  const struct fuzz_mmap_args *a)
+static const struct fuzz_bo *check_mapping(struct fuzz *fz,
+					   struct fuzz_file *f,
+					   const struct fuzz_mmap_args *a)
 {
 	const struct fuzz_bo *bo = NULL;
 	unsigned int i;
@@ -331,13 +436,20 @@ static void check_mapping(struct fuzz *fz, struct fuzz_file *f,
 	else if ((a->flags & MAP_TYPE) == MAP_PRIVATE)
 		violation(fz, "private mapping of %s buffer %u accepted",
 			  bo->hbm ? "HBM" : "system-memory", bo->handle);
+	else if (bo->purged)
+		violation(fz, "mapping of purged buffer %u accepted",
+			  bo->handle);
+	return bo;
 }
 
 void op_mmap(struct fuzz *fz, struct fuzz_file *f)
 {
 	struct fuzz_mmap_args *a = (void *)fz->arg;
 	struct fuzz_bo *bo = pick_bo(fz, f);
-	bool valid = bo && bo->size;
+	/* A purged buffer is refused (EFAULT): one marked DONTNEED may be. */
+	bool valid = bo && bo->size && !bo->dontneed;
+	const struct fuzz_bo *mapped;
+	__u32 obj;
 	void *p;
 
 	if (fz->nzombie && one_in(fz, 4)) {
@@ -369,11 +481,14 @@ void op_mmap(struct fuzz *fz, struct fuzz_file *f)
 	p = fuzz_mmap(fz, f, a, valid);
 	if (p == MAP_FAILED)
 		return;
-	check_mapping(fz, f, a);
-	if (a->length)
+	mapped = check_mapping(fz, f, a);
+	obj = mapped ? mapped->obj : 0;
+	/* A buffer that may be purged may raise SIGBUS: not touched. */
+	if (a->length && mapped && !mapped->dontneed)
 		touch(fz, p, a->length, a->prot);
 	if (one_in(fz, 16))
-		keep_zombie(fz, p, a->length, a->prot);
+		keep_zombie(fz, p, a->length,
+			    mapped && !mapped->dontneed ? a->prot : 0, obj);
 	else
 		munmap(p, a->length);
 }

@@ -73,7 +73,8 @@ void close_file(struct fuzz *fz, struct fuzz_file *f)
 		struct fuzz_bo *bo = &f->bo[f->nbo - 1];
 
 		if (bo->map && one_in(fz, 4))
-			keep_zombie(fz, bo->map, bo->size, PROT_READ | PROT_WRITE);
+			keep_zombie(fz, bo->map, bo->size, PROT_READ | PROT_WRITE,
+				    bo->obj);
 		else if (bo->map)
 			munmap(bo->map, bo->size);
 		f->nbo--;
@@ -119,7 +120,7 @@ static void add_dmabuf(struct fuzz *fz, struct fuzz_file *f, int fd,
 	d = &fz->dmabuf[fz->ndmabuf++];
 	*d = (struct fuzz_dmabuf) {
 		.fd = fd, .obj = bo->obj, .size = bo->size, .cmd = bo->cmd,
-		.ro_on = bo->ro ? f->node : NULL,
+		.dontneed = bo->dontneed, .ro_on = bo->ro ? f->node : NULL,
 	};
 }
 
@@ -136,16 +137,18 @@ void op_prime_handle_to_fd(struct fuzz *fz, struct fuzz_file *f)
 	a->fd = -1;
 	valid = !mutate(fz, f, OP_PRIME_HANDLE_TO_FD, a);
 	bo = find_bo(f, a->handle);
+	/* A purged buffer is refused (EFAULT): one marked DONTNEED may be. */
 	err = fuzz_ioctl(fz, f, OP_PRIME_HANDLE_TO_FD, a,
-			 valid && bo && !bo->hbm);
+			 valid && bo && !bo->hbm && !bo->dontneed);
 	if (valid && fz->out_ok && bo && bo->hbm && err != EOPNOTSUPP)
 		violation(fz, "PRIME export of HBM handle %u: %s, not EOPNOTSUPP",
 			  a->handle, err ? strerror(err) : "success");
 	if (err)
 		return;
-	if (!bo || bo->hbm) {
+	if (!bo || bo->hbm || bo->purged) {
 		violation(fz, "PRIME export of handle %u succeeded: %s",
-			  a->handle, bo ? "an HBM buffer" : "no such handle");
+			  a->handle, !bo ? "no such handle" :
+			  bo->hbm ? "an HBM buffer" : "a purged buffer");
 		close(a->fd);
 		return;
 	}
@@ -167,7 +170,12 @@ void op_prime_fd_to_handle(struct fuzz *fz, struct fuzz_file *f)
 	a->fd = d ? d->fd : fz->null_fd;
 	valid = d && !mutate(fz, f, OP_PRIME_FD_TO_HANDLE, a);
 	d = find_dmabuf(fz, a->fd);
-	if (fuzz_ioctl(fz, f, OP_PRIME_FD_TO_HANDLE, a, valid))
+	/*
+	 * A dma-buf outlives its buffer's handles, and a buffer without one
+	 * is not exported and may be purged: its import is refused (EFAULT).
+	 */
+	if (fuzz_ioctl(fz, f, OP_PRIME_FD_TO_HANDLE, a,
+		       valid && !(d && d->dontneed)))
 		return;
 	if (!d) {
 		violation(fz, "PRIME import of fd %d, not a dma-buf of ours, gave handle %u",
@@ -180,8 +188,11 @@ void op_prime_fd_to_handle(struct fuzz *fz, struct fuzz_file *f)
 	if (held && held->handle != a->handle)
 		violation(fz, "PRIME import of a buffer file %u holds as %u gave handle %u",
 			  (unsigned int)(f - fz->file), held->handle, a->handle);
-	if (!held)
+	if (!held) {
 		held = add_bo(fz, f, a->handle, d->obj, false, d->cmd, d->size);
+		if (held)
+			held->dontneed = d->dontneed;
+	}
 	/* Another device's import is a new buffer, read-write. */
 	if (held)
 		held->ro = d->ro_on && !strcmp(d->ro_on, f->node);

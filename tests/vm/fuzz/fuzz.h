@@ -46,6 +46,7 @@ enum fuzz_op {
 	OP_GET_PARAM,
 	OP_BO_CREATE,
 	OP_BO_INFO,
+	OP_BO_MADVISE,
 	OP_SUBMIT,
 	OP_SUBMIT_BATCH,
 	OP_JOB_STATUS,
@@ -80,6 +81,8 @@ struct fuzz_bo {
 	bool hbm;
 	bool cmd;		/* holds command streams; no job writes it */
 	bool ro;		/* DRM_TESSERA_BO_DEVICE_READ_ONLY */
+	bool dontneed;		/* BO_MADVISE DONTNEED: may be purged by now */
+	bool purged;		/* BO_MADVISE answered retained 0 */
 	void *map;		/* CPU mapping of a command buffer */
 };
 
@@ -128,13 +131,15 @@ struct fuzz_dmabuf {
 	__u32 obj;
 	__u64 size;
 	bool cmd;
+	bool dontneed;		/* its buffer may be purged (fuzz_bo) */
 	const char *ro_on;	/* DEVICE_READ_ONLY: the node it is so on */
 };
 
 struct fuzz_mapping {
 	void *addr;
 	size_t len;
-	int prot;
+	int prot;		/* what is touched: 0 once it may be purged */
+	__u32 obj;		/* the buffer's fuzzer name, 0 if unknown */
 };
 
 /* mmap() as the fuzzer records it. */
@@ -305,13 +310,15 @@ struct fuzz_bo *find_bo(struct fuzz_file *f, __u32 handle);
 struct fuzz_bo *pick_bo(struct fuzz *fz, struct fuzz_file *f);
 struct fuzz_bo *pick_bo_role(struct fuzz *fz, struct fuzz_file *f,
 			     bool cmd);
-void keep_zombie(struct fuzz *fz, void *addr, size_t len, int prot);
+void keep_zombie(struct fuzz *fz, void *addr, size_t len, int prot,
+		 __u32 obj);
 void make_room(struct fuzz *fz, struct fuzz_file *f, __u64 size);
 struct fuzz_bo *add_bo(struct fuzz *fz, struct fuzz_file *f,
 		       __u32 handle, __u32 obj, bool hbm, bool cmd,
 		       __u64 size);
 void op_bo_create(struct fuzz *fz, struct fuzz_file *f);
 void op_bo_info(struct fuzz *fz, struct fuzz_file *f);
+void op_bo_madvise(struct fuzz *fz, struct fuzz_file *f);
 void op_gem_close(struct fuzz *fz, struct fuzz_file *f);
 void op_mmap(struct fuzz *fz, struct fuzz_file *f);
 

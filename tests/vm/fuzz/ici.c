@@ -223,7 +223,7 @@ static __u32 pick_window_id(struct fuzz *fz, const struct fuzz_file *f)
  */
 struct fuzz_expect {
 	int must[8];
-	int may[4];
+	int may[6];
 	unsigned int nmust;
 	unsigned int nmay;
 };
@@ -291,6 +291,9 @@ static void window_open_expect(const struct fuzz *fz, struct fuzz_file *f,
 		 * its read-only original again, which the model does not follow.
 		 */
 		expect_errno(e, bo->ro, EACCES);
+	/* A purged buffer is refused; one marked DONTNEED may be purged. */
+	if (bo && bo->dontneed)
+		expect_errno(e, bo->purged, EFAULT);
 	if (f->nwin >= fz->max_windows_per_file)
 		expect_errno(e, true, ENOSPC);
 	for (i = 0; i < DRM_TESSERA_MAX_WINDOWS; i++)

@@ -35,6 +35,14 @@ static const struct fuzz_field bo_info_fields[] = {
 	{ }
 };
 
+static const struct fuzz_field bo_madvise_fields[] = {
+	FIELD(struct drm_tessera_bo_madvise, handle, FK_HANDLE),
+	FIELD(struct drm_tessera_bo_madvise, madv, FK_VAL),
+	FIELD(struct drm_tessera_bo_madvise, flags, FK_VAL),
+	FIELD(struct drm_tessera_bo_madvise, retained, FK_VAL),
+	{ }
+};
+
 static const struct fuzz_field submit_fields[] = {
 	FIELD(struct drm_tessera_submit, extensions, FK_PTR),
 	FIELD(struct drm_tessera_submit, flags, FK_VAL),
@@ -177,6 +185,7 @@ static const struct fuzz_field no_fields[] = {
 static const int info_errnos[] = { EINVAL, EFAULT, ENODEV, 0 };
 static const int bo_create_errnos[] = { EINVAL, EFAULT, ENODEV, ENOMEM, 0 };
 static const int bo_info_errnos[] = { EINVAL, EFAULT, ENOENT, ENOMEM, 0 };
+static const int bo_madvise_errnos[] = { EINVAL, EFAULT, ENOENT, 0 };
 static const int submit_errnos[] = {
 	EINVAL, EFAULT, ENODEV, ENOMEM, ENOENT, EPERM, ECANCELED, E2BIG,
 	EOPNOTSUPP, 0
@@ -198,7 +207,7 @@ static const int prime_to_handle_errnos[] = {
 	EINVAL, EFAULT, ENOENT, ENOMEM, ENODEV, EBADF, 0
 };
 static const int mmap_errnos[] = {
-	EINVAL, EACCES, ENOMEM, ENODEV, EPERM, EOVERFLOW, 0
+	EINVAL, EACCES, ENOMEM, ENODEV, EPERM, EOVERFLOW, EFAULT, 0
 };
 static const int unknown_errnos[] = { EINVAL, 0 };
 static const int no_errnos[] = { 0 };
@@ -225,6 +234,8 @@ const struct fuzz_op_desc fuzz_ops[OP_COUNT] = {
 		  bo_create_fields, bo_create_errnos, op_bo_create),
 	DRIVER_OP(BO_INFO, struct drm_tessera_bo_info, 8, bo_info_fields,
 		  bo_info_errnos, op_bo_info),
+	DRIVER_OP(BO_MADVISE, struct drm_tessera_bo_madvise, 3,
+		  bo_madvise_fields, bo_madvise_errnos, op_bo_madvise),
 	DRIVER_OP(SUBMIT, struct drm_tessera_submit, 8, submit_fields,
 		  submit_errnos, op_submit),
 	DRIVER_OP(SUBMIT_BATCH, struct drm_tessera_submit_batch, 4,
