@@ -204,7 +204,8 @@ struct drm_tessera_bo_info {
  * Under memory pressure the kernel drops the pages of an idle system-memory
  * buffer marked DRM_TESSERA_MADV_DONTNEED (no unfinished job uses it): its
  * device VA stays reserved but unmapped, so a job that touches it faults
- * (-EFAULT); a CPU mapping of it raises SIGBUS.  A purged buffer stays
+ * (-EFAULT); a CPU mapping of it raises SIGBUS, and a new mmap, PRIME
+ * export or ICI window of it fails with -EFAULT.  A purged buffer stays
  * purged: only closing it gives its handle back.
  */
 struct drm_tessera_bo_madvise {
