@@ -149,7 +149,6 @@ static void tessera_recover_restart(struct tessera_device *tdev,
 	/* Guilty, marked and banned jobs fail; the others run again. */
 	for_each_set_bit(i, &mask, tdev->num_queues)
 		tessera_sched_restart(&tdev->queues[i]);
-
 }
 
 /*
