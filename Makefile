@@ -13,13 +13,17 @@
 #                 UBSAN, kmemleak), and planted bugs it must catch; T=NAME
 #                 as for make check, with the debug module rebuilt first
 #   make debug-kernel  only build that kernel (build/debug-kernel, cached)
+#   make lean-initramfs  the lean guest kernel (build/lean-kernel, cached),
+#                 the driver against it and its initramfs: half the boot
+#                 CPU of Debian's kernel, for big slices (--lean-kernel)
 #   make check-slices  the long slice checks: 4x4 as 4 VMs x 4 chips, and
 #                 a 2x2x2 mesh in one VM, each running the exchange; the
 #                 collectives' tests on 4x4 as 4 VMs x 4 chips; a host of
 #                 a 2x2x2 torus of 2 VMs stopped mid-collective; Ctrl-C
 #                 and scancel on a slice run by Slurm; 4x4x4 as 16 VMs x
 #                 4 chips (every collective, the embedding op), alone and
-#                 as 16 Slurm tasks (run-checks --only moonshot)
+#                 as 16 Slurm tasks (run-checks --only moonshot), on the
+#                 lean kernel
 #   make bench    BENCH lines (see tools/tessera-bench)
 #   make fuzz     the ioctl fuzzer in a VM, FUZZ_CALLS (1000000) calls of a
 #                 new stream, or FUZZ_SEED's
@@ -64,8 +68,13 @@ QEMU_CONFIG_RECORD := $(QEMU_SRC) $(QEMU_BUILD) $(QEMU_CONFIGURE)
 KMOD_DIR := $(B)/kmod
 TESSERA_KO := $(KMOD_DIR)/driver/tessera.ko
 
-# The debug guest kernel (mk/debug-kernel), the driver and the planted-bug
-# module built against it, and its initramfs.  Not part of `all`.
+# The guest kernels Tessera builds from Debian's source (mk/guest-kernel),
+# each from mk/guest-kernel.config and a fragment of its own, from one
+# unpacked source.  Not part of `all`.
+KERNEL_SRC := $(B)/kernel-src
+KERNEL_BASE_CONFIG := mk/guest-kernel.config
+# The debug kernel, the driver and the planted-bug module built against it,
+# and its initramfs.
 DEBUG_KERNEL := $(B)/debug-kernel
 DEBUG_KBUILD := $(DEBUG_KERNEL)/obj
 DEBUG_KERNEL_STAMP := $(DEBUG_KERNEL)/.key
@@ -75,6 +84,13 @@ TESSERA_DEBUG_KO := $(KMOD_DEBUG_DIR)/driver/tessera.ko
 PLANT_DIR := $(B)/kmod-plant
 PLANT_KO := $(PLANT_DIR)/tessera_plant.ko
 DEBUG_INITRAMFS := $(B)/guest/initramfs-debug.cpio
+# The lean kernel (a guest that boots fast, for big slices), the driver
+# against it, and its initramfs.
+LEAN_KERNEL := $(B)/lean-kernel
+LEAN_KERNEL_STAMP := $(LEAN_KERNEL)/.key
+KMOD_LEAN_DIR := $(B)/kmod-lean
+TESSERA_LEAN_KO := $(KMOD_LEAN_DIR)/driver/tessera.ko
+LEAN_INITRAMFS := $(B)/guest/initramfs-lean.cpio
 
 # Userspace: C11 with GNU extensions, warnings are errors.  pkg-config is
 # asked when a recipe runs (=, not :=): on a fresh machine libdrm-dev is
@@ -134,7 +150,8 @@ TUTORIAL := $(B)/tests/vm/progs/tutorial
 
 .PHONY: all deps qemu module libaccel tests samples tools man initramfs \
 	check demo bench fuzz lint lint-patch install clean distclean help \
-	debug-kernel debug-module debug-initramfs check-debug check-slices
+	debug-kernel debug-module debug-initramfs check-debug check-slices \
+	lean-kernel lean-module lean-initramfs
 .DEFAULT_GOAL := all
 
 all: qemu module libaccel tests samples tools man initramfs
@@ -195,27 +212,46 @@ $(TESSERA_KO): $(DEPS_STAMP) FORCE
 	@mk/link-tree $(KMOD_DIR) Kbuild driver uapi include
 	@$(MAKE) -s -C $(KDIR) M=$(KMOD_DIR) W=1 KCFLAGS=-Werror modules
 
-# ---------------------------------------------------------------- debug kernel
-# Built once (about 8 minutes on 2 cores) and cached under a key of the
-# source version, the configuration fragment and the script; the script
-# returns at once when the key matches.
+# ---------------------------------------------------------------- guest kernels
+# Each built once (the debug kernel about 8 minutes on 2 cores, the lean
+# one 4) and cached under a key of the source version, the configuration
+# fragments and the script; the script returns at once when the key
+# matches.
 debug-kernel: $(DEBUG_KERNEL_STAMP)
 
-$(DEBUG_KERNEL_STAMP): $(DEPS_STAMP) mk/debug-kernel mk/debug-kernel.config mk/versions.env
-	mk/debug-kernel $(REPO) $(DEBUG_KERNEL) $(JOBS)
+$(DEBUG_KERNEL_STAMP): $(DEPS_STAMP) mk/guest-kernel $(KERNEL_BASE_CONFIG) \
+		mk/debug-kernel.config mk/versions.env
+	mk/guest-kernel $(REPO) $(KERNEL_SRC) $(DEBUG_KERNEL) $(JOBS) \
+		$(KERNEL_BASE_CONFIG) mk/debug-kernel.config
 	@touch $@
+
+lean-kernel: $(LEAN_KERNEL_STAMP)
+
+$(LEAN_KERNEL_STAMP): $(DEPS_STAMP) mk/guest-kernel $(KERNEL_BASE_CONFIG) \
+		mk/lean-kernel.config mk/versions.env
+	mk/guest-kernel $(REPO) $(KERNEL_SRC) $(LEAN_KERNEL) $(JOBS) \
+		$(KERNEL_BASE_CONFIG) mk/lean-kernel.config
+	@touch $@
+
+# The driver against the lean kernel, warnings errors as in `all`.
+lean-module: $(TESSERA_LEAN_KO)
+
+$(TESSERA_LEAN_KO): $(LEAN_KERNEL_STAMP) FORCE
+	@mk/guest-kernel-links $(LEAN_KERNEL)
+	@mk/link-tree $(KMOD_LEAN_DIR) Kbuild driver uapi include
+	@$(MAKE) -s -C $(LEAN_KERNEL)/obj M=$(KMOD_LEAN_DIR) W=1 KCFLAGS=-Werror modules
 
 # The driver as it is, against the debug kernel.  Not -Werror: the
 # sanitizers change what the compiler sees; the normal build judges warnings.
 debug-module: $(TESSERA_DEBUG_KO) $(PLANT_KO)
 
 $(TESSERA_DEBUG_KO): $(DEBUG_KERNEL_STAMP) FORCE
-	@mk/debug-kernel-links $(DEBUG_KERNEL)
+	@mk/guest-kernel-links $(DEBUG_KERNEL)
 	@mk/link-tree $(KMOD_DEBUG_DIR) Kbuild driver uapi include
 	@$(MAKE) -s -C $(DEBUG_KBUILD) M=$(KMOD_DEBUG_DIR) W=1 modules
 
 $(PLANT_KO): $(DEBUG_KERNEL_STAMP) tests/debug/Kbuild tests/debug/tessera_plant.c
-	@mk/debug-kernel-links $(DEBUG_KERNEL)
+	@mk/guest-kernel-links $(DEBUG_KERNEL)
 	@mk/link-tree -C tests/debug $(PLANT_DIR) Kbuild tessera_plant.c
 	@$(MAKE) -s -C $(DEBUG_KBUILD) M=$(PLANT_DIR) W=1 KCFLAGS=-Werror modules
 
@@ -444,6 +480,14 @@ $(DEBUG_INITRAMFS): mk/initramfs tools/guest/init $(TESSERA_DEBUG_KO) $(PLANT_KO
 	@mkdir -p $(@D)
 	mk/initramfs $@ $(REPO) $(DEBUG_KMOD_ROOT) $(TESSERA_DEBUG_KO) $(GUEST_FILES) $(PLANT_KO)
 
+# The same userland with the lean kernel's modules.
+lean-initramfs: $(LEAN_INITRAMFS)
+
+$(LEAN_INITRAMFS): mk/initramfs tools/guest/init $(TESSERA_LEAN_KO) $(GUEST_FILES) \
+		$(LEAN_KERNEL_STAMP)
+	@mkdir -p $(@D)
+	mk/initramfs $@ $(REPO) $(LEAN_KERNEL)/modules $(TESSERA_LEAN_KO) $(GUEST_FILES)
+
 # ---------------------------------------------------------------- run
 demo: all
 	tools/tessera-demo
@@ -460,7 +504,7 @@ check-debug: all debug-initramfs
 	$(PYTHON) tests/run-checks --debug --no-build $(CHECK_ARGS) $(if $(T),--test $(T))
 
 # Slices too large for make check: every chip writes to every other.
-check-slices: all
+check-slices: all lean-initramfs
 	tools/tessera-slice --topology 4x4 --host 2x2 --timeout 600 -- slice_exchange
 	tools/tessera-slice --topology 2x2x2 --mesh --host 2x2x2 --timeout 600 -- slice_exchange
 	tools/tessera-slice --topology 4x4 --host 2x2 --timeout 3000 -d debug-regs=on \
@@ -486,7 +530,7 @@ include mk/lint.mk
 # ---------------------------------------------------------------- clean
 clean:
 	rm -rf $(B)/obj $(B)/lib $(B)/bin $(B)/bench $(B)/tests $(B)/kmod $(B)/guest $(B)/logs $(B)/man \
-		$(B)/kmod-debug $(B)/kmod-plant $(B)/kmod-sparse $(B)/lint
+		$(B)/kmod-debug $(B)/kmod-lean $(B)/kmod-plant $(B)/kmod-sparse $(B)/lint
 	-ninja -C $(QEMU_BUILD) -t clean >/dev/null 2>&1
 
 distclean:
