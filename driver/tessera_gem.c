@@ -774,11 +774,19 @@ static bool tessera_bo_try_purge(struct tessera_device *tdev,
 	tessera_count(tdev, TESSERA_CNT_PURGED_BOS);
 	atomic64_add(shmem->base.size,
 		     &tdev->counters[TESSERA_CNT_PURGED_BYTES]);
-	/* The pages are gone: so is their charge. */
-	tessera_pin_uncharge(bo->pinned);
-	if (bo->user)
-		atomic_long_sub(bo->pinned >> PAGE_SHIFT, &bo->user->locked_vm);
-	bo->pinned = 0;
+	/*
+	 * The pages are gone unless a CPU mapping still holds them (its PTEs
+	 * are zapped, but the pages go only when it is unmapped): their
+	 * charge goes with them, or stays until the buffer is freed, so that
+	 * mapping and purging again and again cannot pin past the caps.
+	 */
+	if (!shmem->pages_use_count) {
+		tessera_pin_uncharge(bo->pinned);
+		if (bo->user)
+			atomic_long_sub(bo->pinned >> PAGE_SHIFT,
+					&bo->user->locked_vm);
+		bo->pinned = 0;
+	}
 	list_del_init(&bo->shrink_link);
 	purged = true;
 out_resv:

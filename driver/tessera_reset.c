@@ -105,17 +105,16 @@ static void tessera_recover_restart(struct tessera_device *tdev,
 	lockdep_assert_held(&tdev->reset_lock);
 
 	/*
-	 * Counted and announced first: whoever a job's end below wakes sees
-	 * the reset that ended it, or let it through, in the counters.
+	 * Counted first: whoever a job's end below wakes sees the reset that
+	 * ended it, or let it through, in the counters.  The uevent, which
+	 * allocates, waits until no job is left for this handler to signal.
 	 */
 	trace_tessera_reset(tdev, chip ? -1 : (int)__ffs(mask));
 	if (chip) {
 		tessera_chip_counters_clear(tdev);
 		tessera_count(tdev, TESSERA_CNT_DEVICE_RESETS);
-		tessera_reset_uevent(tdev, "chip", -1);
 	} else {
 		tessera_count(tdev, TESSERA_CNT_QUEUE_RESETS);
-		tessera_reset_uevent(tdev, "queue", (int)__ffs(mask));
 	}
 
 	/* The chip is quiet now: retire what it finished before the reset. */
@@ -149,6 +148,11 @@ static void tessera_recover_restart(struct tessera_device *tdev,
 	/* Guilty, marked and banned jobs fail; the others run again. */
 	for_each_set_bit(i, &mask, tdev->num_queues)
 		tessera_sched_restart(&tdev->queues[i]);
+
+	if (chip)
+		tessera_reset_uevent(tdev, "chip", -1);
+	else
+		tessera_reset_uevent(tdev, "queue", (int)__ffs(mask));
 }
 
 /*

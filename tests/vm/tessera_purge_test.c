@@ -7,6 +7,7 @@
  * Copyright (C) 2026 The Tessera Authors
  */
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -403,6 +404,51 @@ TEST_F(purge, a_job_using_a_purged_buffer_faults_alone_and_the_next_runs)
 	ASSERT_EQ(0, run(self, &st));
 	EXPECT_EQ(DRM_TESSERA_JOB_DONE, st.state);
 	EXPECT_EQ(0x33, ((uint8_t *)self->host.map)[63]);
+}
+
+/*
+ * As user 65534 with an RLIMIT_MEMLOCK of 12 MiB: an 8 MiB buffer, mapped
+ * and touched, marked DONTNEED and purged.  Its mapping still holds the
+ * pages, so the charge stays: a second 8 MiB buffer is refused until the
+ * first is unmapped and freed.  Exit status: 0, or the step that failed.
+ */
+static void purge_mapped_as_user(int fd)
+{
+	struct rlimit rl = { 12 * MIB, 12 * MIB };
+	struct tsr_bo a, b;
+	uint32_t retained = 7;
+
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setresuid(65534, 65534, 0))
+		_exit(1);
+	if (tsr_bo_create(fd, 8 * MIB, 0, &a))
+		_exit(2);
+	memset(a.map, 0x5a, a.size);
+	if (madvise_bo(fd, a.handle, DRM_TESSERA_MADV_DONTNEED, NULL) ||
+	    seteuid(0) || memory_pressure() || seteuid(65534) ||
+	    madvise_bo(fd, a.handle, DRM_TESSERA_MADV_WILLNEED, &retained))
+		_exit(3);
+	if (retained)
+		_exit(4);		/* not purged: nothing to check */
+	if (tsr_bo_create(fd, 8 * MIB, 0, &b) != -ENOMEM)
+		_exit(5);		/* the purge gave back a charge still held */
+	munmap(a.map, a.size);
+	tsr_bo_destroy(fd, &a);
+	if (tsr_bo_create(fd, 8 * MIB, 0, &b))
+		_exit(6);		/* freeing gave nothing back */
+	_exit(0);
+}
+
+TEST_F(purge, a_purged_buffer_still_mapped_keeps_its_charge_until_freed)
+{
+	int status;
+	pid_t child = fork();
+
+	ASSERT_LE(0, child);
+	if (!child)
+		purge_mapped_as_user(self->fd);
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
 TEST_HARNESS_MAIN
