@@ -160,61 +160,56 @@ TEST_F(rst, a_job_its_queue_took_behind_a_hung_one_is_not_run_again)
 #define PARAM "/sys/module/tessera/parameters/"
 
 /*
- * A job caught in more resets than max_resets_per_job fails with -EIO
- * rather than run again: with 0, the job behind a hung one, which its
- * queue never took, fails at the first reset and never runs.
+ * With the driver's parameter @param at @value (and back after): a hung
+ * job and, behind it, one that counts; both end, the hung one with its own
+ * -ETIMEDOUT, and the one behind it, which the queue never took, fails
+ * with @next_error without having run.
  */
-TEST_F(rst, a_job_caught_in_too_many_resets_fails_with_eio)
+static void hung_then_next_with(struct __test_metadata *_metadata,
+				FIXTURE_DATA(rst) *self, const char *param,
+				const char *value, int next_error)
 {
-	long long old = tsr_read_number(PARAM "max_resets_per_job");
+	long long old = tsr_read_number(param);
 	uint64_t *sem = self->host.map;
 	uint64_t hung, next;
 	char text[32];
 	int waited;
 
 	ASSERT_LE(0, old);
-	ASSERT_EQ(0, tsr_write_file(PARAM "max_resets_per_job", "0"));
+	ASSERT_EQ(0, tsr_write_file(param, value));
 	tsr_emit_sem(&self->next, TSR_OP_SEM_INC, self->host.va + 8 * SEM_COUNT, 1);
 	submit_hung_then_next(_metadata, self, &hung, &next);
 	waited = tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS) ?:
 		 tsr_wait(self->fd, self->next_sync, TSR_TEST_WAIT_NS);
 	snprintf(text, sizeof(text), "%lld", old);
-	ASSERT_EQ(0, tsr_write_file(PARAM "max_resets_per_job", text));
+	ASSERT_EQ(0, tsr_write_file(param, text));
 	ASSERT_EQ(0, waited);
 	expect_state(_metadata, self, hung, DRM_TESSERA_JOB_FAILED, TSR_ERR_NONE,
 		     -ETIMEDOUT);
 	expect_state(_metadata, self, next, DRM_TESSERA_JOB_FAILED, TSR_ERR_NONE,
-		     -EIO);
+		     next_error);
 	EXPECT_EQ(0u, sem[SEM_COUNT]);
 }
 
 /*
+ * A job caught in more resets than max_resets_per_job fails with -EIO
+ * rather than run again: with 0, the job behind a hung one fails at the
+ * first reset and never runs.
+ */
+TEST_F(rst, a_job_caught_in_too_many_resets_fails_with_eio)
+{
+	hung_then_next_with(_metadata, self, PARAM "max_resets_per_job", "0",
+			    -EIO);
+}
+
+/*
  * A context banned by the reset its hung job caused: that job still fails
- * with its own cause, -ETIMEDOUT, and the job behind it, never taken,
- * fails -ECANCELED without running.
+ * with its own cause, -ETIMEDOUT, and the job behind it fails -ECANCELED.
  */
 TEST_F(rst, a_hung_job_whose_reset_bans_its_context_fails_with_its_timeout)
 {
-	long long old = tsr_read_number(PARAM "ban_threshold");
-	uint64_t *sem = self->host.map;
-	uint64_t hung, next;
-	char text[32];
-	int waited;
-
-	ASSERT_LE(0, old);
-	ASSERT_EQ(0, tsr_write_file(PARAM "ban_threshold", "1"));
-	tsr_emit_sem(&self->next, TSR_OP_SEM_INC, self->host.va + 8 * SEM_COUNT, 1);
-	submit_hung_then_next(_metadata, self, &hung, &next);
-	waited = tsr_wait(self->fd, self->sync, TSR_TEST_WAIT_NS) ?:
-		 tsr_wait(self->fd, self->next_sync, TSR_TEST_WAIT_NS);
-	snprintf(text, sizeof(text), "%lld", old);
-	ASSERT_EQ(0, tsr_write_file(PARAM "ban_threshold", text));
-	ASSERT_EQ(0, waited);
-	expect_state(_metadata, self, hung, DRM_TESSERA_JOB_FAILED, TSR_ERR_NONE,
-		     -ETIMEDOUT);
-	expect_state(_metadata, self, next, DRM_TESSERA_JOB_FAILED, TSR_ERR_NONE,
-		     -ECANCELED);
-	EXPECT_EQ(0u, sem[SEM_COUNT]);
+	hung_then_next_with(_metadata, self, PARAM "ban_threshold", "1",
+			    -ECANCELED);
 }
 
 /* debugfs registers shows every queue's STARTED beside its HEAD. */
