@@ -738,14 +738,15 @@ static void tessera_shmem_purge(struct drm_gem_shmem_object *shmem)
  * the buffer faults rather than reaching another buffer.  Reclaim may hold
  * any of these locks: each is only tried.
  *
- * Return: true if the buffer was purged.
+ * Return: the pages given back to the system: none if the buffer was not
+ * purged, or if a CPU mapping still holds them.
  */
-static bool tessera_bo_try_purge(struct tessera_device *tdev,
-				 struct tessera_bo *bo)
+static unsigned long tessera_bo_try_purge(struct tessera_device *tdev,
+					  struct tessera_bo *bo)
 {
 	struct drm_gem_shmem_object *shmem = &bo->base;
 	struct tessera_mapping *map;
-	bool purged = false;
+	unsigned long freed = 0;
 
 	lockdep_assert_held(&tdev->shrinker_lock);
 	if (!mutex_trylock(&bo->lock))
@@ -786,14 +787,14 @@ static bool tessera_bo_try_purge(struct tessera_device *tdev,
 			atomic_long_sub(bo->pinned >> PAGE_SHIFT,
 					&bo->user->locked_vm);
 		bo->pinned = 0;
+		freed = shmem->base.size >> PAGE_SHIFT;
 	}
 	list_del_init(&bo->shrink_link);
-	purged = true;
 out_resv:
 	dma_resv_unlock(shmem->base.resv);
 out_bo:
 	mutex_unlock(&bo->lock);
-	return purged;
+	return freed;
 }
 
 static unsigned long tessera_shrinker_count(struct shrinker *shrinker,
@@ -824,8 +825,7 @@ static unsigned long tessera_shrinker_scan(struct shrinker *shrinker,
 	list_for_each_entry_safe(bo, next, &tdev->shrinker_list, shrink_link) {
 		if (freed >= sc->nr_to_scan)
 			break;
-		if (tessera_bo_try_purge(tdev, bo))
-			freed += bo->base.base.size >> PAGE_SHIFT;
+		freed += tessera_bo_try_purge(tdev, bo);
 	}
 	mutex_unlock(&tdev->shrinker_lock);
 	return freed ?: SHRINK_STOP;
