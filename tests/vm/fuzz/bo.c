@@ -292,11 +292,37 @@ static void obj_may_be_purged(struct fuzz *fz, __u32 obj)
 }
 
 /*
+ * Advice is the object's, not the handle's: another file of the same
+ * device holding @bo's object (imported through PRIME) holds the same
+ * buffer, marked and purged with it.  Another device's import is a buffer
+ * of its own, which the exporter's advice does not touch.
+ */
+static void share_advice(struct fuzz *fz, const struct fuzz_file *f,
+			 const struct fuzz_bo *bo)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < fz->nfiles; i++) {
+		struct fuzz_file *g = &fz->file[i];
+
+		if (strcmp(g->node, f->node))
+			continue;
+		for (j = 0; j < g->nbo; j++) {
+			if (g->bo[j].obj != bo->obj)
+				continue;
+			g->bo[j].dontneed = bo->dontneed;
+			g->bo[j].purged = bo->purged;
+		}
+	}
+}
+
+/*
  * What BO_MADVISE of @bo answered: a buffer marked DONTNEED may be purged
  * from then on, and once WILLNEED or DONTNEED answers retained 0 it is
  * purged for good.  Only a buffer marked DONTNEED is ever purged.
  */
-static void bo_madvise_learn(struct fuzz *fz, struct fuzz_bo *bo,
+static void bo_madvise_learn(struct fuzz *fz, struct fuzz_file *f,
+			     struct fuzz_bo *bo,
 			     const struct drm_tessera_bo_madvise *a)
 {
 	bool was_dontneed = bo->dontneed;
@@ -305,8 +331,10 @@ static void bo_madvise_learn(struct fuzz *fz, struct fuzz_bo *bo,
 		bo->dontneed = true;
 		obj_may_be_purged(fz, bo->obj);
 	}
-	if (!fz->out_ok)
+	if (!fz->out_ok) {
+		share_advice(fz, f, bo);
 		return;
+	}
 	if (a->retained > 1 || (bo->purged && a->retained) ||
 	    (!was_dontneed && !a->retained))
 		violation(fz, "BO_MADVISE %u of handle %u answered retained %u; the buffer was %s",
@@ -317,6 +345,7 @@ static void bo_madvise_learn(struct fuzz *fz, struct fuzz_bo *bo,
 		bo->purged = true;
 	else if (a->madv == DRM_TESSERA_MADV_WILLNEED)
 		bo->dontneed = false;
+	share_advice(fz, f, bo);
 }
 
 /*
@@ -355,7 +384,7 @@ void op_bo_madvise(struct fuzz *fz, struct fuzz_file *f)
 			  want ? strerror(want) : "success");
 	if (err || !bo)
 		return;
-	bo_madvise_learn(fz, bo, a);
+	bo_madvise_learn(fz, f, bo, a);
 	if (a->madv == DRM_TESSERA_MADV_DONTNEED && one_in(fz, 4))
 		memory_pressure();
 }

@@ -198,6 +198,7 @@ struct fuzz {
 	__u8 *edge;		/* 8 readable bytes, then an inaccessible page */
 	__u8 *noaccess;
 	__u64 violations;
+	char first_violation[256];	/* repeated after the summary */
 	bool exact;		/* the fuzzer's own call: no mutation */
 	bool trace;		/* print every call */
 	bool reported[256];	/* undocumented fence errors reported */
