@@ -905,6 +905,13 @@ void accel_comm_destroy(struct accel_comm *comm)
 		for (k = 0; k < COMM_PLANS; k++)
 			coll_plan_free(&chip->plans[k].plan);
 	}
+	/* Calls never waited for: destroying them later finds no list. */
+	while (comm->oldest) {
+		struct accel_coll *coll = comm->oldest;
+
+		comm->oldest = coll->newer;
+		coll->linked = false;
+	}
 	free(comm);
 }
 

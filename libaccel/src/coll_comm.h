@@ -133,6 +133,13 @@ struct accel_comm {
 	 * ACCEL_ERR_COMM_BROKEN, and destroying it says no goodbye.
 	 */
 	bool broken;
+	/*
+	 * Its calls not yet seen to end, oldest first: a call's streams need
+	 * not cover the queues of the calls before it (a small all-reduce is
+	 * one stream, an all-to-all two), so a later call can end first on
+	 * the chips; waits end them in the order they were made.
+	 */
+	struct accel_coll *oldest, *newest;
 };
 
 /* A stream: local chip index x TSR_MAX_QUEUES + queue. */
@@ -150,6 +157,8 @@ struct accel_coll {
 	int result;
 	bool written;	/* a stream was written: the counters moved */
 	bool ended;
+	bool linked;	/* on the communicator's list of calls not ended */
+	struct accel_coll *older, *newer;
 	uint64_t start, end;	/* modeled: last stream start, last end */
 	uint64_t cycles;
 };
@@ -225,6 +234,9 @@ void coll_comm_abort(struct accel_comm *comm);
 
 /* Whether another chip set the abort semaphore of one of ours. */
 bool coll_comm_peer_aborted(const struct accel_comm *comm);
+
+/* A call is issued: the newest of the calls not yet ended (coll_wait.c). */
+void coll_link(struct accel_comm *comm, struct accel_coll *coll);
 
 /*
  * The windows' key: @given, else the launcher's @env (TESSERA_SLICE_KEY,

@@ -63,6 +63,35 @@ static int poll_timeout_ms(uint64_t deadline)
 	       (int)((deadline - now + 999999) / 1000000);
 }
 
+void coll_link(struct accel_comm *comm, struct accel_coll *coll)
+{
+	coll->older = comm->newest;
+	coll->newer = NULL;
+	if (comm->newest)
+		comm->newest->newer = coll;
+	else
+		comm->oldest = coll;
+	comm->newest = coll;
+	coll->linked = true;
+}
+
+static void coll_unlink(struct accel_coll *coll)
+{
+	struct accel_comm *comm = coll->comm;
+
+	if (!coll->linked)
+		return;
+	if (coll->older)
+		coll->older->newer = coll->newer;
+	else
+		comm->oldest = coll->newer;
+	if (coll->newer)
+		coll->newer->older = coll->older;
+	else
+		comm->newest = coll->older;
+	coll->linked = false;
+}
+
 /*
  * Every stream's jobs end in order, so only the first pending job of each
  * is watched: the first job to fail, on any stream of any local chip,
@@ -72,15 +101,9 @@ static int poll_timeout_ms(uint64_t deadline)
  * asked once, when it has signalled: a call's jobs mostly end together,
  * and asking every job at every wake-up cost more ioctls than the submits.
  */
-int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
+static int wait_one(struct accel_coll *coll, uint64_t deadline,
+		    uint64_t timeout_ns)
 {
-	uint64_t deadline;
-
-	if (!coll)
-		return ACCEL_ERR_INVALID_ARGUMENT;
-	deadline = timeout_ns == ACCEL_TIMEOUT_INFINITE ||
-		   timeout_ns > UINT64_MAX - now_ns() ? UINT64_MAX :
-		   now_ns() + timeout_ns;
 	while (!coll->ended) {
 		struct pollfd fds[STREAMS];
 		unsigned int job[STREAMS];
@@ -105,6 +128,7 @@ int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
 			coll->ended = true;
 			coll->cycles = coll->end > coll->start ?
 				       coll->end - coll->start : 0;
+			coll_unlink(coll);
 			break;
 		}
 		ready = ret ? 0 : poll(fds, n, poll_timeout_ms(deadline));
@@ -125,6 +149,33 @@ int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
 			return ACCEL_ERR_TIMEOUT;
 	}
 	return coll->result;
+}
+
+/*
+ * A call ends after the calls made before it on the communicator, as
+ * operations on one stream do: its streams need not cover their queues,
+ * so their jobs may still run when its own have ended, and a program that
+ * waits only for its last call reads every call's results.  One that
+ * failed has broken the communicator, and this call fails with it.
+ */
+int accel_coll_wait(struct accel_coll *coll, uint64_t timeout_ns)
+{
+	uint64_t deadline;
+	int ret;
+
+	if (!coll)
+		return ACCEL_ERR_INVALID_ARGUMENT;
+	deadline = timeout_ns == ACCEL_TIMEOUT_INFINITE ||
+		   timeout_ns > UINT64_MAX - now_ns() ? UINT64_MAX :
+		   now_ns() + timeout_ns;
+	while (coll->linked && coll->comm->oldest != coll) {
+		struct accel_coll *older = coll->comm->oldest;
+
+		ret = wait_one(older, deadline, timeout_ns);
+		if (!older->ended)
+			return ret;
+	}
+	return wait_one(coll, deadline, timeout_ns);
 }
 
 /*
@@ -168,6 +219,7 @@ void accel_coll_destroy(struct accel_coll *coll)
 
 	if (!coll)
 		return;
+	coll_unlink(coll);
 	for (i = 0; i < coll->count; i++) {
 		if (coll->fds[i] >= 0)
 			close(coll->fds[i]);

@@ -1043,6 +1043,9 @@ static int collective(struct accel_comm *comm, const struct call *c,
 	 */
 	if (ret && coll->written)
 		coll_comm_abort(comm);
+	/* Issued: it ends after the calls before it (accel_coll_wait()). */
+	if (!ret)
+		coll_link(comm, coll);
 	if (ret || !out) {
 		int waited = coll->count ? accel_coll_wait(coll, ACCEL_TIMEOUT_INFINITE) : 0;
 
@@ -1132,6 +1135,9 @@ static int point_to_point(struct accel_comm *comm, unsigned int i,
 	ret = finish(&x, end_stream(&x, ret));
 	if (ret && coll->written)
 		coll_comm_abort(comm);
+	/* Issued: it ends after the calls before it (accel_coll_wait()). */
+	if (!ret)
+		coll_link(comm, coll);
 	if (ret || !out) {
 		int waited = coll->count ? accel_coll_wait(coll, ACCEL_TIMEOUT_INFINITE) : 0;
 

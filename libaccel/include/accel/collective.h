@@ -223,6 +223,12 @@ ACCEL_API int accel_broadcast(struct accel_comm *comm,
 /**
  * accel_coll_wait() - wait for a collective to end on every local chip.
  *
+ * Calls on a communicator end in the order they were made, as operations
+ * on one stream do: a call has ended once it and every call made before
+ * it on the communicator have, and waiting for it waits for those too (a
+ * call's jobs may use fewer queues than the calls before it, and end
+ * first on the chips).  So a program may wait for its last call only.
+ *
  * ACCEL_OK; ACCEL_ERR_TIMEOUT when @timeout_ns ran out first; or the
  * first failure of its jobs (ACCEL_ERR_LINK_DOWN, ACCEL_ERR_PEER_ABORT
  * when another chip gave up, ACCEL_ERR_JOB_HUNG when a neighbour never
