@@ -184,6 +184,24 @@ static int tessera_bo_refuse_purged(struct tessera_bo *bo, const char *what)
 	return -EFAULT;
 }
 
+static void tessera_shmem_purge(struct drm_gem_shmem_object *shmem);
+
+/*
+ * A purge that came between tessera_bo_open()'s first look and its
+ * drm_gem_shmem_get_pages_sgt() left pages the shmem helper allocated and
+ * pinned afresh, which nothing will use and no charge covers: purged
+ * again, they go back at once rather than when the buffer is freed.
+ */
+static void tessera_bo_repurge(struct tessera_bo *bo)
+{
+	struct drm_gem_shmem_object *shmem = &bo->base;
+
+	dma_resv_lock(shmem->base.resv, NULL);
+	if (shmem->madv < 0 && shmem->sgt)
+		tessera_shmem_purge(shmem);
+	dma_resv_unlock(shmem->base.resv);
+}
+
 /*
  * A handle to the buffer is being made for @file: map the buffer into the
  * file's context, or take another reference to the mapping it has.  The
@@ -222,6 +240,8 @@ static int tessera_bo_open(struct drm_gem_object *obj, struct drm_file *file)
 			ret = PTR_ERR(map);
 	}
 	mutex_unlock(&bo->lock);
+	if (ret == -EFAULT && sgt)
+		tessera_bo_repurge(bo);
 	return ret;
 }
 

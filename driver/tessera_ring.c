@@ -463,10 +463,12 @@ void tessera_queue_wait_next(struct tessera_job *job)
  *	(STARTED reads 0)
  *
  * Retires what the chip finished (the fence word is in system memory, and
- * survives), then looks at the oldest job left: a queue runs one job at a
- * time, so no later job had started.  That one had if its record says so
- * (the chip marks it RUNNING, in memory, before its first command), and
- * had not if the record is still the blank the driver wrote.
+ * survives), then looks at the jobs left, newest first: a queue runs one
+ * job at a time, in order, so the newest job whose record is its own (the
+ * chip marks it RUNNING, in memory, before its first command) is the last
+ * that may have started, and every job before it was taken.  A job whose
+ * record is still the blank the driver wrote had not started, unless a
+ * later one had: one the chip could not read records nothing.
  *
  * Return: one past the last job's ring slot that may have started, as
  * tessera_queue_stop() would have returned.
@@ -481,12 +483,15 @@ u32 tessera_queue_started_lost(struct tessera_queue *q)
 	tessera_queue_reap(q, false);
 	spin_lock_irqsave(&q->lock, flags);
 	job = list_first_entry_or_null(&q->inflight, struct tessera_job, link);
-	if (job) {
-		rec = tessera_job_record(job);
+	if (job)
 		started = job->slot;
+	list_for_each_entry_reverse(job, &q->inflight, link) {
+		rec = tessera_job_record(job);
 		if (READ_ONCE(rec->status) &&
-		    le64_to_cpu(READ_ONCE(rec->fence)) == job->hw_fence->seqno)
+		    le64_to_cpu(READ_ONCE(rec->fence)) == job->hw_fence->seqno) {
 			started = (job->slot + 1) % TESSERA_RING_SIZE;
+			break;
+		}
 	}
 	spin_unlock_irqrestore(&q->lock, flags);
 	return started;
