@@ -5,7 +5,9 @@
  *   null ioctl            an ioctl that does nothing (GET_PARAM), repeat
  *   null job round trip   submit one NOP job, wait for its syncobj, repeat
  *   pipelined jobs        NOP jobs with 64 in flight (timeline points)
- *   batched jobs          the same, queued 32 at a time by SUBMIT_BATCH
+ *   batched jobs          the same, queued 32 at a time by SUBMIT_BATCH,
+ *                         each signalling a syncobj of its own (libaccel's
+ *                         way), then each a point of one timeline
  *
  * The pipelined and batched figures come with the share of a job's time
  * the submitting process spent on a CPU (its ioctls, mostly) and the rest
@@ -146,32 +148,42 @@ static void bench_pipelined(int fd, struct tsr_cmds *c)
 }
 
 /*
- * NOP jobs queued BATCH at a time by one SUBMIT_BATCH, as libaccel queues
- * a call's jobs; at most DEPTH + BATCH in flight.  The pipeline's rate
- * once a job costs no system call of its own.
+ * NOP jobs queued BATCH at a time by one SUBMIT_BATCH, at most DEPTH + BATCH
+ * in flight: the pipeline's rate once a job costs no system call of its
+ * own.  Each job signals a binary syncobj of its own, recycled once waited
+ * for, as libaccel's jobs do (accel_submit_many()); with @timeline, a point
+ * of one timeline syncobj instead, as the pipelined figure's jobs do.  A
+ * point costs its submitter a walk of the timeline's unsignalled points
+ * (drm_syncobj_add_point()), DEPTH + BATCH of them here.
  */
-static void bench_batched(int fd, struct tsr_cmds *c)
+#define SYNCS	(DEPTH + BATCH)
+static void bench_batched(int fd, struct tsr_cmds *c, bool timeline)
 {
 	static struct drm_tessera_sync out[BATCH];
 	static struct drm_tessera_submit jobs[BATCH];
+	static uint32_t sync[SYNCS];
 	struct drm_tessera_submit_batch b = {
 		.flags = DRM_TESSERA_SUBMIT_WAIT_ROOM,
 		.count = BATCH,
 		.jobs = (uintptr_t)jobs,
 		.stride = sizeof(jobs[0]),
 	};
-	uint32_t tl;
+	const char *name = timeline ? "vm_batched_timeline_job" :
+				      "vm_batched_job";
 	uint64_t t0, cpu;
 	unsigned int i, j;
 	int ret;
 
-	if (drmSyncobjCreate(fd, 0, &tl))
-		die("syncobj", -errno);
+	for (i = 0; i < (timeline ? 1 : SYNCS); i++)
+		if (drmSyncobjCreate(fd, 0, &sync[i]))
+			die("syncobj", -errno);
 	cpu = cpu_ns();
 	t0 = tsr_now_ns();
 	for (i = 0; i < PIPELINED; i += BATCH) {
 		for (j = 0; j < BATCH; j++) {
-			out[j] = TSR_SIGNAL(tl, i + j + 1);
+			/* Job n (from 1) signals point n, or syncobj n % SYNCS. */
+			out[j] = timeline ? TSR_SIGNAL(sync[0], i + j + 1) :
+					    TSR_SIGNAL(sync[(i + j + 1) % SYNCS], 0);
 			jobs[j] = (struct drm_tessera_submit) {
 				.queue = 0,
 				.cmdbuf_handle = c->bo.handle,
@@ -179,17 +191,22 @@ static void bench_batched(int fd, struct tsr_cmds *c)
 			};
 			tsr_submit_syncs(&jobs[j], &out[j], 1);
 		}
-		if (i >= DEPTH)
-			wait_point(fd, tl, i - DEPTH);
+		/* Jobs end in order: job i - DEPTH's end frees their syncobjs. */
+		if (i > DEPTH && timeline)
+			wait_point(fd, sync[0], i - DEPTH);
+		else if (i > DEPTH)
+			wait_point(fd, sync[(i - DEPTH) % SYNCS], 0);
 		ret = tsr_ioctl(fd, DRM_IOCTL_TESSERA_SUBMIT_BATCH, &b);
 		if (ret)
 			die("batched submit", ret);
 	}
-	wait_point(fd, tl, i);
+	wait_point(fd, sync[timeline ? 0 : i % SYNCS], timeline ? i : 0);
 	t0 = tsr_now_ns() - t0;
 	cpu = cpu_ns() - cpu;
-	printf("BENCH vm_batched_jobs %.0f jobs/s\n", i / (t0 / 1e9));
-	print_split("vm_batched_job", i, t0, cpu);
+	printf("BENCH %ss %.0f jobs/s\n", name, i / (t0 / 1e9));
+	print_split(name, i, t0, cpu);
+	for (j = 0; j < (timeline ? 1 : SYNCS); j++)
+		drmSyncobjDestroy(fd, sync[j]);
 	fflush(stdout);
 }
 
@@ -279,7 +296,8 @@ int main(void)
 	bench_null_ioctl(fd);
 	bench_round_trip(fd, &c);
 	bench_pipelined(fd, &c);
-	bench_batched(fd, &c);
+	bench_batched(fd, &c, false);
+	bench_batched(fd, &c, true);
 	bench_matmul(fd, &info);
 	return 0;
 }
