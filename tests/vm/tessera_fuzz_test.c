@@ -195,6 +195,7 @@ FIXTURE_TEARDOWN(fuzz)
 	while (fz->ndmabuf)
 		forget_dmabuf(fz, &fz->dmabuf[0]);
 	close(fz->null_fd);
+	free(fz->dontneed_objs);
 	/* Injected failures nobody consumed would fail the next tests. */
 	if (fz->fail_points)
 		fail_points_set(fz, 0);

@@ -5,6 +5,7 @@
  * handle.
  */
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -276,12 +277,44 @@ static void memory_pressure(void)
 }
 
 /*
+ * Whether object @obj was ever marked DONTNEED.  A dma-buf names the
+ * exporter's storage, whichever handle it came from (an import's export is
+ * its exporter's dma-buf again), and that storage stays marked after the
+ * handle that marked it is gone: a dma-buf of it may be refused once the
+ * last import is closed.  Never forgotten: WILLNEED through one handle
+ * says nothing of another device's.
+ */
+bool obj_ever_dontneed(const struct fuzz *fz, __u32 obj)
+{
+	return obj / 8 < fz->dontneed_objs_size &&
+	       (fz->dontneed_objs[obj / 8] & (1u << (obj % 8)));
+}
+
+static void obj_mark_dontneed(struct fuzz *fz, __u32 obj)
+{
+	if (obj / 8 >= fz->dontneed_objs_size) {
+		__u32 size = (obj / 8 + 1) * 2;
+		__u8 *bits = realloc(fz->dontneed_objs, size);
+
+		if (!bits)
+			abort();
+		memset(bits + fz->dontneed_objs_size, 0,
+		       size - fz->dontneed_objs_size);
+		fz->dontneed_objs = bits;
+		fz->dontneed_objs_size = size;
+	}
+	fz->dontneed_objs[obj / 8] |= 1u << (obj % 8);
+}
+
+/*
  * @obj may be purged: a mapping of it kept past its handle is not touched,
  * and its dma-bufs may be refused.
  */
 static void obj_may_be_purged(struct fuzz *fz, __u32 obj)
 {
 	unsigned int i;
+
+	obj_mark_dontneed(fz, obj);
 
 	for (i = 0; i < fz->nzombie; i++)
 		if (fz->zombie[i].obj == obj)

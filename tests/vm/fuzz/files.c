@@ -113,6 +113,7 @@ void forget_dmabuf(struct fuzz *fz, struct fuzz_dmabuf *d)
 static void add_dmabuf(struct fuzz *fz, struct fuzz_file *f, int fd,
 		       const struct fuzz_bo *bo)
 {
+	bool dontneed = bo->dontneed || obj_ever_dontneed(fz, bo->obj);
 	struct fuzz_dmabuf *d;
 
 	if (fz->ndmabuf == FUZZ_DMABUFS)
@@ -120,7 +121,7 @@ static void add_dmabuf(struct fuzz *fz, struct fuzz_file *f, int fd,
 	d = &fz->dmabuf[fz->ndmabuf++];
 	*d = (struct fuzz_dmabuf) {
 		.fd = fd, .obj = bo->obj, .size = bo->size, .cmd = bo->cmd,
-		.dontneed = bo->dontneed, .ro_on = bo->ro ? f->node : NULL,
+		.dontneed = dontneed, .ro_on = bo->ro ? f->node : NULL,
 	};
 }
 

@@ -194,6 +194,9 @@ struct fuzz {
 	struct fuzz_mapping zombie[FUZZ_ZOMBIES];
 	unsigned int nzombie;
 	__u32 next_obj;
+	/* Bit n: object n was marked DONTNEED once (obj_ever_dontneed()). */
+	__u8 *dontneed_objs;
+	__u32 dontneed_objs_size;	/* bytes */
 	int null_fd;
 	__u8 *edge;		/* 8 readable bytes, then an inaccessible page */
 	__u8 *noaccess;
@@ -311,6 +314,7 @@ struct fuzz_bo *find_bo(struct fuzz_file *f, __u32 handle);
 struct fuzz_bo *pick_bo(struct fuzz *fz, struct fuzz_file *f);
 struct fuzz_bo *pick_bo_role(struct fuzz *fz, struct fuzz_file *f,
 			     bool cmd);
+bool obj_ever_dontneed(const struct fuzz *fz, __u32 obj);
 void keep_zombie(struct fuzz *fz, void *addr, size_t len, int prot,
 		 __u32 obj);
 void make_room(struct fuzz *fz, struct fuzz_file *f, __u64 size);
