@@ -153,14 +153,21 @@ def a_fault_fails_its_job_alone_and_raises_the_device_vector(qt):
     check(qt.reg(C["TSR_REG_MMU_FAULT_VA_LO"]) == 0x1000, "fault register")
 
 
+def started(qt, comp):
+    """Whether the job whose record is at @comp has started: the chip marks
+    the record RUNNING before its first command.  (A queue's STATUS reads
+    RUNNING as soon as its tail is written, before its thread takes the
+    job: a reset then finds the record blank.)"""
+    return qt.completion(comp)["status"] == C["TSR_JOB_STATUS_RUNNING"]
+
+
 @test
 def queues_run_concurrently_in_their_own_threads(qt):
     qt.setup(queues=4)
     s = qt.buffer(1, 4096)
     # Queue 0 waits for a semaphore that queue 3 raises later.
     waiting = qt.submit(0, 1, sem(C["TSR_OP_SEM_WAIT"], s, 1), 10)
-    qt.wait("queue 0 to start", lambda: qt.qreg(0, C["TSR_QREG_STATUS"]) ==
-            C["TSR_QSTATUS_RUNNING"])
+    qt.wait("queue 0 to start", lambda: started(qt, waiting))
     other = qt.submit(1, 1, hdr(C["TSR_OP_NOP"], 8), 20)
     qt.wait("queue 1 despite queue 0 waiting", lambda: qt.irq_fired(2))
     check(qt.completion(waiting)["status"] == C["TSR_JOB_STATUS_RUNNING"] and
@@ -179,8 +186,7 @@ def the_reset_register_aborts_and_clears(qt):
     qt.set_reg(C["TSR_REG_SCRATCH"], 0x1234)
     resets = qt.reg(C["TSR_REG_CNT_RESETS_LO"])
     waiting = qt.submit(0, 1, sem(C["TSR_OP_SEM_WAIT"], s, 1), 5)
-    qt.wait("the job to start", lambda: qt.qreg(0, C["TSR_QREG_STATUS"]) ==
-            C["TSR_QSTATUS_RUNNING"])
+    qt.wait("the job to start", lambda: started(qt, waiting))
     qt.set_reg(C["TSR_REG_RESET"], C["TSR_RESET_MAGIC"])
     check(qt.reg(C["TSR_REG_SCRATCH"]) == 0, "scratch survived")
     check(qt.qreg(0, C["TSR_QREG_CONTROL"]) == 0, "queue still enabled")
@@ -351,8 +357,7 @@ def reset_during(qt, cmd):
     qt.setup()
     qt.map_aliased(1, HUGE_VA, 8 << 30, 0)
     comp = qt.submit(0, 1, cmd, 7)
-    qt.wait("the job to start", lambda: qt.qreg(0, C["TSR_QREG_STATUS"]) ==
-            C["TSR_QSTATUS_RUNNING"])
+    qt.wait("the job to start", lambda: started(qt, comp))
     # The vCPU stays responsive while the job runs (a third of a second,
     # well into the command).
     deadline = time.monotonic() + 0.3
