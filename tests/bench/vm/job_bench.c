@@ -25,6 +25,7 @@
 #define PIPELINED	4000
 #define NULL_IOCTLS	20000
 #define BATCH		32
+#define SYNCS		(DEPTH + BATCH)	/* batched jobs' syncobjs */
 #define MM		2048
 
 static void die(const char *what, int err)
@@ -156,7 +157,6 @@ static void bench_pipelined(int fd, struct tsr_cmds *c)
  * point costs its submitter a walk of the timeline's unsignalled points
  * (drm_syncobj_add_point()), DEPTH + BATCH of them here.
  */
-#define SYNCS	(DEPTH + BATCH)
 static void bench_batched(int fd, struct tsr_cmds *c, bool timeline)
 {
 	static struct drm_tessera_sync out[BATCH];

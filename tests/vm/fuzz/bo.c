@@ -282,7 +282,7 @@ static void memory_pressure(void)
  * its exporter's dma-buf again), and that storage stays marked after the
  * handle that marked it is gone: a dma-buf of it may be refused once the
  * last import is closed.  Never forgotten: WILLNEED through one handle
- * says nothing of another device's.
+ * says nothing of another device's.  Its dma-bufs are held to this.
  */
 bool obj_ever_dontneed(const struct fuzz *fz, __u32 obj)
 {
@@ -308,20 +308,16 @@ static void obj_mark_dontneed(struct fuzz *fz, __u32 obj)
 
 /*
  * @obj may be purged: a mapping of it kept past its handle is not touched,
- * and its dma-bufs may be refused.
+ * and its dma-bufs may be refused (obj_ever_dontneed()).
  */
 static void obj_may_be_purged(struct fuzz *fz, __u32 obj)
 {
 	unsigned int i;
 
 	obj_mark_dontneed(fz, obj);
-
 	for (i = 0; i < fz->nzombie; i++)
 		if (fz->zombie[i].obj == obj)
 			fz->zombie[i].prot = 0;
-	for (i = 0; i < fz->ndmabuf; i++)
-		if (fz->dmabuf[i].obj == obj)
-			fz->dmabuf[i].dontneed = true;
 }
 
 /*

@@ -65,19 +65,24 @@ void print_last_calls(unsigned int count)
 /* Report a driver misbehaviour with the calls that led to it. */
 void violation(struct fuzz *fz, const char *fmt, ...)
 {
-	char msg[sizeof(fz->first_violation) - 16];
 	va_list ap;
+	int n;
 
 	fz->violations++;
 	if (fz->violations > FUZZ_MAX_REPORTS)
 		return;
+	printf("# FUZZ VIOLATION at call %u: ", fz->call);
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vprintf(fmt, ap);
 	va_end(ap);
-	printf("# FUZZ VIOLATION at call %u: %s", fz->call, msg);
-	if (fz->violations == 1)
-		snprintf(fz->first_violation, sizeof(fz->first_violation),
-			 "call %u: %s", fz->call, msg);
+	if (fz->violations == 1) {
+		n = snprintf(fz->first_violation, sizeof(fz->first_violation),
+			     "call %u: ", fz->call);
+		va_start(ap, fmt);
+		vsnprintf(fz->first_violation + n,
+			  sizeof(fz->first_violation) - n, fmt, ap);
+		va_end(ap);
+	}
 	printf("\n# the call and the ones before it:\n");
 	print_last_calls(fz->violations <= 3 ? 8 : 1);
 	fflush(stdout);

@@ -113,7 +113,6 @@ void forget_dmabuf(struct fuzz *fz, struct fuzz_dmabuf *d)
 static void add_dmabuf(struct fuzz *fz, struct fuzz_file *f, int fd,
 		       const struct fuzz_bo *bo)
 {
-	bool dontneed = bo->dontneed || obj_ever_dontneed(fz, bo->obj);
 	struct fuzz_dmabuf *d;
 
 	if (fz->ndmabuf == FUZZ_DMABUFS)
@@ -121,7 +120,7 @@ static void add_dmabuf(struct fuzz *fz, struct fuzz_file *f, int fd,
 	d = &fz->dmabuf[fz->ndmabuf++];
 	*d = (struct fuzz_dmabuf) {
 		.fd = fd, .obj = bo->obj, .size = bo->size, .cmd = bo->cmd,
-		.dontneed = dontneed, .ro_on = bo->ro ? f->node : NULL,
+		.ro_on = bo->ro ? f->node : NULL,
 	};
 }
 
@@ -176,7 +175,7 @@ void op_prime_fd_to_handle(struct fuzz *fz, struct fuzz_file *f)
 	 * is not exported and may be purged: its import is refused (EFAULT).
 	 */
 	if (fuzz_ioctl(fz, f, OP_PRIME_FD_TO_HANDLE, a,
-		       valid && !(d && d->dontneed)))
+		       valid && !(d && obj_ever_dontneed(fz, d->obj))))
 		return;
 	if (!d) {
 		violation(fz, "PRIME import of fd %d, not a dma-buf of ours, gave handle %u",
@@ -191,8 +190,10 @@ void op_prime_fd_to_handle(struct fuzz *fz, struct fuzz_file *f)
 			  (unsigned int)(f - fz->file), held->handle, a->handle);
 	if (!held) {
 		held = add_bo(fz, f, a->handle, d->obj, false, d->cmd, d->size);
-		if (held)
-			held->dontneed = d->dontneed;
+		if (held) {
+			held->dontneed = obj_ever_dontneed(fz, d->obj);
+			held->imported = true;
+		}
 	}
 	/* Another device's import is a new buffer, read-write. */
 	if (held)

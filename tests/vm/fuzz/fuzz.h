@@ -81,6 +81,7 @@ struct fuzz_bo {
 	bool hbm;
 	bool cmd;		/* holds command streams; no job writes it */
 	bool ro;		/* DRM_TESSERA_BO_DEVICE_READ_ONLY */
+	bool imported;		/* by PRIME: ro may be unknown */
 	bool dontneed;		/* BO_MADVISE DONTNEED: may be purged by now */
 	bool purged;		/* BO_MADVISE answered retained 0 */
 	void *map;		/* CPU mapping of a command buffer */
@@ -131,7 +132,6 @@ struct fuzz_dmabuf {
 	__u32 obj;
 	__u64 size;
 	bool cmd;
-	bool dontneed;		/* its buffer may be purged (fuzz_bo) */
 	const char *ro_on;	/* DEVICE_READ_ONLY: the node it is so on */
 };
 
@@ -201,7 +201,7 @@ struct fuzz {
 	__u8 *edge;		/* 8 readable bytes, then an inaccessible page */
 	__u8 *noaccess;
 	__u64 violations;
-	char first_violation[256];	/* repeated after the summary */
+	char first_violation[512];	/* repeated after the summary */
 	bool exact;		/* the fuzzer's own call: no mutation */
 	bool trace;		/* print every call */
 	bool reported[256];	/* undocumented fence errors reported */

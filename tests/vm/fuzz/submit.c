@@ -29,7 +29,7 @@ struct fuzz_stream {
 };
 
 /* List @bo in the job's buffers with @flags. */
-static void list_bo(struct fuzz *fz, struct fuzz_stream *s,
+static bool list_bo(struct fuzz *fz, struct fuzz_stream *s,
 		    const struct fuzz_bo *bo, __u32 flags)
 {
 	unsigned int i;
@@ -37,13 +37,15 @@ static void list_bo(struct fuzz *fz, struct fuzz_stream *s,
 	for (i = 0; i < s->nlisted; i++) {
 		if (s->bos[i].handle == bo->handle) {
 			s->bos[i].flags |= flags;
-			return;
+			return true;
 		}
 	}
-	if (s->nlisted < FUZZ_JOB_BOS)
-		s->bos[s->nlisted++] = (struct drm_tessera_submit_bo) {
-			.handle = bo->handle, .flags = flags,
-		};
+	if (s->nlisted == FUZZ_JOB_BOS)
+		return false;
+	s->bos[s->nlisted++] = (struct drm_tessera_submit_bo) {
+		.handle = bo->handle, .flags = flags,
+	};
+	return true;
 }
 
 /*
@@ -424,8 +426,13 @@ static __u64 extensions(struct fuzz *fz, struct fuzz_file *f,
 		t->handle = bo->handle;
 		t->size = min + 8 * below(fz, (bo->size - min) / 8 + 1);
 		t->offset = 8 * below(fz, (bo->size - t->size) / 8 + 1);
-		list_bo(fz, s, bo, DRM_TESSERA_BO_WRITE);
-		if (!f->traces)
+		/*
+		 * The trace's buffer must be listed, and writable by the
+		 * device: an import may be another device's import of a
+		 * read-only buffer of ours, which the model does not follow.
+		 */
+		if (!list_bo(fz, s, bo, DRM_TESSERA_BO_WRITE) || !f->traces ||
+		    bo->imported)
 			s->valid = false;
 	} else {
 		t->handle = stale_handle(fz, f);
