@@ -75,7 +75,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(TesseraState, TESSERA)
 /* The ICI timers run at least this often. */
 #define TESSERA_ICI_TICK_NS (50 * SCALE_MS)
 /* Data bytes of a port's outgoing ring. */
-#define TESSERA_RING_SIZE (2 * MiB)
+#define TESSERA_RING_SIZE (4 * MiB)
 /* Bytes the main loop takes from a ring before it lets others run. */
 #define TESSERA_RING_BUDGET (4 * MiB)
 /* The receive thread's longest sleep: what a peer that never wakes costs. */
@@ -991,7 +991,7 @@ static void tessera_port_queue(TesseraPort *p, uint8_t bell)
  * sleep (ask to be rung) once it is empty; on futex ones the receive
  * thread does (tsr_ring_sleep()), and rx_lock is held.
  */
-static TesseraRingTaken tessera_ring_take(TesseraPort *p)
+static TesseraRingTaken tessera_ring_feed(TesseraPort *p)
 {
     size_t budget = TESSERA_RING_BUDGET;
     uint8_t bell = TSR_ICI_DOORBELL_ROOM;
@@ -1033,6 +1033,21 @@ static TesseraRingTaken tessera_ring_take(TesseraPort *p)
  * reading, and we wait for it to be done, so that what the peer wrote
  * reaches the link before the link judges the peer.
  */
+/*
+ * tessera_ring_feed(), its acknowledgements a few at a time: each may wake
+ * the peer's receive thread, and the frames come faster than that costs.
+ */
+static TesseraRingTaken tessera_ring_take(TesseraPort *p)
+{
+    TsrIci *ici = tessera_ici(p->s);
+    TesseraRingTaken taken;
+
+    tsr_ici_hold_acks(ici, p->index, true);
+    taken = tessera_ring_feed(p);
+    tsr_ici_hold_acks(ici, p->index, false);
+    return taken;
+}
+
 static void tessera_ring_read(TesseraPort *p)
 {
     TesseraRingTaken taken;

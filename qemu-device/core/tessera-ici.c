@@ -1153,7 +1153,7 @@ int tsr_ici_attach(TsrIci *ici, unsigned int port, unsigned int window)
     TsrLinkConfig cfg = {
         .window = window, .rx_slots = window / 2, .tx_slots = window / 2,
         .retransmit_ns = ici->retransmit_ns, .retry_limit = ICI_RETRY_LIMIT,
-        .keepalive_ns = ici->keepalive_ns,
+        .keepalive_ns = ici->keepalive_ns, .ack_every = window / 4,
     };
 
     if (port >= TSR_ICI_MAX_PORTS || ici->port[port].link ||
@@ -1212,6 +1212,20 @@ void tsr_ici_receive(TsrIci *ici, unsigned int port, const void *buf,
         pthread_mutex_lock(&ici->lock);
         tsr_link_receive(link, buf, len, now_ns());
         settle(ici);
+        ici_unlock(ici);
+    }
+}
+
+void tsr_ici_hold_acks(TsrIci *ici, unsigned int port, bool hold)
+{
+    TsrLink *link = port_link(ici, port);
+
+    if (link) {
+        pthread_mutex_lock(&ici->lock);
+        tsr_link_hold_acks(link, hold, now_ns());
+        if (!hold) {
+            settle(ici);
+        }
         ici_unlock(ici);
     }
 }

@@ -46,11 +46,11 @@ void tsr_ici_reset(TsrIci *ici);
  * A link's window, in frames sent and not yet acknowledged (each channel
  * gets half of it as credit and as send queue).  A port whose frames may
  * move to a shared-memory ring keeps the ring's: a ring holds what is
- * unacknowledged, and half of its 2 MiB stays free for a resend.  A port
+ * unacknowledged, and half of its 4 MiB stays free for a resend.  A port
  * whose frames stay on its socket for good (TCP, ici-transport=socket)
  * covers the round trip of two event loops and a socket instead: 4 MiB.
  */
-#define TSR_ICI_WINDOW_RING     32
+#define TSR_ICI_WINDOW_RING     64
 #define TSR_ICI_WINDOW_SOCKET   128
 
 /*
@@ -63,6 +63,13 @@ void tsr_ici_connected(TsrIci *ici, unsigned int port);
 void tsr_ici_disconnected(TsrIci *ici, unsigned int port);
 void tsr_ici_receive(TsrIci *ici, unsigned int port, const void *buf,
                      size_t len);
+/*
+ * The transport is about to feed @port what its ring holds, in several
+ * tsr_ici_receive() calls (@hold), or is done (!@hold): the link
+ * acknowledges a quarter of its window at a time meanwhile, not each
+ * call, and what is owed when done (tsr_link_hold_acks()).
+ */
+void tsr_ici_hold_acks(TsrIci *ici, unsigned int port, bool hold);
 /* The port's socket can take bytes again. */
 void tsr_ici_writable(TsrIci *ici, unsigned int port);
 /* Timers of every port; call at or after tsr_ici_deadline(). */

@@ -309,6 +309,9 @@ struct TsrLink {
     uint32_t consumed[TSR_ICI_VCS];
     Fifo held[TSR_ICI_VCS];
     bool ack_due;
+    /* tsr_link_hold_acks(); rcv_next when a frame last acknowledged. */
+    bool acks_held;
+    uint32_t acked;
     /* NAK: a frame failed its CRC; frames before one that came were lost. */
     bool nak_due;
     bool gap_due;
@@ -626,6 +629,7 @@ static size_t frame_header(TsrLink *link, struct tsr_ici_frame_hdr *h,
     h->hdr_crc = tsr_crc32c(0, h, offsetof(struct tsr_ici_frame_hdr,
                                            hdr_crc));
     link->ack_due = false;
+    link->acked = link->rcv_next;
     link->cnt.frames_tx++;
     link->cnt.bytes_tx += total;
     return total;
@@ -886,6 +890,13 @@ static void resend_queued(TsrLink *link, uint64_t now)
     link->rxt_count = 0;
 }
 
+/* Whether a bare ACK owed waits for more frames (tsr_link_hold_acks()). */
+static bool ack_waits(const TsrLink *link)
+{
+    return link->acks_held &&
+           link->rcv_next - link->acked < link->cfg.ack_every;
+}
+
 /*
  * Send what can be sent: a NAK, or an ACK that says which frames are held
  * behind a gap (DATA frames carry no SACK); frames the peer misses; ring
@@ -914,7 +925,7 @@ static void pump(TsrLink *link, uint64_t now)
                 send_data(link, seq, now);
             }
         } else if (!admit_one(link)) {
-            if (link->ack_due) {
+            if (link->ack_due && !ack_waits(link)) {
                 emit(link, TSR_ICI_FRAME_ACK, 0, 0, NULL, 0, 0, false, now);
             }
             break;
@@ -1977,6 +1988,14 @@ void tsr_link_rx_ready(TsrLink *link, uint64_t now)
         deliver_held(link, vc);
     }
     pump(link, now);
+}
+
+void tsr_link_hold_acks(TsrLink *link, bool hold, uint64_t now)
+{
+    link->acks_held = hold;
+    if (!hold) {
+        pump(link, now);
+    }
 }
 
 void tsr_link_flush(TsrLink *link, uint64_t now)

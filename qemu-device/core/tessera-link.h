@@ -89,6 +89,12 @@ typedef struct TsrLinkConfig {
      * waits for it.  0: no keepalive.
      */
     uint64_t keepalive_ns;
+    /*
+     * While the user holds acknowledgements (tsr_link_hold_acks()), an
+     * ACK that only acknowledges waits until this many frames have come
+     * since the last frame that carried one; 0 or 1: it never waits.
+     */
+    unsigned int ack_every;
     /* First sequence number sent (tests start near the wrap). */
     uint32_t isn;
 } TsrLinkConfig;
@@ -303,6 +309,15 @@ unsigned int tsr_link_pending(const TsrLink *link);
 void tsr_link_rx_ready(TsrLink *link, uint64_t now);
 /* The wire can take bytes again: send what is waiting. */
 void tsr_link_flush(TsrLink *link, uint64_t now);
+/*
+ * The user is about to feed a batch of bytes in several
+ * tsr_link_receive() calls (what a ring holds, read as it comes): hold
+ * bare acknowledgements, one per cfg.ack_every frames rather than one per
+ * call (each may wake the peer); releasing them (@hold false, once the
+ * batch is read) sends what is owed.  A NAK, an ACK that says what a gap
+ * holds, and the acknowledgement every frame carries never wait.
+ */
+void tsr_link_hold_acks(TsrLink *link, bool hold, uint64_t now);
 /*
  * Timers: call at or after tsr_link_deadline().  Besides resending, they
  * give up on a silent peer: unacknowledged frames, a wire it does not

@@ -228,6 +228,7 @@ FIXTURE(link) {
 	/* Payloads exchange() has queued and must see arrive, per end. */
 	unsigned int queued[2], target[2];
 	bool intact;		/* the variant's */
+	bool hold_acks;		/* the variant's: carry() holds ACKs */
 	const TsrLinkOps *ops;	/* the variant's */
 };
 
@@ -235,8 +236,9 @@ FIXTURE(link) {
  * Every test runs on a wire that may damage frames (a socket: payloads
  * carry a CRC), on one that cannot (a shared-memory ring: no CRC), and on
  * one that cannot and lends its memory, as a ring does: payloads are
- * built in it and replayed from it, so that each fault is survived and
- * counted alike on all.
+ * built in it and replayed from it, and its reader holds acknowledgements
+ * over each batch it reads (tsr_link_hold_acks()), so that each fault is
+ * survived and counted alike on all.
  */
 FIXTURE_VARIANT(link) {
 	bool intact;
@@ -263,7 +265,7 @@ static void config(TsrLinkConfig *c, uint8_t x, uint8_t port, uint8_t px,
 		.self = { .slice_id = 7, .coords = { x, 0, 0 }, .port = port },
 		.peer = { .slice_id = 7, .coords = { px, 0, 0 }, .port = pport },
 		.window = 64, .rx_slots = 16, .tx_slots = 32,
-		.retransmit_ns = RTO_NS, .retry_limit = 8,
+		.retransmit_ns = RTO_NS, .retry_limit = 8, .ack_every = 16,
 	};
 }
 
@@ -307,6 +309,7 @@ FIXTURE_SETUP(link)
 	self->b.pattern = 2;
 	self->step_ns = 1000;
 	self->intact = variant->intact;
+	self->hold_acks = variant->lend;
 	self->ops = variant->lend ? &end_lend_ops : &end_ops;
 }
 
@@ -441,6 +444,9 @@ static void carry(FIXTURE_DATA(link) *self, struct end *e)
 		memcpy(copy, e->wire, n);
 		memmove(e->wire, e->wire + n, e->wire_len - n);
 		e->wire_len -= n;
+		/* As a ring's reader does: one batch, its ACKs held. */
+		if (self->hold_acks)
+			tsr_link_hold_acks(e->peer->link, true, self->now);
 		for (off = 0; off < n; off += piece) {
 			piece = n - off;
 			if (e->ncuts && e->cuts[e->cut % e->ncuts] < piece)
@@ -449,6 +455,8 @@ static void carry(FIXTURE_DATA(link) *self, struct end *e)
 			tsr_link_receive(e->peer->link, copy + off, piece,
 					 self->now);
 		}
+		if (self->hold_acks)
+			tsr_link_hold_acks(e->peer->link, false, self->now);
 		free(copy);
 	}
 	tsr_link_flush(e->link, self->now);
@@ -977,6 +985,61 @@ static uint64_t burst(FIXTURE_DATA(link) *self, bool lose,
 	a->tail_probes -= before.tail_probes;
 	a->tail_losses -= before.tail_losses;
 	return self->now - t0;
+}
+
+/* @e's wire, fed to its peer one frame a call; how many frames. */
+static unsigned int feed_frames(FIXTURE_DATA(link) *self, struct end *e)
+{
+	uint8_t *copy = malloc(e->wire_len);
+	size_t n = e->wire_len, off, len;
+	unsigned int frames = 0;
+
+	memcpy(copy, e->wire, n);
+	e->wire_len = 0;
+	for (off = 0; off < n; off += len, frames++) {
+		len = frame_len(copy + off);
+		tsr_link_receive(e->peer->link, copy + off, len, self->now);
+	}
+	free(copy);
+	return frames;
+}
+
+/*
+ * A reader that holds acknowledgements over a batch it feeds in many
+ * calls (a ring's) sends one bare ACK per cfg.ack_every frames, and what
+ * is owed when it lets go; one that does not, an ACK per call.
+ */
+TEST_F(link, held_acknowledgements_go_ack_every_frames_at_a_time)
+{
+	TsrLinkCounters b0;
+	unsigned int i;
+
+	self->a.small = true;
+	ASSERT_TRUE(train(self));
+	ASSERT_TRUE(transfer(self, 1, 1, 100000));
+
+	for (i = 0; i < 20; i++)
+		ASSERT_TRUE(queue_next(self, 0));
+	self->target[0] += 20;
+	b0 = counters(&self->b);
+	tsr_link_hold_acks(self->b.link, true, self->now);
+	ASSERT_EQ(20, feed_frames(self, &self->a));
+	EXPECT_EQ(20 / self->cb.ack_every,
+		  counters(&self->b).frames_tx - b0.frames_tx);
+	tsr_link_hold_acks(self->b.link, false, self->now);
+	EXPECT_EQ(20 / self->cb.ack_every + 1,
+		  counters(&self->b).frames_tx - b0.frames_tx);
+
+	for (i = 0; i < 4; i++)
+		ASSERT_TRUE(queue_next(self, 0));
+	self->target[0] += 4;
+	b0 = counters(&self->b);
+	ASSERT_EQ(4, feed_frames(self, &self->a));
+	EXPECT_EQ(4, counters(&self->b).frames_tx - b0.frames_tx);
+
+	ASSERT_TRUE(transfer(self, 0, 0, 100000));
+	EXPECT_TRUE(streams_match(self));
+	EXPECT_EQ(24 + 1, self->b.delivered);
 }
 
 /*
