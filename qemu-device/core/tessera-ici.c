@@ -1147,13 +1147,18 @@ int tsr_ici_attach(TsrIci *ici, unsigned int port, unsigned int window)
 {
     uint8_t peer[3];
     /*
-     * Both channels' credit together fill the window: while a lost frame
-     * is asked for again, the sender goes on with the frames behind it.
+     * Each channel's credit is the window: one stream alone can fill it,
+     * and go on with the frames behind a lost one while it is asked for
+     * again.  A frame is acknowledged once it has come, taken by the chip
+     * or not, so a channel whose frames the chip does not take holds its
+     * credit, never the window: the other channel still moves.  Held
+     * acknowledgements (a ring's) go half a window at a time, so that the
+     * sender still has half its credit when one leaves.
      */
     TsrLinkConfig cfg = {
-        .window = window, .rx_slots = window / 2, .tx_slots = window / 2,
+        .window = window, .rx_slots = window, .tx_slots = window / 2,
         .retransmit_ns = ici->retransmit_ns, .retry_limit = ICI_RETRY_LIMIT,
-        .keepalive_ns = ici->keepalive_ns, .ack_every = window / 4,
+        .keepalive_ns = ici->keepalive_ns, .ack_every = window / 2,
     };
 
     if (port >= TSR_ICI_MAX_PORTS || ici->port[port].link ||

@@ -685,9 +685,14 @@ TEST_F(slice, a_link_that_fails_mid_transfer_fails_the_job_within_2s)
 	/*
 	 * The far end stops sending anything (acknowledgements, the
 	 * answer): the writer's link runs out of retries and goes down.
+	 * 8 MiB, more than a link's window and send queue take (4 MiB and
+	 * 2 MiB on a socket, 2 MiB on a ring): the job must wait for
+	 * acknowledgements that never come, not end with its writes posted.
 	 */
 	ASSERT_EQ(0, port_debugfs(b, port ^ 1, "fault_drop_next", 1000000000));
-	tsr_emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1, SLOT, SLOT, -1);
+	for (k = 0; k < 8 * MIB / SLOT; k++)
+		tsr_emit_ici_write(&a->c, dst, wo.id, wo.key, a->src.va, 0, 1,
+				   SLOT, SLOT, -1);
 	start = tsr_now_ns();
 	ASSERT_EQ(0, tsr_submit(a->fd, &a->c, 0, bos2(&a->c.bo, &a->src), 2,
 				a->sync, &seq));
