@@ -66,7 +66,7 @@ void tsr_ici_receive(TsrIci *ici, unsigned int port, const void *buf,
 /*
  * The transport is about to feed @port what its ring holds, in several
  * tsr_ici_receive() calls (@hold), or is done (!@hold): the link
- * acknowledges a quarter of its window at a time meanwhile, not each
+ * acknowledges half its window at a time meanwhile, not each
  * call, and what is owed when done (tsr_link_hold_acks()).
  */
 void tsr_ici_hold_acks(TsrIci *ici, unsigned int port, bool hold);
