@@ -137,6 +137,29 @@ static inline size_t slice_out(struct test_chip *c, unsigned int port,
 	return len;
 }
 
+/*
+ * @n bytes of @w into its chip: at once on a socket; on a ring, as a
+ * port's reader feeds what its ring holds, in pieces with the link's
+ * acknowledgements held until the last (tsr_ici_hold_acks()).
+ */
+static inline void slice_deliver(struct slice *s, struct wire *w,
+				 const uint8_t *buf, size_t n)
+{
+	TsrIci *ici = slice_ici(s, w->to_chip);
+	size_t off, piece;
+
+	if (!w->ring) {
+		tsr_ici_receive(ici, w->to_port, buf, n);
+		return;
+	}
+	tsr_ici_hold_acks(ici, w->to_port, true);
+	for (off = 0; off < n; off += piece) {
+		piece = n - off < 8192 ? n - off : 8192;
+		tsr_ici_receive(ici, w->to_port, buf + off, piece);
+	}
+	tsr_ici_hold_acks(ici, w->to_port, false);
+}
+
 static inline void *slice_pump(void *arg)
 {
 	struct slice *s = arg;
@@ -159,8 +182,7 @@ static inline void *slice_pump(void *arg)
 				w->len = 0;
 				pthread_mutex_unlock(&w->lock);
 				if (n && s->chip[w->to_chip])
-					tsr_ici_receive(slice_ici(s, w->to_chip),
-							w->to_port, tmp, n);
+					slice_deliver(s, w, tmp, n);
 				else if (n)
 					s->stranger->receive(s, tmp, n);
 				pthread_mutex_unlock(&s->carry);
