@@ -1161,6 +1161,16 @@ int tsr_ici_attach(TsrIci *ici, unsigned int port, unsigned int window)
         .keepalive_ns = ici->keepalive_ns, .ack_every = window / 2,
     };
 
+    /*
+     * A port whose frames stay on its socket delays its bare ACKs for up
+     * to TSR_ICI_ACK_DELAY_NS, each a system call at both ends; a ring's
+     * reader holds them over what the ring holds instead.
+     */
+    if (window == TSR_ICI_WINDOW_SOCKET) {
+        cfg.ack_delay_ns = ici->retransmit_ns / 16 < TSR_ICI_ACK_DELAY_NS ?
+                           ici->retransmit_ns / 16 : TSR_ICI_ACK_DELAY_NS;
+    }
+
     if (port >= TSR_ICI_MAX_PORTS || ici->port[port].link ||
         !tsr_route_neighbour(&ici->slice.topo, ici->slice.coords, port,
                              peer)) {

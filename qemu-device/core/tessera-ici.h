@@ -70,6 +70,8 @@ void tsr_ici_receive(TsrIci *ici, unsigned int port, const void *buf,
  * call, and what is owed when done (tsr_link_hold_acks()).
  */
 void tsr_ici_hold_acks(TsrIci *ici, unsigned int port, bool hold);
+/* The longest a socket port's link delays a bare ACK (cfg.ack_delay_ns). */
+#define TSR_ICI_ACK_DELAY_NS    (200 * 1000ull)
 /* The port's socket can take bytes again. */
 void tsr_ici_writable(TsrIci *ici, unsigned int port);
 /* Timers of every port; call at or after tsr_ici_deadline(). */

@@ -309,9 +309,13 @@ struct TsrLink {
     uint32_t consumed[TSR_ICI_VCS];
     Fifo held[TSR_ICI_VCS];
     bool ack_due;
-    /* tsr_link_hold_acks(); rcv_next when a frame last acknowledged. */
+    /*
+     * tsr_link_hold_acks(); rcv_next when a frame last acknowledged; when
+     * a delayed bare ACK must go (cfg.ack_delay_ns; 0: none waits).
+     */
     bool acks_held;
     uint32_t acked;
+    uint64_t ack_deadline;
     /* NAK: a frame failed its CRC; frames before one that came were lost. */
     bool nak_due;
     bool gap_due;
@@ -630,6 +634,7 @@ static size_t frame_header(TsrLink *link, struct tsr_ici_frame_hdr *h,
                                            hdr_crc));
     link->ack_due = false;
     link->acked = link->rcv_next;
+    link->ack_deadline = 0;
     link->cnt.frames_tx++;
     link->cnt.bytes_tx += total;
     return total;
@@ -890,11 +895,26 @@ static void resend_queued(TsrLink *link, uint64_t now)
     link->rxt_count = 0;
 }
 
-/* Whether a bare ACK owed waits for more frames (tsr_link_hold_acks()). */
-static bool ack_waits(const TsrLink *link)
+/*
+ * Whether a bare ACK owed waits for more frames: while the user holds
+ * them (tsr_link_hold_acks()), or up to cfg.ack_delay_ns from @now, the
+ * first time it is asked.
+ */
+static bool ack_waits(TsrLink *link, uint64_t now)
 {
-    return link->acks_held &&
-           link->rcv_next - link->acked < link->cfg.ack_every;
+    if (link->rcv_next - link->acked >= link->cfg.ack_every) {
+        return false;
+    }
+    if (link->acks_held) {
+        return true;
+    }
+    if (!link->cfg.ack_delay_ns) {
+        return false;
+    }
+    if (!link->ack_deadline) {
+        link->ack_deadline = now + link->cfg.ack_delay_ns;
+    }
+    return now < link->ack_deadline;
 }
 
 /*
@@ -925,7 +945,7 @@ static void pump(TsrLink *link, uint64_t now)
                 send_data(link, seq, now);
             }
         } else if (!admit_one(link)) {
-            if (link->ack_due && !ack_waits(link)) {
+            if (link->ack_due && !ack_waits(link, now)) {
                 emit(link, TSR_ICI_FRAME_ACK, 0, 0, NULL, 0, 0, false, now);
             }
             break;
@@ -2208,6 +2228,10 @@ uint64_t tsr_link_deadline(const TsrLink *link)
     }
     if (link->wlen && link->hold_until && link->hold_until < d) {
         d = link->hold_until;
+    }
+    if (link->state == TSR_ICI_STATE_UP && link->ack_due &&
+        link->ack_deadline && link->ack_deadline < d) {
+        d = link->ack_deadline;
     }
     if (resume_deadline(link) < d) {
         d = resume_deadline(link);

@@ -95,6 +95,13 @@ typedef struct TsrLinkConfig {
      * since the last frame that carried one; 0 or 1: it never waits.
      */
     unsigned int ack_every;
+    /*
+     * Delayed acknowledgement (as TCP's): not holding, such an ACK still
+     * waits for ack_every frames, but at most this long (the link's
+     * deadline then includes it); 0: it goes at once.  Keep it well
+     * below an eighth of retransmit_ns, the peer's earliest tail probe.
+     */
+    uint64_t ack_delay_ns;
     /* First sequence number sent (tests start near the wrap). */
     uint32_t isn;
 } TsrLinkConfig;

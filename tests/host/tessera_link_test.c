@@ -234,7 +234,8 @@ FIXTURE(link) {
 
 /*
  * Every test runs on a wire that may damage frames (a socket: payloads
- * carry a CRC), on one that cannot (a shared-memory ring: no CRC), and on
+ * carry a CRC, and ACKs are delayed as a socket's port delays them), on
+ * one that cannot (a shared-memory ring: no CRC), and on
  * one that cannot and lends its memory, as a ring does: payloads are
  * built in it and replayed from it, and its reader holds acknowledgements
  * over each batch it reads (tsr_link_hold_acks()), so that each fault is
@@ -243,10 +244,12 @@ FIXTURE(link) {
 FIXTURE_VARIANT(link) {
 	bool intact;
 	bool lend;
+	bool delay_acks;
 };
 
 FIXTURE_VARIANT_ADD(link, crc) {
 	.intact = false,
+	.delay_acks = true,
 };
 
 FIXTURE_VARIANT_ADD(link, intact) {
@@ -310,6 +313,8 @@ FIXTURE_SETUP(link)
 	self->step_ns = 1000;
 	self->intact = variant->intact;
 	self->hold_acks = variant->lend;
+	if (variant->delay_acks)
+		self->ca.ack_delay_ns = self->cb.ack_delay_ns = RTO_NS / 16;
 	self->ops = variant->lend ? &end_lend_ops : &end_ops;
 }
 
@@ -1015,6 +1020,7 @@ TEST_F(link, held_acknowledgements_go_ack_every_frames_at_a_time)
 	unsigned int i;
 
 	self->a.small = true;
+	self->cb.ack_delay_ns = 0;
 	ASSERT_TRUE(train(self));
 	ASSERT_TRUE(transfer(self, 1, 1, 100000));
 
@@ -1040,6 +1046,49 @@ TEST_F(link, held_acknowledgements_go_ack_every_frames_at_a_time)
 	ASSERT_TRUE(transfer(self, 0, 0, 100000));
 	EXPECT_TRUE(streams_match(self));
 	EXPECT_EQ(24 + 1, self->b.delivered);
+}
+
+/*
+ * A link that delays its ACKs (as a socket's port does) sends none for
+ * fewer than cfg.ack_every frames until cfg.ack_delay_ns has passed, its
+ * deadline saying when; and one at once for ack_every frames.
+ */
+TEST_F(link, a_delayed_acknowledgement_waits_for_frames_or_its_deadline)
+{
+	const uint64_t delay = RTO_NS / 16;
+	TsrLinkCounters b0;
+	uint64_t t0;
+	unsigned int i;
+
+	self->a.small = true;
+	self->cb.ack_delay_ns = delay;
+	ASSERT_TRUE(train(self));
+	ASSERT_TRUE(transfer(self, 1, 1, 100000));
+
+	for (i = 0; i < 5; i++)
+		ASSERT_TRUE(queue_next(self, 0));
+	self->target[0] += 5;
+	b0 = counters(&self->b);
+	t0 = self->now;
+	ASSERT_EQ(5, feed_frames(self, &self->a));
+	EXPECT_EQ(0, counters(&self->b).frames_tx - b0.frames_tx);
+	EXPECT_EQ(t0 + delay, tsr_link_deadline(self->b.link));
+	tsr_link_poll(self->b.link, t0 + delay - 1);
+	EXPECT_EQ(0, counters(&self->b).frames_tx - b0.frames_tx);
+	tsr_link_poll(self->b.link, t0 + delay);
+	EXPECT_EQ(1, counters(&self->b).frames_tx - b0.frames_tx);
+	EXPECT_LT(t0 + delay, tsr_link_deadline(self->b.link));
+
+	for (i = 0; i < self->cb.ack_every; i++)
+		ASSERT_TRUE(queue_next(self, 0));
+	self->target[0] += self->cb.ack_every;
+	b0 = counters(&self->b);
+	ASSERT_EQ(self->cb.ack_every, feed_frames(self, &self->a));
+	EXPECT_EQ(1, counters(&self->b).frames_tx - b0.frames_tx);
+
+	ASSERT_TRUE(transfer(self, 0, 0, 100000));
+	EXPECT_TRUE(streams_match(self));
+	EXPECT_EQ(5 + self->cb.ack_every + 1, self->b.delivered);
 }
 
 /*
