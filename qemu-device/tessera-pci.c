@@ -1028,14 +1028,9 @@ static TesseraRingTaken tessera_ring_feed(TesseraPort *p)
 }
 
 /*
- * From the main loop.  A ring the receive thread reads is read here too
- * (the links' tick, a stray doorbell): if the thread holds it, it is
- * reading, and we wait for it to be done, so that what the peer wrote
- * reaches the link before the link judges the peer.
- */
-/*
- * tessera_ring_feed(), its acknowledgements a few at a time: each may wake
- * the peer's receive thread, and the frames come faster than that costs.
+ * tessera_ring_feed(), its acknowledgements half a window at a time: each
+ * may wake the peer's receive thread, and the frames come faster than
+ * that costs.
  */
 static TesseraRingTaken tessera_ring_take(TesseraPort *p)
 {
@@ -1048,6 +1043,12 @@ static TesseraRingTaken tessera_ring_take(TesseraPort *p)
     return taken;
 }
 
+/*
+ * From the main loop.  A ring the receive thread reads is read here too
+ * (the links' tick, a stray doorbell): if the thread holds it, it is
+ * reading, and we wait for it to be done, so that what the peer wrote
+ * reaches the link before the link judges the peer.
+ */
 static void tessera_ring_read(TesseraPort *p)
 {
     TesseraRingTaken taken;

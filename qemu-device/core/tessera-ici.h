@@ -44,11 +44,12 @@ void tsr_ici_reset(TsrIci *ici);
 
 /*
  * A link's window, in frames sent and not yet acknowledged (each channel
- * gets all of it as credit, and half of it as send queue).  A port whose frames may
- * move to a shared-memory ring keeps the ring's: a ring holds what is
- * unacknowledged, and half of its 4 MiB stays free for a resend.  A port
- * whose frames stay on its socket for good (TCP, ici-transport=socket)
- * covers the round trip of two event loops and a socket instead: 4 MiB.
+ * gets all of it as credit, and half of it as send queue).  A port whose
+ * frames may move to a shared-memory ring keeps the ring's: a ring holds
+ * what is unacknowledged, and half of its 4 MiB stays free for a resend.
+ * A port whose frames stay on its socket for good (TCP,
+ * ici-transport=socket) covers the round trip of two event loops and a
+ * socket instead: 4 MiB.
  */
 #define TSR_ICI_WINDOW_RING     64
 #define TSR_ICI_WINDOW_SOCKET   128

@@ -90,9 +90,10 @@ typedef struct TsrLinkConfig {
      */
     uint64_t keepalive_ns;
     /*
-     * While the user holds acknowledgements (tsr_link_hold_acks()), an
-     * ACK that only acknowledges waits until this many frames have come
-     * since the last frame that carried one; 0 or 1: it never waits.
+     * While the user holds acknowledgements (tsr_link_hold_acks()) or
+     * the link delays them (ack_delay_ns), an ACK that only acknowledges
+     * waits until this many frames have come since the last frame that
+     * carried one; 0 or 1: it never waits.
      */
     unsigned int ack_every;
     /*
