@@ -429,14 +429,21 @@ def guest_errors_are_logged(qt):
     qt.set_qreg(0, C["TSR_QREG_TAIL"], 1000)
     qt.submit(0, 1, hdr(0x7F, 8), 1)
     qt.wait("the job", lambda: qt.read64(FENCES) == 1)
+    # The chip logs a failed job once it has published it, after the
+    # fence: wait for that line, then every line is in.
+    failed = ("tessera: queue 0: job in ring slot 0 failed with "
+              "BAD_OPCODE (1) at command 0")
+    try:
+        qt.wait("the failed job's line", lambda: failed in qt.stderr(),
+                interval=0.01)
+    except AssertionError:
+        check(False, f"not logged: {failed}")
     log = qt.stderr()
     # The worker may be looking at the ring just then: "enabled" or
     # "running a job", both refusals.
     for line in ("tessera: queue 0: ring register 0x08 <- 0x3 ignored: "
                  "the queue is ",
-                 "tessera: queue 0: TAIL 1000 ignored: RING_SIZE is 64",
-                 "tessera: queue 0: job in ring slot 0 failed with "
-                 "BAD_OPCODE (1) at command 0"):
+                 "tessera: queue 0: TAIL 1000 ignored: RING_SIZE is 64"):
         check(line in log, f"not logged: {line}")
 
 
