@@ -7,15 +7,20 @@
  *   chip 0   writes ITER transfers of 4 MiB to chip 1's window, each
  *            adding 1 to a semaphore there, as one job, untimed (both
  *            QEMUs warm up: first-time translation, socket buffers); then
- *            the same, timed, eight times: without faults and with frames
- *            dropped at --drop-ppm on its port, in turns
+ *            the same, timed, nine times: without faults and with frames
+ *            dropped at --drop-ppm on its port, in turns, clean first and
+ *            last
  *   chip 1   opens the window and waits for every transfer
  *
  * Chip 0 prints "BENCH <name> <value> <unit>" lines: wall and modeled
- * bandwidth, the best of the four passes of each kind (a pass's wall
- * figure swings by a fifth on a busy 2-core host; taking each kind's
- * best of four passes in turns keeps the loss to drops from being the
- * host's doing).
+ * bandwidth, the best of the passes of each kind, and what the drops
+ * cost: each pass with drops against the mean of the clean passes on
+ * either side of it, the median of those four.  A pass's wall figure
+ * swings by a fifth on a busy 2-core host, and a run's passes can move
+ * by half from one to the next (the host's scheduler puts the two
+ * copying threads on one core or on two): the best of each kind can
+ * come from different halves of a run, its neighbours cannot.  Each
+ * pass is shown on a "# pass" line.
  *
  * Copyright (C) 2026 The Tessera Authors
  */
@@ -23,7 +28,7 @@
 
 #define XFER		(4u << 20)
 #define ITER		128	/* transfers per pass, unless --iter */
-#define PASSES		9	/* warm-up, then clean and with drops in turns */
+#define PASSES		10	/* warm-up, then clean and with drops in turns */
 #define WINDOW_ID	9
 #define WINDOW_KEY	0xbe4c4b1cull
 #define SEM		XFER
@@ -54,6 +59,20 @@ static int run(int fd, struct tsr_cmds *c, const struct tsr_bo *data,
 
 static unsigned int iter = ITER;
 
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of @v (@n of them, reordered). */
+static double median(double *v, unsigned int n)
+{
+	qsort(v, n, sizeof(*v), by_value);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static const uint8_t receiver_chip[3] = { 1, 0, 0 };
 
 /* A pass's commands, in whole pages. */
@@ -79,6 +98,8 @@ static void sender(int fd, const struct tsr_info *info,
 	struct tsr_cmds c = { 0 };
 	struct tsr_bo src;
 	struct { double wall, modeled; } best[2] = { { 0 } };
+	double gbps_of[PASSES] = { 0 }, cost[PASSES / 2];
+	unsigned int costs = 0;
 	char pci[32];
 	uint64_t end, t0, i, pass;
 	int ret;
@@ -100,7 +121,7 @@ static void sender(int fd, const struct tsr_info *info,
 		die("first write", ret);
 
 	for (pass = 0; pass < PASSES; pass++) {
-		bool drops = pass % 2 == 0;
+		bool drops = pass && pass % 2 == 0;
 		double secs, cycles, gbps;
 
 		ret = pass ? tsr_debugfs_write(pci, "ici0/fault_drop_ppm",
@@ -118,6 +139,9 @@ static void sender(int fd, const struct tsr_info *info,
 		if (pass == 0)
 			continue;	/* the warm-up */
 		gbps = (double)iter * XFER / secs / 1e9;
+		gbps_of[pass] = gbps;
+		printf("# pass %u %s %.3f GB/s\n", (unsigned int)pass,
+		       drops ? "drops" : "clean", gbps);
 		if (gbps > best[drops].wall) {
 			best[drops].wall = gbps;
 			best[drops].modeled = (double)iter * XFER /
@@ -133,6 +157,10 @@ static void sender(int fd, const struct tsr_info *info,
 	}
 	printf("BENCH vm_ici_link_preset_gbps %.3f GB/s\n",
 	       (double)info->ici_link_gbps);
+	for (pass = 2; pass + 1 < PASSES; pass += 2)
+		cost[costs++] = 1 - 2 * gbps_of[pass] /
+				(gbps_of[pass - 1] + gbps_of[pass + 1]);
+	printf("BENCH vm_ici_drop_slowdown %.3f x\n", median(cost, costs));
 	fflush(stdout);
 	tsr_debugfs_write(pci, "ici0/fault_drop_ppm", 0);
 }
