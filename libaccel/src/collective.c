@@ -784,7 +784,7 @@ static int direct_receive(struct exec *x, struct accel_buffer *buf,
  * dimension, then those sums paired along the next, and so on, each pair
  * one commutative operation, so every chip gets the pincer's bits.
  */
-#define DIRECT_MAX_BYTES	(32u * 1024)
+#define DIRECT_MAX_BYTES	(64u * 1024)
 #define DIRECT_MAX_CHIPS	8
 
 static bool direct_fits(const struct accel_comm *comm, const struct call *c)

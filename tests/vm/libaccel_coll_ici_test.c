@@ -1485,31 +1485,44 @@ static bool twos_only(void)
 	return true;
 }
 
+/*
+ * Up to 64 KiB (where its modeled time stays below the pincer's on 2, 2x2
+ * and 2x2x2), one job a chip; a float more, the pincer's streams.
+ */
 TEST_F(coll, a_small_all_reduce_is_one_job_a_chip_on_slices_of_twos)
 {
+	static const struct { uint64_t count; bool one; } calls[] = {
+		{ 4811, true }, { 16384, true }, { 16385, false },
+	};
 	struct expect e = { ACCEL_REDUCE_MAX, 62, 0, 0 };
 	struct accel_job *jobs[TSR_MAX_QUEUES];
-	struct vectors v = { 0 };
-	struct accel_coll *coll = NULL;
-	unsigned int c, count;
+	unsigned int c, count, k;
 
 	if (!twos_only())
 		SKIP(return, "a dimension of the slice is longer than 2: the pincer runs");
 	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 33, ACCEL_COLL_PINCER));
 	self->size = accel_comm_size(self->comm);
-	ASSERT_EQ(ACCEL_OK, vectors_make(self, &v, TSR_DTYPE_F32, 4811, 4811, e.salt, true));
-	ASSERT_EQ(ACCEL_OK, accel_all_reduce(self->comm, v.send, v.recv, 4811,
-					     TSR_DTYPE_F32, e.op, &coll));
-	for (c = 0; c < self->n; c++) {
-		ASSERT_EQ(ACCEL_OK, accel_coll_last_jobs(coll, c, jobs, &count));
-		EXPECT_EQ(1, count);
+	for (k = 0; k < ARRAY_SIZE(calls); k++) {
+		uint64_t n = calls[k].count;
+		struct vectors v = { 0 };
+		struct accel_coll *coll = NULL;
+
+		ASSERT_EQ(ACCEL_OK, vectors_make(self, &v, TSR_DTYPE_F32, n, n,
+						 e.salt, true));
+		ASSERT_EQ(ACCEL_OK, accel_all_reduce(self->comm, v.send, v.recv, n,
+						     TSR_DTYPE_F32, e.op, &coll));
+		for (c = 0; c < self->n; c++) {
+			ASSERT_EQ(ACCEL_OK, accel_coll_last_jobs(coll, c, jobs, &count));
+			EXPECT_EQ(calls[k].one, count == 1);
+			EXPECT_LE(1, count);
+		}
+		EXPECT_EQ(ACCEL_OK, accel_coll_wait(coll, TSR_TEST_WAIT_NS));
+		EXPECT_LT(0, accel_coll_cycles(coll));
+		EXPECT_TRUE(vectors_check(_metadata, self, &v, TSR_DTYPE_F32, n,
+					  want_all_reduce, &e));
+		accel_coll_destroy(coll);
+		vectors_free(&v, self->n);
 	}
-	EXPECT_EQ(ACCEL_OK, accel_coll_wait(coll, TSR_TEST_WAIT_NS));
-	EXPECT_LT(0, accel_coll_cycles(coll));
-	EXPECT_TRUE(vectors_check(_metadata, self, &v, TSR_DTYPE_F32, 4811,
-				  want_all_reduce, &e));
-	accel_coll_destroy(coll);
-	vectors_free(&v, self->n);
 }
 
 /*
@@ -1648,7 +1661,8 @@ static int sum_cycles(FIXTURE_DATA(coll) *self, uint64_t count,
  * An out-of-place all-reduce reads each piece of its input where it lies,
  * by the first send or reduction of the piece, rather than copying the
  * whole input into the output first: the chips spend no more modeled time
- * on it than in place (the copy cost 5.6% at this size).  After a first
+ * on it than in place (the copy cost 5.6% at 64 KiB).  128 KiB: above the
+ * one-job-a-chip all-reduce's limit on slices of twos.  After a first
  * call: a communicator's first call has no earlier one to wait for, and
  * is shorter.  In one process: split across VMs, when each host's chips
  * start a call moves its modeled cycles by about as much (1.1% on 4x4).
@@ -1661,10 +1675,10 @@ TEST_F_TIMEOUT(coll, out_of_place_all_reduce_copies_no_input, COLL_TEST_TIMEOUT)
 		SKIP(return, "the slice spans other VMs, whose start times move the cycles");
 	ASSERT_EQ(ACCEL_OK, open_comm(self, WINDOW_BASE + 31, ACCEL_COLL_PINCER));
 	self->size = accel_comm_size(self->comm);
-	ASSERT_EQ(ACCEL_OK, sum_cycles(self, 16384, true, &first));
-	ASSERT_EQ(ACCEL_OK, sum_cycles(self, 16384, false, &out_of_place));
-	ASSERT_EQ(ACCEL_OK, sum_cycles(self, 16384, true, &in_place));
-	TH_LOG("64 KiB: %llu cycles in place, %llu out of place",
+	ASSERT_EQ(ACCEL_OK, sum_cycles(self, 32768, true, &first));
+	ASSERT_EQ(ACCEL_OK, sum_cycles(self, 32768, false, &out_of_place));
+	ASSERT_EQ(ACCEL_OK, sum_cycles(self, 32768, true, &in_place));
+	TH_LOG("128 KiB: %llu cycles in place, %llu out of place",
 	       (unsigned long long)in_place, (unsigned long long)out_of_place);
 	EXPECT_LT(0, in_place);
 	EXPECT_LE(out_of_place, in_place + in_place / 200);
