@@ -4,7 +4,8 @@
 A slice's hosts are the tasks of one Slurm job step: the task's rank
 (SLURM_PROCID) is the host id, as TPU_WORKER_ID is on a TPU slice; the
 step's node list and tasks per node say on which machine each host runs,
-so where each link's serving end listens.  tessera-slice --slurm starts
+and each node's NodeAddr where that machine is reached, so where each
+link's serving end listens.  tessera-slice --slurm starts
 the step (srun_command()) from inside an allocation; each task, run as
 tessera-slice --slurm-task, reads its place (task_place()).
 Documentation/slices.md, "Slices on a cluster".
@@ -66,6 +67,35 @@ def hostnames(nodelist, env=os.environ):
         raise SlurmError(f"scontrol show hostnames '{nodelist}': "
                          f"{r.stderr.strip()}")
     return r.stdout.split()
+
+
+def parse_node_addresses(text):
+    """{node name: NodeAddr} from scontrol -o show node's lines."""
+    found = {}
+    for line in text.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        if "NodeName" in fields:
+            found[fields["NodeName"]] = fields.get("NodeAddr") or \
+                fields["NodeName"]
+    return found
+
+
+def node_addresses(nodes, env=os.environ):
+    """Where each of NODES is reached: its NodeAddr in the cluster's
+    configuration (the node's name unless slurm.conf gives another
+    address, as a cluster whose node names are not in the DNS does), by
+    scontrol."""
+    wanted = sorted(set(nodes))
+    r = subprocess.run(["scontrol", "-o", "show", "node", ",".join(wanted)],
+                       env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    found = parse_node_addresses(r.stdout) if r.returncode == 0 else {}
+    missing = [n for n in wanted if n not in found]
+    if missing:
+        raise SlurmError(f"scontrol show node {','.join(missing)}: "
+                         f"{r.stderr.strip() or 'no such node'}")
+    return [found[n] for n in nodes]
 
 
 def step_value(env, name):

@@ -11,11 +11,17 @@ then cancels what is left of its jobs, stops the daemons, removes the
 folder and checks that no process of the cluster is left.  Installs the
 Debian packages first (tools/tessera-deps --slurm) if they are missing.
 
-Usage: tests/slurm/cluster.py [--keep-logs DIR] -- COMMAND...
+Usage: tests/slurm/cluster.py [--keep-logs DIR] [--nodes N] -- COMMAND...
        python: with cluster.Cluster() as c: subprocess.run(..., env=c.env)
 
 Debian's Slurm has no multiple-slurmd: "several machines" are several
 tasks on the one node here (tools/tessera-slice gives each its own ports).
+With --nodes N they are N nodes instead, n0 to nN-1, each a slurmd in a
+network and UTS namespace of its own (its own host name, loopback and
+address, 10.231.X.10+i on a bridge whose 10.231.X.1 is slurmctld's), so
+that nothing a task does may depend on sharing this machine's loopback:
+what it reaches of another node, it reaches at that node's NodeAddr.
+The namespaces and the bridge go with the cluster.
 Exit status: COMMAND's; 1 if the cluster did not start or left a process
 behind (named on stderr); 2 bad arguments.
 """
@@ -35,7 +41,8 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.realpath(__file__))))
 DEPS = os.path.join(REPO, "tools", "tessera-deps")
-DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "srun", "sinfo")
+DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "srun", "sinfo",
+           "ip")
 # How long the daemons may take to start, and to stop.
 START_S = 60
 STOP_S = 20
@@ -96,17 +103,100 @@ def install():
         raise ClusterError("tools/tessera-deps --slurm failed:\n" + r.stdout)
 
 
+def ip(*args):
+    """iproute2; the error output on failure."""
+    r = subprocess.run(["ip", *args], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       text=True)
+    return r.stderr.strip() if r.returncode else None
+
+
+class Network:
+    """N network namespaces, each with its loopback and an address on a
+    bridge of this machine's (10.231.X.0/24, X a subnet nothing here uses
+    yet), the bridge's own address their way to this machine."""
+
+    def __init__(self, count):
+        self.count = count
+        self.x = None
+        self.namespaces = []
+        self.addresses = []
+        self.gateway = None
+        self.bridge = None
+
+    def free_subnet(self):
+        used = subprocess.run(["ip", "-4", "-o", "addr"], text=True,
+                              stdout=subprocess.PIPE).stdout
+        names = subprocess.run(["ip", "netns", "list"], text=True,
+                               stdout=subprocess.PIPE).stdout
+        for k in range(256):
+            x = (os.getpid() + k) % 200 + 20
+            if f" 10.231.{x}." not in used and f"tessera-{x}-" not in names:
+                return x
+        raise ClusterError("no free subnet 10.231.X.0/24 for the nodes")
+
+    def make(self):
+        self.x = x = self.free_subnet()
+        self.bridge = f"tsrbr{x}"
+        self.gateway = f"10.231.{x}.1"
+        for err in (ip("link", "add", self.bridge, "type", "bridge"),
+                    ip("addr", "add", f"{self.gateway}/24", "dev",
+                       self.bridge),
+                    ip("link", "set", self.bridge, "up")):
+            if err:
+                raise ClusterError(f"the nodes' bridge {self.bridge}: {err}")
+        for i in range(self.count):
+            ns, addr = f"tessera-{x}-{i}", f"10.231.{x}.{10 + i}"
+            host, inside = f"tsr{x}h{i}", f"tsr{x}n{i}"
+            err = ip("netns", "add", ns)
+            if not err:
+                self.namespaces.append(ns)
+            for step in (("link", "add", host, "type", "veth", "peer",
+                          "name", inside),
+                         ("link", "set", inside, "netns", ns),
+                         ("link", "set", host, "master", self.bridge, "up"),
+                         ("-n", ns, "link", "set", inside, "name", "eth0"),
+                         ("-n", ns, "addr", "add", f"{addr}/24", "dev",
+                          "eth0"),
+                         ("-n", ns, "link", "set", "eth0", "up"),
+                         ("-n", ns, "link", "set", "lo", "up"),
+                         ("-n", ns, "route", "add", "default", "via",
+                          self.gateway)):
+                err = err or ip(*step)
+            if err:
+                raise ClusterError(f"node n{i}'s namespace {ns}: {err}")
+            self.addresses.append(addr)
+
+    def remove(self):
+        """Removes the namespaces and the bridge (a namespace's end of its
+        link goes with it, the other end with it); what could not be."""
+        left = []
+        for ns in self.namespaces:
+            err = ip("netns", "del", ns)
+            if err:
+                left.append(f"namespace {ns}: {err}")
+        if self.bridge and ip("link", "show", self.bridge) is None:
+            err = ip("link", "del", self.bridge)
+            if err:
+                left.append(f"bridge {self.bridge}: {err}")
+        self.namespaces = []
+        return left
+
+
 class Cluster:
     """One slurmctld, one slurmd and their munged, in a folder of their
     own; .env is the environment that points Slurm's commands at them."""
 
-    def __init__(self, keep_logs=None):
+    def __init__(self, keep_logs=None, nodes=0):
         self.keep_logs = keep_logs
         self.dir = None
         self.procs = {}
         self.node = socket.gethostname().split(".")[0]
         self.env = None
         self.conf = None
+        # 0: this machine is the one node; N: N nodes in namespaces.
+        self.nodes = nodes
+        self.net = None
 
     def __enter__(self):
         try:
@@ -124,14 +214,31 @@ class Cluster:
     def path(self, name):
         return os.path.join(self.dir, name)
 
+    def node_names(self):
+        return [f"n{i}" for i in range(self.nodes)] or [self.node]
+
     def write_config(self):
         d = self.dir
         for sub in ("state", "spool"):
             os.mkdir(self.path(sub))
         open(self.path("plugstack.conf"), "w").close()
+        if self.nodes:
+            ctld = f"{self.node}({self.net.gateway})"
+            spool, pid, log = "spool/%n", "slurmd-%n.pid", "slurmd-%n.log"
+            nodes = "\n".join(
+                f"NodeName={name} NodeAddr={addr} CPUs={os.cpu_count() or 1} "
+                f"RealMemory={memory_mib() // self.nodes} State=UNKNOWN"
+                for name, addr in zip(self.node_names(), self.net.addresses))
+            for name in self.node_names():
+                os.mkdir(self.path(f"spool/{name}"))
+        else:
+            ctld, spool, pid, log = (self.node, "spool", "slurmd.pid",
+                                     "slurmd.log")
+            nodes = (f"NodeName={self.node} CPUs={os.cpu_count() or 1} "
+                     f"RealMemory={memory_mib()} State=UNKNOWN")
         conf = f"""\
 ClusterName=tessera
-SlurmctldHost={self.node}
+SlurmctldHost={ctld}
 SlurmctldPort={free_port()}
 SlurmdPort={free_port()}
 SlurmUser={pwd.getpwuid(os.getuid()).pw_name}
@@ -140,11 +247,11 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket={d}/munge.sock
 StateSaveLocation={d}/state
-SlurmdSpoolDir={d}/spool
+SlurmdSpoolDir={d}/{spool}
 SlurmctldPidFile={d}/slurmctld.pid
-SlurmdPidFile={d}/slurmd.pid
+SlurmdPidFile={d}/{pid}
 SlurmctldLogFile={d}/slurmctld.log
-SlurmdLogFile={d}/slurmd.log
+SlurmdLogFile={d}/{log}
 # The system's SPANK plugins are not this cluster's.
 PlugStackConfig={d}/plugstack.conf
 # No cgroups, no systemd: processes tracked by their parents.
@@ -156,7 +263,7 @@ MpiDefault=none
 ReturnToService=2
 # A job's tasks get SIGTERM, then SIGKILL this much later.
 KillWait={KILL_WAIT_S}
-NodeName={self.node} CPUs={os.cpu_count() or 1} RealMemory={memory_mib()} State=UNKNOWN
+{nodes}
 # Tasks share the CPUs: a slice's VMs mostly wait on each other.
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 """
@@ -179,6 +286,9 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
         # searchable), and the key made there, owned by this user.
         self.dir = tempfile.mkdtemp(prefix="tessera-slurm.")
         os.chmod(self.dir, 0o755)
+        if self.nodes:
+            self.net = Network(self.nodes)
+            self.net.make()
         self.write_config()
         subprocess.run(["mungekey", "--create", "--keyfile",
                         self.path("munge.key")], check=True,
@@ -194,15 +304,29 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
                       "munged's socket")
         # An absolute configuration path: the daemons change directory.
         self.spawn("slurmctld", ["slurmctld", "-D", "-f", self.conf])
-        self.spawn("slurmd", ["slurmd", "-D", "-f", self.conf])
-        self.wait_for(self.idle, f"node {self.node} idle in sinfo")
+        if not self.nodes:
+            self.spawn("slurmd", ["slurmd", "-D", "-f", self.conf])
+        for name, ns in zip(self.node_names(), self.net.namespaces
+                            if self.net else ()):
+            # Its own host name, which slurmd takes for its node's; its
+            # network entered, not `ip netns exec`, which mounts a /sys
+            # of its own without the cgroup file system slurmd wants.
+            self.spawn(f"slurmd-{name}", [
+                "nsenter", f"--net=/run/netns/{ns}", "unshare", "--uts",
+                "sh", "-c", 'hostname "$0" && exec slurmd -D -f "$1"',
+                name, self.conf])
+        nodes = ",".join(self.node_names())
+        self.wait_for(self.idle, f"node {nodes} idle in sinfo")
 
     def idle(self):
-        r = subprocess.run(["sinfo", "-h", "-n", self.node, "-o", "%T"],
+        r = subprocess.run(["sinfo", "-h", "-N", "-n",
+                            ",".join(self.node_names()), "-o", "%T"],
                            env=self.env, stdin=subprocess.DEVNULL,
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                            text=True)
-        return r.returncode == 0 and r.stdout.strip() == "idle"
+        states = r.stdout.split()
+        return (r.returncode == 0 and len(states) == len(self.node_names())
+                and set(states) == {"idle"})
 
     def wait_for(self, ready, what, timeout=START_S):
         deadline = time.monotonic() + timeout
@@ -218,7 +342,8 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
 
     def logs_tail(self):
         text = []
-        for name in ("munged.out", "slurmctld.out", "slurmd.out"):
+        for name in ("munged.out", "slurmctld.out", "slurmd.out",
+                     *(f"slurmd-{n}.out" for n in self.node_names())):
             try:
                 with open(self.path(name), errors="replace") as f:
                     lines = f.read().splitlines()[-8:]
@@ -255,7 +380,8 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
                 self.procs["slurmctld"].poll() is None:
             self.cancel_jobs()
         # slurmd first (it ends its steps), munged last (they need it).
-        for name in ("slurmd", "slurmctld", "munged"):
+        for name in ("slurmd", *(f"slurmd-{n}" for n in self.node_names()),
+                     "slurmctld", "munged"):
             p = self.procs.get(name)
             if p is None:
                 continue
@@ -278,7 +404,11 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
                     shutil.copy(self.path(name), self.keep_logs)
         shutil.rmtree(self.dir, ignore_errors=True)
         self.dir = None
-        return [f"pid {pid}: {cmd}" for pid, cmd in left]
+        gone = [f"pid {pid}: {cmd}" for pid, cmd in left]
+        if self.net:
+            gone += self.net.remove()
+            self.net = None
+        return gone
 
     def leftovers(self):
         """Processes started with this cluster's configuration in their
@@ -311,13 +441,18 @@ def main():
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--keep-logs", metavar="DIR",
                    help="copy the daemons' logs and slurm.conf to DIR")
+    p.add_argument("--nodes", type=int, default=0, metavar="N",
+                   help="N nodes, each in network and UTS namespaces of "
+                   "its own (default: this machine as the one node)")
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
     if a.command[:1] == ["--"]:
         a.command = a.command[1:]
     if not a.command:
         p.error("no command: tests/slurm/cluster.py -- COMMAND...")
-    c = Cluster(a.keep_logs)
+    if not 0 <= a.nodes <= 16:
+        p.error(f"--nodes: 0 to 16, not {a.nodes}")
+    c = Cluster(a.keep_logs, a.nodes)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, interrupted)
     try:
