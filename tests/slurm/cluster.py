@@ -184,8 +184,9 @@ class Network:
 
 
 class Cluster:
-    """One slurmctld, one slurmd and their munged, in a folder of their
-    own; .env is the environment that points Slurm's commands at them."""
+    """One slurmctld, one slurmd (with NODES, one a node) and their
+    munged, in a folder of their own; .env is the environment that points
+    Slurm's commands at them."""
 
     def __init__(self, keep_logs=None, nodes=0):
         self.keep_logs = keep_logs
