@@ -85,16 +85,18 @@ def node_addresses(nodes, env=os.environ):
     configuration (the node's name unless slurm.conf gives another
     address, as a cluster whose node names are not in the DNS does), by
     scontrol."""
-    wanted = sorted(set(nodes))
-    r = subprocess.run(["scontrol", "-o", "show", "node", ",".join(wanted)],
-                       env=env, stdin=subprocess.DEVNULL,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True)
-    found = parse_node_addresses(r.stdout) if r.returncode == 0 else {}
-    missing = [n for n in wanted if n not in found]
-    if missing:
-        raise SlurmError(f"scontrol show node {','.join(missing)}: "
-                         f"{r.stderr.strip() or 'no such node'}")
+    found = {}
+    # One at a time: scontrol answers nothing for a list with one unknown.
+    for node in sorted(set(nodes)):
+        r = subprocess.run(["scontrol", "-o", "show", "node", node],
+                           env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        addr = parse_node_addresses(r.stdout).get(node)
+        if r.returncode or not addr:
+            raise SlurmError(f"scontrol show node {node}: "
+                             f"{r.stderr.strip() or 'no such node'}")
+        found[node] = addr
     return [found[n] for n in nodes]
 
 

@@ -1167,8 +1167,8 @@ int tsr_ici_attach(TsrIci *ici, unsigned int port, unsigned int window)
      * reader holds them over what the ring holds instead.
      */
     if (window == TSR_ICI_WINDOW_SOCKET) {
-        cfg.ack_delay_ns = ici->retransmit_ns / 16 < TSR_ICI_ACK_DELAY_NS ?
-                           ici->retransmit_ns / 16 : TSR_ICI_ACK_DELAY_NS;
+        cfg.ack_delay_ns = tsr_min(ici->retransmit_ns / 16,
+                                   TSR_ICI_ACK_DELAY_NS);
     }
 
     if (port >= TSR_ICI_MAX_PORTS || ici->port[port].link ||

@@ -572,6 +572,21 @@ static bool queue_next(FIXTURE_DATA(link) *self, unsigned int k)
 }
 
 /*
+ * Queue @n more payloads from a now (each must be taken), counted as ones
+ * b is to deliver; the test moves them across itself.
+ */
+static bool queue_from_a(FIXTURE_DATA(link) *self, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (!queue_next(self, 0))
+			return false;
+	self->target[0] += n;
+	return true;
+}
+
+/*
  * Send @count_a more payloads from a and @count_b from b, alternating
  * virtual channels, and run until everything queued so far has arrived
  * and both wires are quiet (or @max_steps pass).  Returns whether that
@@ -1017,16 +1032,13 @@ static unsigned int feed_frames(FIXTURE_DATA(link) *self, struct end *e)
 TEST_F(link, held_acknowledgements_go_ack_every_frames_at_a_time)
 {
 	TsrLinkCounters b0;
-	unsigned int i;
 
 	self->a.small = true;
 	self->cb.ack_delay_ns = 0;
 	ASSERT_TRUE(train(self));
 	ASSERT_TRUE(transfer(self, 1, 1, 100000));
 
-	for (i = 0; i < 20; i++)
-		ASSERT_TRUE(queue_next(self, 0));
-	self->target[0] += 20;
+	ASSERT_TRUE(queue_from_a(self, 20));
 	b0 = counters(&self->b);
 	tsr_link_hold_acks(self->b.link, true, self->now);
 	ASSERT_EQ(20, feed_frames(self, &self->a));
@@ -1036,9 +1048,7 @@ TEST_F(link, held_acknowledgements_go_ack_every_frames_at_a_time)
 	EXPECT_EQ(20 / self->cb.ack_every + 1,
 		  counters(&self->b).frames_tx - b0.frames_tx);
 
-	for (i = 0; i < 4; i++)
-		ASSERT_TRUE(queue_next(self, 0));
-	self->target[0] += 4;
+	ASSERT_TRUE(queue_from_a(self, 4));
 	b0 = counters(&self->b);
 	ASSERT_EQ(4, feed_frames(self, &self->a));
 	EXPECT_EQ(4, counters(&self->b).frames_tx - b0.frames_tx);
@@ -1058,16 +1068,13 @@ TEST_F(link, a_delayed_acknowledgement_waits_for_frames_or_its_deadline)
 	const uint64_t delay = RTO_NS / 16;
 	TsrLinkCounters b0;
 	uint64_t t0;
-	unsigned int i;
 
 	self->a.small = true;
 	self->cb.ack_delay_ns = delay;
 	ASSERT_TRUE(train(self));
 	ASSERT_TRUE(transfer(self, 1, 1, 100000));
 
-	for (i = 0; i < 5; i++)
-		ASSERT_TRUE(queue_next(self, 0));
-	self->target[0] += 5;
+	ASSERT_TRUE(queue_from_a(self, 5));
 	b0 = counters(&self->b);
 	t0 = self->now;
 	ASSERT_EQ(5, feed_frames(self, &self->a));
@@ -1079,9 +1086,7 @@ TEST_F(link, a_delayed_acknowledgement_waits_for_frames_or_its_deadline)
 	EXPECT_EQ(1, counters(&self->b).frames_tx - b0.frames_tx);
 	EXPECT_LT(t0 + delay, tsr_link_deadline(self->b.link));
 
-	for (i = 0; i < self->cb.ack_every; i++)
-		ASSERT_TRUE(queue_next(self, 0));
-	self->target[0] += self->cb.ack_every;
+	ASSERT_TRUE(queue_from_a(self, self->cb.ack_every));
 	b0 = counters(&self->b);
 	ASSERT_EQ(self->cb.ack_every, feed_frames(self, &self->a));
 	EXPECT_EQ(1, counters(&self->b).frames_tx - b0.frames_tx);
